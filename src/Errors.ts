@@ -1,0 +1,136 @@
+/**
+ * The typed failures of tollgate. A denial is not among them: it is a normal
+ * result (`false`, or a `Decision` with `allowed: false`) and allocates no
+ * `Error`.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/**
+ * A policy or limiter option is invalid. Names the field and the value.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Policy, RateLimiter } from "tollgate"
+ *
+ * const program = RateLimiter.make({
+ *   policy: Policy.tokenBucket({ capacity: NaN, refill: { tokens: 1, per: "1 second" } })
+ * }).pipe(Effect.catchTag("InvalidPolicy", (e) => Effect.logError(e.message)))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class InvalidPolicy extends Schema.TaggedError<InvalidPolicy>()("InvalidPolicy", {
+  field: Schema.String,
+  value: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `invalid policy: ${this.field} = ${this.value}: ${this.reason}`
+  }
+}
+
+/**
+ * A call's input is invalid (empty or oversized key, a cost that is not a
+ * positive integer, a cost above what the policy can ever grant). Names the
+ * field and the value. The bucket is not touched.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   return yield* limiter.acquire("user:42", { cost: 0.5 })
+ * }).pipe(Effect.catchTag("InvalidRequest", (e) => Effect.succeed(e.field === "cost")))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  field: Schema.String,
+  value: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `invalid request: ${this.field} = ${this.value}: ${this.reason}`
+  }
+}
+
+/**
+ * `wait` could not be admitted within `maxWait`. Raised at once, without
+ * sleeping first; `retryAfter` says when the same call would be admitted.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   yield* limiter.wait("user:42", { maxWait: "2 seconds" })
+ * }).pipe(Effect.catchTag("RateLimitExceeded", (e) => Effect.sleep(e.retryAfter)))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class RateLimitExceeded extends Schema.TaggedError<RateLimitExceeded>()("RateLimitExceeded", {
+  key: Schema.String,
+  retryAfter: Schema.Duration
+}) {
+  override get message(): string {
+    return `rate limit exceeded for ${this.key}: retry after ${this.retryAfter}`
+  }
+}
+
+/**
+ * The limiter has shut down (its scope closed) before the call could be
+ * decided. Every call pending at shutdown ends with a decision or this.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   return yield* limiter.acquire("user:42")
+ * }).pipe(Effect.catchTag("LimiterShutdown", () => Effect.succeed(false)))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class LimiterShutdown extends Schema.TaggedError<LimiterShutdown>()("LimiterShutdown", {}) {
+  override get message(): string {
+    return "the rate limiter has shut down"
+  }
+}
+
+/**
+ * A bucket's mailbox (or its line of waiters) is full. The request was not
+ * queued and took nothing; it is counted in `tollgate_overloaded_total`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   return yield* limiter.acquire("user:42")
+ * }).pipe(Effect.catchTag("Overloaded", () => Effect.succeed(false)))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", {
+  key: Schema.String,
+  capacity: Schema.Int
+}) {
+  override get message(): string {
+    return `rate limiter overloaded for ${this.key}: ${this.capacity} requests already queued`
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The contract every rate-limiting algorithm fulfils. Algorithms are pure:
+ * no Effect, no clock, no mutation. The bucket actor owns the state and the
+ * clock and calls these functions; the same functions are what the property
+ * tests check against each formal model.
+ *
+ * Times are milliseconds on the limiter's clock; durations are milliseconds.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * What one `step` decided, with the figures a caller (or an HTTP header)
+ * needs to act on it.
+ *
+ * @since 0.1.0
+ */
+export interface Outcome<S> {
+  /** Whether the request was admitted. */
+  readonly allowed: boolean
+  /** The state after the request (unchanged when denied). */
+  readonly state: S
+  /** Whole units that a later request could still take right now. */
+  readonly remaining: number
+  /** Milliseconds until this request could succeed: 0 when allowed, Infinity when never. */
+  readonly retryAfter: number
+  /** Milliseconds until the state is back to fresh (a full bucket). */
+  readonly resetAfter: number
+  /** The policy's headline limit (the capacity of a token bucket). */
+  readonly limit: number
+}
+
+/**
+ * A rate-limiting algorithm over its configuration `C` and its state `S`.
+ *
+ * @example
+ * ```ts
+ * import { TokenBucket } from "tollgate"
+ *
+ * const config = TokenBucket.config({ capacity: 2, tokens: 1, periodMillis: 1000 })
+ * const s0 = TokenBucket.algorithm.initial(config, 0)
+ * const { allowed } = TokenBucket.algorithm.step(config, s0, 0, 1)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface Algorithm<C, S> {
+  readonly name: string
+  /** The state of a key that has never been seen (or has been forgotten). */
+  readonly initial: (config: C, now: number) => S
+  /** Decide one request of `cost` at `now`. Pure and total: never throws, never NaN. */
+  readonly step: (config: C, state: S, now: number, cost: number) => Outcome<S>
+  /**
+   * Milliseconds, from `now`, until a request of `cost` standing behind
+   * `queued` units of earlier waiters would be admitted (0 when it could be
+   * admitted now and nothing is queued; Infinity when never).
+   */
+  readonly waitTime: (config: C, state: S, now: number, queued: number, cost: number) => number
+  /**
+   * The earliest time from which forgetting the state cannot change any later
+   * decision (DESIGN invariant 2): for a token bucket, the moment it is full.
+   */
+  readonly settledAt: (config: C, state: S) => number
+  /** The largest cost that can ever succeed. */
+  readonly maxCost: (config: C) => number
+}
