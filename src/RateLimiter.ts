@@ -91,6 +91,10 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   readonly consume: (key: string, options?: AcquireOptions) => Effect.Effect<Decision, CallError>
   /** Waits its turn in the key's FIFO line; fails at once with `RateLimitExceeded` if that is past `maxWait`. */
   readonly wait: (key: string, options?: WaitOptions) => Effect.Effect<void, CallError | RateLimitExceeded>
+  /** What `consume` would decide now, without taking anything (and without starting a bucket). */
+  readonly peek: (key: string, options?: AcquireOptions) => Effect.Effect<Decision, CallError>
+  /** Forgets the key's usage: its bucket goes back to the initial state (full, by default). */
+  readonly reset: (key: string) => Effect.Effect<void, CallError>
   /** What the limiter has done so far, and how many buckets are alive. */
   readonly stats: Effect.Effect<Stats>
 }>()("tollgate/RateLimiter") {
@@ -130,6 +134,11 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       return RateLimiter.of({
         acquire: (key, options) => decide<boolean>(Bucket.Kind.Acquire, key, options),
         consume: (key, options) => decide<Decision>(Bucket.Kind.Consume, key, options),
+        peek: (key, options) => decide<Decision>(Bucket.Kind.Peek, key, options),
+        reset: (key) => {
+          const invalid = checkKey(key)
+          return invalid !== undefined ? Effect.fail(invalid) : supervisor.submit<void>(key, Bucket.Kind.Reset, 0, 0)
+        },
         wait: (key, options) => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)

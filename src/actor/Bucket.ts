@@ -31,7 +31,11 @@ export const Kind = {
   /** Wait in line up to `maxWait`; reply `void` once admitted. */
   Wait: 2,
   /** No request: wakes the actor to re-time its line (a waiter left). */
-  Poke: 3
+  Poke: 3,
+  /** Decide as `Consume` would, take nothing; reply `Decision`. */
+  Peek: 4,
+  /** Forget the key's usage: back to the initial state; reply `void`. */
+  Reset: 5
 } as const
 
 /**
@@ -262,6 +266,18 @@ export const serve = (bucket: Bucket, batch: ReadonlyArray<Request>, now: number
             ? (outcome.allowed ? exitTrue : exitFalse)
             : Exit.succeed(Decision.fromOutcome(outcome))
         )
+        break
+      }
+      case Kind.Peek: {
+        const outcome = bucket.line.length === 0
+          ? algorithm.step(config as never, state as never, now, request.cost)
+          : behindLine(bucket, state, now, request.cost)
+        reply(request.reply, Exit.succeed(Decision.fromOutcome(outcome)))
+        break
+      }
+      case Kind.Reset: {
+        state = algorithm.initial(config as never, now)
+        reply(request.reply, exitVoid)
         break
       }
       case Kind.Wait: {

@@ -12,6 +12,7 @@
  */
 import { Clock, Deferred, Effect, Fiber, FiberSet, Queue } from "effect"
 import * as Bucket from "../actor/Bucket.ts"
+import * as Decision from "../Decision.ts"
 import { type InvalidPolicy, InvalidRequest, LimiterShutdown, Overloaded } from "../Errors.ts"
 import * as Metrics from "../Metrics.ts"
 import type * as Policy from "../Policy.ts"
@@ -138,7 +139,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     while (true) {
       if (closed) return shutdownExit
       const bucket = buckets.get(key)
-      if (bucket === undefined) return startThenSubmit(key, kind, cost, maxWait)
+      if (bucket === undefined) {
+        return kind === Bucket.Kind.Peek || kind === Bucket.Kind.Reset
+          ? withoutBucket(key, kind, cost)
+          : startThenSubmit(key, kind, cost, maxWait)
+      }
       const invalid = costError(bucket.policy, cost)
       if (invalid !== undefined) return Effect.fail(invalid)
       const request = new Bucket.Request(kind, cost, maxWait, Deferred.makeUnsafe())
@@ -170,6 +175,21 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         if (!closed && !buckets.has(key)) start(key, policy, mailbox)
         return submit<A, E>(key, kind, cost, maxWait)
       }))
+  }
+
+  // A key with no bucket is in its initial state: peek reads it, reset has
+  // nothing to forget, and neither starts a bucket.
+  const withoutBucket = (key: string, kind: Bucket.Kind, cost: number): Effect.Effect<any, SubmitError> => {
+    const policy = options.policyFor(key)
+    if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
+    const invalid = costError(policy, cost)
+    if (invalid !== undefined) return Effect.fail(invalid)
+    if (kind === Bucket.Kind.Reset) return Effect.void
+    const { algorithm, config } = policy
+    const now = clock.currentTimeMillisUnsafe()
+    return Effect.succeed(
+      Decision.fromOutcome(algorithm.step(config as never, algorithm.initial(config as never, now), now, cost))
+    )
   }
 
   const sweepNow = (): number => {
