@@ -59,3 +59,22 @@ export const fromOutcome = (outcome: Outcome<unknown>): Decision => ({
   resetAfter: millis(outcome.resetAfter),
   limit: outcome.limit
 })
+
+/**
+ * The decision `peek` reports: whether a request of `cost` would be admitted,
+ * with `remaining` as it stands now (nothing taken).
+ *
+ * @example
+ * ```ts
+ * import { Decision, TokenBucket } from "tollgate"
+ *
+ * const c = TokenBucket.config({ capacity: 5, tokens: 1, periodMillis: 1000 })
+ * const d = Decision.peek(TokenBucket.step(c, TokenBucket.initial(c, 0), 0, 1), 1) // remaining 5
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const peek = (outcome: Outcome<unknown>, cost: number): Decision => {
+  const decision = fromOutcome(outcome)
+  return outcome.allowed ? { ...decision, remaining: outcome.remaining + cost } : decision
+}

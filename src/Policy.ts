@@ -89,7 +89,9 @@ const isPositiveFinite = (n: unknown): n is number => Predicate.isNumber(n) && N
  */
 export const positiveMillis = (input: unknown): number | undefined => {
   if (!(Predicate.isString(input) || Predicate.isNumber(input) || Duration.isDuration(input))) return undefined
-  const millis = Duration.fromInput(input as Duration.Input).pipe((o) => o._tag === "Some" ? Duration.toMillis(o.value) : NaN)
+  const millis = Duration.fromInput(input as Duration.Input).pipe((o) =>
+    o._tag === "Some" ? Duration.toMillis(o.value) : NaN
+  )
   return isPositiveFinite(millis) ? millis : undefined
 }
 

@@ -6,7 +6,13 @@
 import { Context, Duration, Effect, Layer, Predicate, type Scope } from "effect"
 import * as Bucket from "./actor/Bucket.ts"
 import type { Decision } from "./Decision.ts"
-import { InvalidPolicy, InvalidRequest, type LimiterShutdown, type Overloaded, type RateLimitExceeded } from "./Errors.ts"
+import {
+  InvalidPolicy,
+  InvalidRequest,
+  type LimiterShutdown,
+  type Overloaded,
+  type RateLimitExceeded
+} from "./Errors.ts"
 import * as Policy from "./Policy.ts"
 import * as Supervisor from "./supervisor/Supervisor.ts"
 
@@ -104,8 +110,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    *
    * @since 0.1.0
    */
-  static readonly make: (options: Options) => Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope> =
-    Effect.fnUntraced(function*(options: Options) {
+  static readonly make: (options: Options) => Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope> = Effect
+    .fnUntraced(function*(options: Options) {
       const settings = yield* validateOptions(options)
       const supervisor = yield* Supervisor.make(settings.supervisor)
       const { maxKeyLength } = settings
@@ -227,11 +233,19 @@ const validateOptions = (options: Options): Effect.Effect<{
         try {
           const p = policy(key)
           if (!Policy.isPolicy(p)) {
-            return new InvalidPolicy({ field: "policy", value: typeof p, reason: `the policy function returned no Policy` })
+            return new InvalidPolicy({
+              field: "policy",
+              value: typeof p,
+              reason: `the policy function returned no Policy`
+            })
           }
           return p._tag === "Invalid" ? p.error : p
         } catch (cause) {
-          return new InvalidPolicy({ field: "policy", value: "function", reason: `the policy function threw: ${cause}` })
+          return new InvalidPolicy({
+            field: "policy",
+            value: "function",
+            reason: `the policy function threw: ${cause}`
+          })
         }
       }
     } else if (Policy.isPolicy(policy)) {
@@ -245,3 +259,31 @@ const validateOptions = (options: Options): Effect.Effect<{
       maxKeyLength
     })
   })
+
+type Options_ = Options
+type AcquireOptions_ = AcquireOptions
+type WaitOptions_ = WaitOptions
+type CallError_ = CallError
+type Stats_ = Stats
+
+/**
+ * The types that go with the service, reachable as `RateLimiter.Options` etc.
+ *
+ * @example
+ * ```ts
+ * import { Policy, RateLimiter } from "tollgate"
+ *
+ * const options: RateLimiter.Options = {
+ *   policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } })
+ * }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export declare namespace RateLimiter {
+  export type Options = Options_
+  export type AcquireOptions = AcquireOptions_
+  export type WaitOptions = WaitOptions_
+  export type CallError = CallError_
+  export type Stats = Stats_
+}

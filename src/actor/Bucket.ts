@@ -202,6 +202,11 @@ const behindLine = (bucket: Bucket, state: unknown, now: number, cost: number): 
   }
 }
 
+const peekOutcome = (bucket: Bucket, state: unknown, now: number, cost: number): Outcome<unknown> =>
+  bucket.line.length === 0
+    ? bucket.policy.algorithm.step(bucket.policy.config as never, state as never, now, cost)
+    : behindLine(bucket, state, now, cost)
+
 // Drops waiters whose callers left; they took nothing, so those behind move up.
 const removeCancelled = (bucket: Bucket): void => {
   let j = 0
@@ -269,10 +274,7 @@ export const serve = (bucket: Bucket, batch: ReadonlyArray<Request>, now: number
         break
       }
       case Kind.Peek: {
-        const outcome = bucket.line.length === 0
-          ? algorithm.step(config as never, state as never, now, request.cost)
-          : behindLine(bucket, state, now, request.cost)
-        reply(request.reply, Exit.succeed(Decision.fromOutcome(outcome)))
+        reply(request.reply, Exit.succeed(Decision.peek(peekOutcome(bucket, state, now, request.cost), request.cost)))
         break
       }
       case Kind.Reset: {
@@ -392,5 +394,6 @@ export const run: (bucket: Bucket) => Effect.Effect<void> = Effect.fnUntraced(
     }
   },
   Effect.catchTag("Done", () => Effect.void),
-  (effect, bucket) => Effect.onExit(effect, () => Effect.andThen(Effect.sync(() => close(bucket)), drainShutdown(bucket)))
+  (effect, bucket) =>
+    Effect.onExit(effect, () => Effect.andThen(Effect.sync(() => close(bucket)), drainShutdown(bucket)))
 )

@@ -126,7 +126,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const costError = (policy: Policy.Valid, cost: number): InvalidRequest | undefined => {
     const max = policy.algorithm.maxCost(policy.config as never)
     return cost > max
-      ? new InvalidRequest({ field: "cost", value: String(cost), reason: `exceeds the limit ${max}: it can never succeed` })
+      ? new InvalidRequest({
+        field: "cost",
+        value: String(cost),
+        reason: `exceeds the limit ${max}: it can never succeed`
+      })
       : undefined
   }
 
@@ -188,7 +192,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     const { algorithm, config } = policy
     const now = clock.currentTimeMillisUnsafe()
     return Effect.succeed(
-      Decision.fromOutcome(algorithm.step(config as never, algorithm.initial(config as never, now), now, cost))
+      Decision.peek(algorithm.step(config as never, algorithm.initial(config as never, now), now, cost), cost)
     )
   }
 
