@@ -1,0 +1,10 @@
+/**
+ * Entry point of `npm run demo`: runs the live demo and exits.
+ *
+ * @since 0.1.0
+ */
+import { NodeRuntime, NodeStdio } from "@effect/platform-node"
+import { Effect } from "effect"
+import * as Demo from "./Demo.ts"
+
+Demo.main.pipe(Effect.provide(NodeStdio.layer), NodeRuntime.runMain)
