@@ -1,0 +1,170 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Deferred, Effect, Exit, Fiber, Latch, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { Bucket, Metrics, Policy, RateLimiter, Supervisor } from "../src/index.ts"
+
+const policy = Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+
+const makeSupervisor = (idleTimeoutMillis = 60_000, mailboxCapacity = 1024) =>
+  Supervisor.make({ policyFor: () => policy, limits: { mailboxCapacity, maxWaiters: 1024 }, idleTimeoutMillis })
+
+const acquire = (supervisor: Supervisor.Supervisor, key: string) =>
+  supervisor.submit<boolean>(key, Bucket.Kind.Acquire, 1, 0)
+
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+describe("Supervisor: starting buckets", () => {
+  it.effect("concurrent first calls for one key start exactly one bucket", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* makeSupervisor()
+      const results = yield* Effect.forEach(Array.from({ length: 100 }), () => acquire(supervisor, "k"), {
+        concurrency: "unbounded"
+      })
+      assert.strictEqual(results.filter(Boolean).length, 3)
+      const stats = yield* supervisor.stats
+      assert.strictEqual(stats.started, 1)
+      assert.strictEqual(stats.buckets, 1)
+    }))
+
+  it.effect("requests sent before the bucket is ready are queued and served", () =>
+    Effect.gen(function*() {
+      // Build a bucket by hand and fill its mailbox before its fiber exists.
+      const limits = { mailboxCapacity: 16, maxWaiters: 16 }
+      const mailbox = yield* Bucket.makeMailbox(limits)
+      const recorder = new Metrics.Recorder(yield* Effect.context<never>())
+      const bucket = new Bucket.Bucket("k", policy, mailbox, limits, yield* Clock.Clock, recorder)
+      const requests = Array.from({ length: 10 }, () =>
+        new Bucket.Request(Bucket.Kind.Acquire, 1, 0, Deferred.makeUnsafe<any, any>()))
+      for (const request of requests) {
+        assert.strictEqual(Bucket.offer(bucket, request), Bucket.Offered.Queued)
+      }
+      assert.isFalse(Latch.isOpen(bucket.ready))
+      assert.strictEqual(bucket.pending, 10)
+      yield* Effect.forkChild(Bucket.run(bucket))
+      yield* bucket.ready.await
+      const results = yield* Effect.forEach(requests, (r) =>
+        Deferred.await(r.reply))
+      assert.deepStrictEqual(results, [true, true, true, false, false, false, false, false, false, false])
+      assert.strictEqual(bucket.pending, 0)
+    }))
+})
+
+describe("Supervisor: reaping", () => {
+  it.effect("an idle, refilled bucket is reaped and the live count falls", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* makeSupervisor(10_000)
+      for (const key of ["a", "b", "c"]) yield* acquire(supervisor, key)
+      assert.strictEqual((yield* supervisor.stats).buckets, 3)
+      yield* TestClock.adjust("15 seconds") // one sweep at 5 s (not idle yet), 10 s (idle: exactly 10 s), 15 s
+      yield* settle
+      const stats = yield* supervisor.stats
+      assert.strictEqual(stats.buckets, 0)
+      assert.strictEqual(stats.reaped, 3)
+    }))
+
+  it.effect("a bucket that has not refilled is not reaped, however long it idles", () =>
+    Effect.gen(function*() {
+      const slow = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 minute" } }) as Policy.Valid
+      const supervisor = yield* Supervisor.make({
+        policyFor: () => slow,
+        limits: { mailboxCapacity: 64, maxWaiters: 64 },
+        idleTimeoutMillis: 1000
+      })
+      for (let i = 0; i < 10; i++) yield* acquire(supervisor, "k")
+      // idle for 9 minutes: one token short of full
+      // the sweep runs every 500 ms all along
+      yield* TestClock.adjust("9 minutes")
+      yield* settle
+      assert.strictEqual((yield* supervisor.stats).buckets, 1)
+      assert.strictEqual(yield* supervisor.sweep, 0)
+      yield* TestClock.adjust("59 seconds")
+      assert.strictEqual((yield* supervisor.stats).buckets, 1)
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual((yield* supervisor.stats).buckets, 0)
+      assert.strictEqual((yield* supervisor.stats).reaped, 1)
+    }))
+
+  it.effect("decisions before and after a reap are identical", () =>
+    Effect.gen(function*() {
+      // the same script against a limiter that reaps and one that never does
+      const script = (limiter: RateLimiter["Service"]) =>
+        Effect.gen(function*() {
+          const out: Array<boolean> = []
+          for (let round = 0; round < 6; round++) {
+            for (let i = 0; i < 4; i++) out.push(yield* limiter.acquire("k"))
+            yield* TestClock.adjust(round % 2 === 0 ? "3 seconds" : "10 seconds")
+          }
+          return out
+        })
+      const reaping = yield* RateLimiter.make({ policy, idleTimeout: "2 seconds" })
+      const a = yield* script(reaping)
+      const reaped = (yield* reaping.stats).reaped
+      assert.isAbove(reaped, 0)
+      const keeping = yield* RateLimiter.make({ policy, idleTimeout: "365 days" })
+      yield* TestClock.setTime(0)
+      const b = yield* script(keeping)
+      assert.strictEqual((yield* keeping.stats).reaped, 0)
+      assert.deepStrictEqual(a, b)
+    }))
+
+  it.effect("the reap/acquire race: no request is lost or served twice", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* makeSupervisor(1000)
+      for (let round = 0; round < 20; round++) {
+        yield* TestClock.adjust("5 seconds") // every bucket idle and full
+        // sweeps interleaved with calls: some calls land on a bucket just reaped
+        const work: Array<Effect.Effect<unknown, any>> = []
+        for (let i = 0; i < 40; i++) {
+          work.push(i % 5 === 0 ? supervisor.sweep : acquire(supervisor, `k${i % 4}`))
+        }
+        const exits = yield* Effect.forEach(work, (w) => Effect.exit(w), { concurrency: "unbounded" })
+        const decisions = exits.filter((e, i) => i % 5 !== 0 && Exit.isSuccess(e))
+        assert.strictEqual(decisions.length, 32)
+        // each key saw 8 calls on a full bucket: exactly 3 allowed each
+        const allowed = exits.filter((e, i) => i % 5 !== 0 && Exit.isSuccess(e) && e.value === true).length
+        assert.strictEqual(allowed, 12)
+      }
+      const stats = yield* supervisor.stats
+      assert.isAbove(stats.reaped, 0)
+      assert.strictEqual(stats.allowed + stats.denied, 20 * 32)
+    }))
+
+  it.effect("a caller holding a reaped bucket goes to a fresh one", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* makeSupervisor(1000)
+      yield* acquire(supervisor, "k")
+      const old = supervisor.bucket("k")!
+      yield* TestClock.adjust("10 seconds")
+      assert.isTrue(old.retired)
+      assert.isUndefined(supervisor.bucket("k"))
+      const request = new Bucket.Request(Bucket.Kind.Acquire, 1, 0, Deferred.makeUnsafe())
+      assert.strictEqual(Bucket.offer(old, request), Bucket.Offered.Retired)
+      assert.isTrue(yield* acquire(supervisor, "k"))
+      assert.notStrictEqual(supervisor.bucket("k"), old)
+    }))
+})
+
+describe("Supervisor: shutdown", () => {
+  it.effect("stops every bucket fiber; queued calls get decisions, waiters LimiterShutdown", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const supervisor = yield* makeSupervisor().pipe(Scope.provide(scope))
+      for (const key of ["a", "b"]) yield* acquire(supervisor, key)
+      const waiter = yield* Effect.forkChild(
+        supervisor.submit<void>("a", Bucket.Kind.Wait, 3, Infinity),
+        { startImmediately: true }
+      )
+      yield* settle
+      const queued = yield* Effect.forEach(
+        Array.from({ length: 5 }),
+        () => Effect.forkChild(acquire(supervisor, "b"), { startImmediately: true })
+      )
+      const fibers = [supervisor.bucket("a")!.fiber!, supervisor.bucket("b")!.fiber!]
+      yield* Scope.close(scope, Exit.void)
+      for (const fiber of fibers) assert.isDefined(fiber.pollUnsafe())
+      assert.deepStrictEqual(yield* Fiber.joinAll(queued), [true, true, false, false, false])
+      const exit = yield* Fiber.await(waiter)
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual((yield* supervisor.stats).buckets, 0)
+    }))
+})
