@@ -1,11 +1,15 @@
 /**
  * The limiter's metrics, in Effect's `Metric` registry (so any exporter, for
- * example Prometheus, sees them). Labels are bounded: no per-key labels.
+ * example Prometheus, sees them). Labels are bounded: one `limiter` label
+ * (the limiter's name) and a fixed set of outcomes; no per-key labels.
+ *
+ * The counts live in a plain {@link Recorder} and the registry reads them when
+ * it is read (`Metric.registerUnsafe`), so deciding a request costs a field
+ * increment, not a registry lookup.
  *
  * @since 0.1.0
  */
-import type { Context } from "effect"
-import { Metric } from "effect"
+import { Effect, Metric, type Scope } from "effect"
 
 /**
  * Decisions made, labelled `outcome=allowed|denied`.
@@ -28,11 +32,32 @@ export const overloaded = Metric.counter("tollgate_overloaded_total", {
 })
 
 /**
- * Buckets alive now.
+ * Buckets alive now (a key's state, with or without a running actor fiber).
  *
  * @since 0.1.0
  */
-export const buckets = Metric.gauge("tollgate_buckets", { description: "Live buckets (one fiber each)" })
+export const buckets = Metric.gauge("tollgate_buckets", { description: "Live buckets" })
+
+/**
+ * Bucket actors whose fiber is running now (they have queued requests or waiters).
+ *
+ * @since 0.1.0
+ */
+export const actors = Metric.gauge("tollgate_actors", { description: "Bucket actor fibers running" })
+
+/**
+ * Requests queued in mailboxes now, over all buckets.
+ *
+ * @since 0.1.0
+ */
+export const mailboxDepth = Metric.gauge("tollgate_mailbox_depth", { description: "Requests queued in mailboxes" })
+
+/**
+ * Callers waiting in line now, over all buckets.
+ *
+ * @since 0.1.0
+ */
+export const waiting = Metric.gauge("tollgate_waiting", { description: "Callers waiting in line (wait)" })
 
 /**
  * Buckets started and reaped since the limiter started.
@@ -44,24 +69,15 @@ export const lifecycle = Metric.counter("tollgate_bucket_events_total", {
   incremental: true
 })
 
-const allowedCounter = Metric.withAttributes(decisions, { outcome: "allowed" })
-const deniedCounter = Metric.withAttributes(decisions, { outcome: "denied" })
-const startedCounter = Metric.withAttributes(lifecycle, { event: "started" })
-const reapedCounter = Metric.withAttributes(lifecycle, { event: "reaped" })
-
 /**
- * Records into the metrics from synchronous code (a bucket's batch), with the
- * context the limiter was built in. Counts are kept locally too, for `stats`.
+ * The counts of one limiter.
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
  * import { Metrics } from "tollgate"
  *
- * const program = Effect.gen(function*() {
- *   const recorder = new Metrics.Recorder(yield* Effect.context<never>())
- *   recorder.decided(3, 1)
- * })
+ * const recorder = new Metrics.Recorder()
+ * recorder.allowed += 3
  * ```
  *
  * @since 0.1.0
@@ -73,36 +89,51 @@ export class Recorder {
   started = 0
   reaped = 0
   live = 0
-  readonly context: Context.Context<never>
-  constructor(context: Context.Context<never>) {
-    this.context = context
-  }
-  decided(allowed: number, denied: number): void {
-    if (allowed > 0) {
-      this.allowed += allowed
-      allowedCounter.updateUnsafe(allowed, this.context)
-    }
-    if (denied > 0) {
-      this.denied += denied
-      deniedCounter.updateUnsafe(denied, this.context)
-    }
-  }
-  overload(): void {
-    this.overloaded++
-    overloaded.updateUnsafe(1, this.context)
-  }
-  start(): void {
-    this.started++
-    this.live++
-    startedCounter.updateUnsafe(1, this.context)
-    buckets.updateUnsafe(this.live, this.context)
-  }
-  stop(reaped: boolean): void {
-    this.live--
-    if (reaped) {
-      this.reaped++
-      reapedCounter.updateUnsafe(1, this.context)
-    }
-    buckets.updateUnsafe(this.live, this.context)
-  }
+  actors = 0
+  queued = 0
+  waiting = 0
 }
+
+/**
+ * Publishes a recorder's counts in the current `MetricRegistry` under
+ * `limiter=<name>`, for as long as the scope is open.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const program = Effect.scoped(Metrics.register(new Metrics.Recorder(), "default"))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const register = (recorder: Recorder, name: string): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.contextWith((context) => {
+      const counter = (metric: Metric.Counter<number>, attributes: Record<string, string>, get: () => number) =>
+        Metric.registerUnsafe(Metric.withAttributes(metric, { limiter: name, ...attributes }), context, {
+          get: () => ({ count: get(), incremental: true }),
+          update: () => {},
+          modify: () => {}
+        })
+      const gauge = (metric: Metric.Gauge<number>, get: () => number) =>
+        Metric.registerUnsafe(Metric.withAttributes(metric, { limiter: name }), context, {
+          get: () => ({ value: get() }),
+          update: () => {},
+          modify: () => {}
+        })
+      return Effect.succeed([
+        counter(decisions, { outcome: "allowed" }, () => recorder.allowed),
+        counter(decisions, { outcome: "denied" }, () => recorder.denied),
+        counter(overloaded, {}, () => recorder.overloaded),
+        counter(lifecycle, { event: "started" }, () => recorder.started),
+        counter(lifecycle, { event: "reaped" }, () => recorder.reaped),
+        gauge(buckets, () => recorder.live),
+        gauge(actors, () => recorder.actors),
+        gauge(mailboxDepth, () => recorder.queued),
+        gauge(waiting, () => recorder.waiting)
+      ])
+    }),
+    (registrations) => Effect.sync(() => registrations.forEach((r) => r.remove()))
+  )

@@ -32,6 +32,14 @@ export interface Options {
   readonly maxWaiters?: number | undefined
   /** Longest key, in UTF-16 code units; longer keys fail with `InvalidRequest`. Default 512. */
   readonly maxKeyLength?: number | undefined
+  /**
+   * Decide uncontended requests on the caller's fiber, with the same pure step
+   * the actor runs (default true). Off, every request goes through the
+   * bucket's mailbox and every live bucket keeps its fiber.
+   */
+  readonly fastPath?: boolean | undefined
+  /** The `limiter` label on this limiter's metrics. Default "default". */
+  readonly name?: string | undefined
 }
 
 /**
@@ -255,7 +263,13 @@ const validateOptions = (options: Options): Effect.Effect<{
       return Effect.fail(new InvalidPolicy({ field: "policy", value: typeof policy, reason: "must be a Policy" }))
     }
     return Effect.succeed({
-      supervisor: { policyFor, limits: { mailboxCapacity, maxWaiters }, idleTimeoutMillis },
+      supervisor: {
+        policyFor,
+        limits: { mailboxCapacity, maxWaiters },
+        idleTimeoutMillis,
+        fastPath: options.fastPath ?? true,
+        name: options.name ?? "default"
+      },
       maxKeyLength
     })
   })

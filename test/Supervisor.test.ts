@@ -5,8 +5,13 @@ import { Bucket, Metrics, Policy, RateLimiter, Supervisor } from "../src/index.t
 
 const policy = Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
 
-const makeSupervisor = (idleTimeoutMillis = 60_000, mailboxCapacity = 1024) =>
-  Supervisor.make({ policyFor: () => policy, limits: { mailboxCapacity, maxWaiters: 1024 }, idleTimeoutMillis })
+const makeSupervisor = (idleTimeoutMillis = 60_000, fastPath = true) =>
+  Supervisor.make({
+    policyFor: () => policy,
+    limits: { mailboxCapacity: 1024, maxWaiters: 1024 },
+    idleTimeoutMillis,
+    fastPath
+  })
 
 const acquire = (supervisor: Supervisor.Supervisor, key: string) =>
   supervisor.submit<boolean>(key, Bucket.Kind.Acquire, 1, 0)
@@ -31,8 +36,8 @@ describe("Supervisor: starting buckets", () => {
       // Build a bucket by hand and fill its mailbox before its fiber exists.
       const limits = { mailboxCapacity: 16, maxWaiters: 16 }
       const mailbox = yield* Bucket.makeMailbox(limits)
-      const recorder = new Metrics.Recorder(yield* Effect.context<never>())
-      const bucket = new Bucket.Bucket("k", policy, mailbox, limits, yield* Clock.Clock, recorder)
+      const bucket = new Bucket.Bucket("k", policy, limits, yield* Clock.Clock, new Metrics.Recorder(), false)
+      bucket.mailbox = mailbox
       const requests = Array.from({ length: 10 }, () =>
         new Bucket.Request(Bucket.Kind.Acquire, 1, 0, Deferred.makeUnsafe<any, any>()))
       for (const request of requests) {
@@ -40,7 +45,7 @@ describe("Supervisor: starting buckets", () => {
       }
       assert.isFalse(Latch.isOpen(bucket.ready))
       assert.strictEqual(bucket.pending, 10)
-      yield* Effect.forkChild(Bucket.run(bucket))
+      yield* Effect.forkChild(Bucket.run(bucket, mailbox))
       yield* bucket.ready.await
       const results = yield* Effect.forEach(requests, (r) =>
         Deferred.await(r.reply))
@@ -148,7 +153,7 @@ describe("Supervisor: shutdown", () => {
   it.effect("stops every bucket fiber; queued calls get decisions, waiters LimiterShutdown", () =>
     Effect.gen(function*() {
       const scope = yield* Scope.make()
-      const supervisor = yield* makeSupervisor().pipe(Scope.provide(scope))
+      const supervisor = yield* makeSupervisor(60_000, false).pipe(Scope.provide(scope))
       for (const key of ["a", "b"]) yield* acquire(supervisor, key)
       const waiter = yield* Effect.forkChild(
         supervisor.submit<void>("a", Bucket.Kind.Wait, 3, Infinity),

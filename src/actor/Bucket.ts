@@ -1,17 +1,24 @@
 /**
- * The bucket actor: one fiber per key. It owns the key's algorithm state in a
+ * The bucket actor: one per key. It owns the key's algorithm state in a
  * `Ref`, serves a bounded `Queue` mailbox of requests whose replies are
- * `Deferred`s, opens a readiness latch once it runs, and holds the FIFO line
- * of callers that `wait`.
+ * `Deferred`s, opens a readiness latch once its fiber runs, and holds the FIFO
+ * line of callers that `wait`.
  *
  * Every batch taken from the mailbox is served in one synchronous pass: one
- * clock read, one state write, the replies completed in order. Nothing in the
- * pass yields, so a batch is atomic with respect to every other fiber.
+ * clock read, the state committed, then the replies completed in order.
+ * Nothing in the pass yields, so a batch is atomic with respect to every
+ * other fiber.
+ *
+ * The uncontended fast path (see `Supervisor`) decides a request on the
+ * caller's fiber with the same {@link decide} the actor uses, when nothing is
+ * queued and nobody waits: observably the actor serving it at once. With the
+ * fast path on, the actor's fiber runs only while it has something to do
+ * (queued requests or waiters) and hibernates when it has not; its state
+ * stays in the bucket.
  *
  * @since 0.1.0
  */
 import { type Cause, type Clock, Deferred, Duration, Effect, Exit, type Fiber, Latch, Queue, Ref } from "effect"
-import { constVoid } from "effect/Function"
 import type { Outcome } from "../algorithm/Algorithm.ts"
 import * as Decision from "../Decision.ts"
 import { LimiterShutdown, Overloaded, RateLimitExceeded } from "../Errors.ts"
@@ -74,50 +81,53 @@ export interface Limits {
 }
 
 /**
- * A bucket: the actor's state and mailbox. Created by the supervisor; the
- * fields other than `mailbox` and `pending` belong to the actor's fiber.
+ * A bucket: a key's state and its actor. Created by the supervisor. The
+ * state, the line and `wakeAt` are written only by the actor's batch pass or
+ * by {@link decide} when nothing is queued (so never concurrently).
  *
  * @since 0.1.0
  */
 export class Bucket {
   /** Requests offered and not yet served (queued or in the batch being served). */
   pending = 0
-  /** Set once the bucket will take no more requests (reaped or shut down). */
+  /** Set once the bucket takes no more requests (reaped or shut down). */
   retired = false
-  /** When the bucket last served a request. */
+  /** When the bucket last decided a request. */
   lastActive: number
   /** Waiters in arrival order; `line[0]` is served first. */
   readonly line: Array<Request> = []
-  /** The cost of every live waiter in `line`. */
+  /** The cost of every waiter in `line`. */
   lineCost = 0
   /** When the head of the line can be admitted (valid while the line is non-empty). */
   wakeAt = 0
-  readonly state: Ref.Ref<unknown>
-  /** The actor's fiber, once forked. */
+  /** The mailbox, while the actor runs. */
+  mailbox: Queue.Queue<Request, Cause.Done> | undefined = undefined
+  /** The actor's fiber, while it runs. */
   fiber: Fiber.Fiber<void> | undefined = undefined
-  /** Called by the supervisor when it reaps this bucket (for the metrics). */
-  onReap: () => void = constVoid
+  /** Open while the actor's fiber runs and serves its mailbox. */
   readonly ready: Latch.Latch = Latch.makeUnsafe(false)
+  readonly state: Ref.Ref<unknown>
   readonly key: string
   readonly policy: Policy.Valid
-  readonly mailbox: Queue.Queue<Request, Cause.Done>
   readonly limits: Limits
   readonly clock: Clock.Clock
   readonly recorder: Recorder
+  /** Whether the actor stops when it has nothing queued and nobody waiting. */
+  readonly hibernates: boolean
   constructor(
     key: string,
     policy: Policy.Valid,
-    mailbox: Queue.Queue<Request, Cause.Done>,
     limits: Limits,
     clock: Clock.Clock,
-    recorder: Recorder
+    recorder: Recorder,
+    hibernates: boolean
   ) {
     this.key = key
     this.policy = policy
-    this.mailbox = mailbox
     this.limits = limits
     this.clock = clock
     this.recorder = recorder
+    this.hibernates = hibernates
     const now = clock.currentTimeMillisUnsafe()
     this.lastActive = now
     this.state = Ref.makeUnsafe<unknown>(policy.algorithm.initial(policy.config as never, now))
@@ -142,7 +152,9 @@ export const Offered = {
   /** The bucket is retired (reaped or shut down): look the key up again. */
   Retired: 1,
   /** The mailbox is full: the caller gets `Overloaded`. */
-  Full: 2
+  Full: 2,
+  /** The actor is not running: start it with a mailbox first. */
+  Stopped: 3
 } as const
 
 /**
@@ -157,10 +169,14 @@ export type Offered = typeof Offered[keyof typeof Offered]
  */
 export const offer = (bucket: Bucket, request: Request): Offered => {
   if (bucket.retired) return Offered.Retired
+  if (bucket.mailbox === undefined) return Offered.Stopped
   if (!Queue.offerUnsafe(bucket.mailbox, request)) return bucket.retired ? Offered.Retired : Offered.Full
   bucket.pending++
+  bucket.recorder.queued++
   return Offered.Queued
 }
+
+const pokeReply = Deferred.makeUnsafe<any, any>()
 
 /**
  * Waits for the reply to a queued request. If the caller is interrupted first,
@@ -175,20 +191,17 @@ export const await_ = <A, E>(bucket: Bucket, request: Request): Effect.Effect<A,
     () =>
       Effect.sync(() => {
         request.cancelled = true
-        if (request.kind === Kind.Wait && !bucket.retired) {
-          // Best effort: if the mailbox is full the actor is about to wake anyway.
-          if (Queue.offerUnsafe(bucket.mailbox, new Request(Kind.Poke, 0, 0, pokeReply))) bucket.pending++
-        }
+        // Best effort: if the mailbox is full the actor is about to wake anyway.
+        if (request.kind === Kind.Wait) offer(bucket, new Request(Kind.Poke, 0, 0, pokeReply))
       })
   )
 
-const pokeReply = Deferred.makeUnsafe<any, any>()
 const exitTrue = Exit.succeed(true)
 const exitFalse = Exit.succeed(false)
 const exitVoid = Exit.void
 const exitShutdown = Exit.fail(new LimiterShutdown())
 
-// A denial for a decide-now request that finds waiters in line: they come first.
+// A decide-now request that finds waiters in line is denied: they come first.
 const behindLine = (bucket: Bucket, state: unknown, now: number, cost: number): Outcome<unknown> => {
   const { algorithm, config } = bucket.policy
   const limit = algorithm.maxCost(config as never)
@@ -202,25 +215,57 @@ const behindLine = (bucket: Bucket, state: unknown, now: number, cost: number): 
   }
 }
 
-const peekOutcome = (bucket: Bucket, state: unknown, now: number, cost: number): Outcome<unknown> =>
-  bucket.line.length === 0
-    ? bucket.policy.algorithm.step(bucket.policy.config as never, state as never, now, cost)
-    : behindLine(bucket, state, now, cost)
-
-// Drops waiters whose callers left; they took nothing, so those behind move up.
-const removeCancelled = (bucket: Bucket): void => {
-  let j = 0
-  for (let i = 0; i < bucket.line.length; i++) {
-    const w = bucket.line[i]
-    if (!w.cancelled) bucket.line[j++] = w
-    else bucket.lineCost -= w.cost
+/**
+ * Decides one decide-now request (`Acquire`, `Consume`, `Peek`, `Reset`) at
+ * `now` against the bucket's state, commits the new state, and returns the
+ * reply. Both the actor's batch pass and the caller-side fast path use it, so
+ * the two cannot drift apart.
+ *
+ * @since 0.1.0
+ */
+export const decide = (bucket: Bucket, kind: Kind, cost: number, now: number): Exit.Exit<any, never> => {
+  const { algorithm, config } = bucket.policy
+  const ref = bucket.state.ref
+  if (kind === Kind.Reset) {
+    ref.current = algorithm.initial(config as never, now)
+    return exitVoid
   }
-  bucket.line.length = j
+  const outcome = bucket.line.length === 0
+    ? algorithm.step(config as never, ref.current as never, now, cost)
+    : behindLine(bucket, ref.current, now, cost)
+  if (kind === Kind.Peek) return Exit.succeed(Decision.peek(outcome, cost))
+  bucket.lastActive = now
+  if (outcome.allowed) {
+    ref.current = outcome.state
+    bucket.recorder.allowed++
+  } else {
+    bucket.recorder.denied++
+  }
+  return kind === Kind.Acquire
+    ? (outcome.allowed ? exitTrue : exitFalse)
+    : Exit.succeed(Decision.fromOutcome(outcome))
+}
+
+/**
+ * Admits a `wait` of `cost` at once if nobody waits and it fits now
+ * (committing the state), as the actor would; `false` if it has to queue.
+ *
+ * @since 0.1.0
+ */
+export const admitNow = (bucket: Bucket, cost: number, now: number): boolean => {
+  if (bucket.line.length > 0) return false
+  const { algorithm, config } = bucket.policy
+  const outcome = algorithm.step(config as never, bucket.state.ref.current as never, now, cost)
+  if (!outcome.allowed) return false
+  bucket.state.ref.current = outcome.state
+  bucket.lastActive = now
+  bucket.recorder.allowed++
+  return true
 }
 
 // Replies are completed only after the batch's state is committed: completing
 // a Deferred resumes its caller synchronously, on this stack, and that caller
-// may come straight back to this bucket.
+// may come straight back to this bucket (even through the fast path).
 const replies: Array<Deferred.Deferred<any, any>> = []
 const exits: Array<Exit.Exit<any, any>> = []
 
@@ -232,108 +277,94 @@ const reply = (deferred: Deferred.Deferred<any, any>, exit: Exit.Exit<any, any>)
 const flush = (from: number): void => {
   const end = replies.length
   for (let i = from; i < end; i++) Deferred.doneUnsafe(replies[i], exits[i])
-  // A reentrant serve (another bucket's, from a resumed caller) flushed its own
-  // entries already; only this pass's slice is cleared.
   replies.length = from
   exits.length = from
 }
 
+// A waiter: admitted now, refused at once (past maxWait, line full), or queued.
+const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
+  if (admitNow(bucket, request.cost, now)) return reply(request.reply, exitVoid)
+  const { algorithm, config } = bucket.policy
+  const wait = algorithm.waitTime(
+    config as never,
+    bucket.state.ref.current as never,
+    now,
+    bucket.lineCost,
+    request.cost
+  )
+  bucket.lastActive = now
+  if (wait > request.maxWait) {
+    bucket.recorder.denied++
+    return reply(
+      request.reply,
+      Exit.fail(new RateLimitExceeded({ key: bucket.key, retryAfter: Duration.millis(wait) }))
+    )
+  }
+  if (bucket.line.length >= bucket.limits.maxWaiters) {
+    bucket.recorder.overloaded++
+    return reply(request.reply, Exit.fail(new Overloaded({ key: bucket.key, capacity: bucket.limits.maxWaiters })))
+  }
+  bucket.line.push(request)
+  bucket.lineCost += request.cost
+  bucket.recorder.waiting++
+}
+
+// Drops waiters whose callers left; they took nothing, so those behind move up.
+const removeCancelled = (bucket: Bucket): void => {
+  let j = 0
+  for (let i = 0; i < bucket.line.length; i++) {
+    const w = bucket.line[i]
+    if (!w.cancelled) bucket.line[j++] = w
+    else bucket.lineCost -= w.cost
+  }
+  bucket.recorder.waiting -= bucket.line.length - j
+  bucket.line.length = j
+}
+
+// Admits the head of the line while it fits, in arrival order.
+const admitLine = (bucket: Bucket, now: number): void => {
+  const { algorithm, config } = bucket.policy
+  const ref = bucket.state.ref
+  let head = 0
+  while (head < bucket.line.length) {
+    const w = bucket.line[head]
+    const outcome = algorithm.step(config as never, ref.current as never, now, w.cost)
+    if (!outcome.allowed) break
+    ref.current = outcome.state
+    bucket.lineCost -= w.cost
+    bucket.recorder.allowed++
+    head++
+    reply(w.reply, exitVoid)
+  }
+  if (head > 0) {
+    bucket.line.splice(0, head)
+    bucket.recorder.waiting -= head
+    bucket.lastActive = now
+  }
+  if (bucket.line.length > 0) {
+    bucket.wakeAt = now + algorithm.waitTime(config as never, ref.current as never, now, 0, bucket.line[0].cost)
+  }
+}
+
 /**
- * Serves one batch at `now`, synchronously: decide-now requests in order,
- * then admits the head of the line for as long as it fits. The state is
- * committed once, then every reply of the batch is completed in order.
+ * Serves one batch at `now`, synchronously: requests in mailbox order, then
+ * the head of the line for as long as it fits. The state is committed before
+ * any reply is completed.
  *
  * @since 0.1.0
  */
 export const serve = (bucket: Bucket, batch: ReadonlyArray<Request>, now: number): void => {
-  const { algorithm, config } = bucket.policy
   const from = replies.length
-  let state = bucket.state.ref.current
-  let allowed = 0
-  let denied = 0
+  bucket.pending -= batch.length
+  bucket.recorder.queued -= batch.length
   if (bucket.line.length > 0) removeCancelled(bucket)
   for (let i = 0; i < batch.length; i++) {
     const request = batch[i]
-    bucket.pending--
     if (request.cancelled || request.kind === Kind.Poke) continue
-    switch (request.kind) {
-      case Kind.Acquire:
-      case Kind.Consume: {
-        const outcome = bucket.line.length === 0
-          ? algorithm.step(config as never, state as never, now, request.cost)
-          : behindLine(bucket, state, now, request.cost)
-        state = outcome.state
-        if (outcome.allowed) allowed++
-        else denied++
-        reply(
-          request.reply,
-          request.kind === Kind.Acquire
-            ? (outcome.allowed ? exitTrue : exitFalse)
-            : Exit.succeed(Decision.fromOutcome(outcome))
-        )
-        break
-      }
-      case Kind.Peek: {
-        reply(request.reply, Exit.succeed(Decision.peek(peekOutcome(bucket, state, now, request.cost), request.cost)))
-        break
-      }
-      case Kind.Reset: {
-        state = algorithm.initial(config as never, now)
-        reply(request.reply, exitVoid)
-        break
-      }
-      case Kind.Wait: {
-        const wait = algorithm.waitTime(config as never, state as never, now, bucket.lineCost, request.cost)
-        if (wait === 0 && bucket.line.length === 0) {
-          const outcome = algorithm.step(config as never, state as never, now, request.cost)
-          if (outcome.allowed) {
-            state = outcome.state
-            allowed++
-            reply(request.reply, exitVoid)
-            break
-          }
-        }
-        if (wait > request.maxWait) {
-          denied++
-          reply(
-            request.reply,
-            Exit.fail(new RateLimitExceeded({ key: bucket.key, retryAfter: Duration.millis(wait) }))
-          )
-        } else if (bucket.line.length >= bucket.limits.maxWaiters) {
-          bucket.recorder.overload()
-          reply(request.reply, Exit.fail(new Overloaded({ key: bucket.key, capacity: bucket.limits.maxWaiters })))
-        } else {
-          bucket.line.push(request)
-          bucket.lineCost += request.cost
-        }
-        break
-      }
-    }
+    if (request.kind === Kind.Wait) enqueueWaiter(bucket, request, now)
+    else reply(request.reply, decide(bucket, request.kind, request.cost, now))
   }
-  // Admit the head of the line while it fits, in arrival order.
-  let head = 0
-  while (head < bucket.line.length) {
-    const w = bucket.line[head]
-    if (w.cancelled) {
-      bucket.lineCost -= w.cost
-      head++
-      continue
-    }
-    const outcome = algorithm.step(config as never, state as never, now, w.cost)
-    if (!outcome.allowed) break
-    state = outcome.state
-    bucket.lineCost -= w.cost
-    allowed++
-    head++
-    reply(w.reply, exitVoid)
-  }
-  if (head > 0) bucket.line.splice(0, head)
-  if (bucket.line.length > 0) {
-    bucket.wakeAt = now + algorithm.waitTime(config as never, state as never, now, 0, bucket.line[0].cost)
-  }
-  bucket.state.ref.current = state
-  bucket.lastActive = now
-  bucket.recorder.decided(allowed, denied)
+  if (bucket.line.length > 0) admitLine(bucket, now)
   flush(from)
 }
 
@@ -343,57 +374,73 @@ const serveNow = (bucket: Bucket, batch: ReadonlyArray<Request>): void =>
 const empty: ReadonlyArray<Request> = []
 
 /**
- * Ends the bucket: refuses new requests, and completes everything still
- * queued or waiting with `LimiterShutdown`. Used when the actor stops for any
- * reason other than a drained mailbox.
+ * Ends the bucket for good: refuses new requests and completes everything
+ * still queued or waiting with `LimiterShutdown`. Runs when the actor stops
+ * for any reason other than hibernation.
  *
  * @since 0.1.0
  */
-export const close = (bucket: Bucket): void => {
-  bucket.retired = true
-  Queue.endUnsafe(bucket.mailbox)
-  for (const w of bucket.line) Deferred.doneUnsafe(w.reply, exitShutdown)
-  bucket.line.length = 0
-  bucket.lineCost = 0
+export const close = (bucket: Bucket): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    bucket.retired = true
+    Latch.closeUnsafe(bucket.ready)
+    for (const w of bucket.line) Deferred.doneUnsafe(w.reply, exitShutdown)
+    bucket.recorder.waiting -= bucket.line.length
+    bucket.line.length = 0
+    bucket.lineCost = 0
+    const mailbox = bucket.mailbox
+    if (mailbox === undefined) return Effect.void
+    Queue.endUnsafe(mailbox)
+    return Effect.flatMap(Queue.clear(mailbox), (leftover) =>
+      Effect.sync(() => {
+        bucket.pending -= leftover.length
+        bucket.recorder.queued -= leftover.length
+        for (const request of leftover) Deferred.doneUnsafe(request.reply, exitShutdown)
+      }))
+  })
+
+// With nothing queued and nobody waiting, a hibernating actor gives its fiber
+// and mailbox back; the state stays. Synchronous, so no offer can slip in.
+const hibernate = (bucket: Bucket, mailbox: Queue.Queue<Request, Cause.Done>): boolean => {
+  if (!bucket.hibernates || bucket.pending > 0 || bucket.line.length > 0 || bucket.retired) return false
+  bucket.mailbox = undefined
+  bucket.fiber = undefined
+  Latch.closeUnsafe(bucket.ready)
+  Queue.endUnsafe(mailbox)
+  return true
 }
 
-const drainShutdown = (bucket: Bucket) =>
-  Effect.flatMap(Queue.clear(bucket.mailbox), (leftover) =>
-    Effect.sync(() => {
-      for (const request of leftover) {
-        bucket.pending--
-        Deferred.doneUnsafe(request.reply, exitShutdown)
-      }
-    }))
-
 /**
- * The actor's loop. Shared by all buckets (one generator function, the
- * bucket passed in), so a bucket costs no closures of its own.
+ * The actor's loop over `mailbox`. Shared by all buckets (one generator
+ * function, the bucket passed in), so a bucket costs no closures of its own.
  *
- * It returns when the mailbox has been ended (reap or shutdown) and drained:
- * every request queued before the end is served with a real decision.
+ * It returns when the mailbox has been ended (reap or shutdown) and drained
+ * (every request queued before the end is served with a real decision), or
+ * when it hibernates.
  *
  * @since 0.1.0
  */
-export const run: (bucket: Bucket) => Effect.Effect<void> = Effect.fnUntraced(
-  function*(bucket: Bucket) {
-    Latch.openUnsafe(bucket.ready)
-    while (true) {
-      if (bucket.line.length === 0) {
-        serveNow(bucket, yield* Queue.takeAll(bucket.mailbox))
-      } else {
-        const delay = bucket.wakeAt - bucket.clock.currentTimeMillisUnsafe()
-        if (delay <= 0) {
-          serveNow(bucket, empty)
-          yield* Effect.yieldNow
+export const run: (bucket: Bucket, mailbox: Queue.Queue<Request, Cause.Done>) => Effect.Effect<void> = Effect
+  .fnUntraced(
+    function*(bucket: Bucket, mailbox: Queue.Queue<Request, Cause.Done>) {
+      Latch.openUnsafe(bucket.ready)
+      while (true) {
+        if (bucket.line.length === 0) {
+          if (hibernate(bucket, mailbox)) return
+          serveNow(bucket, yield* Queue.takeAll(mailbox))
         } else {
-          const batch = yield* Effect.timeoutOption(Queue.takeAll(bucket.mailbox), Duration.millis(delay))
-          serveNow(bucket, batch._tag === "Some" ? batch.value : empty)
+          const delay = bucket.wakeAt - bucket.clock.currentTimeMillisUnsafe()
+          if (delay <= 0) {
+            serveNow(bucket, empty)
+            yield* Effect.yieldNow
+          } else {
+            const batch = yield* Effect.timeoutOption(Queue.takeAll(mailbox), Duration.millis(delay))
+            serveNow(bucket, batch._tag === "Some" ? batch.value : empty)
+          }
         }
       }
-    }
-  },
-  Effect.catchTag("Done", () => Effect.void),
-  (effect, bucket) =>
-    Effect.onExit(effect, () => Effect.andThen(Effect.sync(() => close(bucket)), drainShutdown(bucket)))
-)
+    },
+    Effect.catchTag("Done", () => Effect.void),
+    (effect, bucket) =>
+      Effect.onExit(effect, (exit) => Exit.isSuccess(exit) && !bucket.retired ? Effect.void : close(bucket))
+  )

@@ -6,11 +6,11 @@
  * A hand-written `Map` rather than `RcMap`: a lookup is on every request and
  * `Effect.scoped(RcMap.get)` costs about 3.4 µs more per call here, plus a
  * sleeping expiry fiber (about 2.8 KB) per idle entry; reaping is one sweep
- * fiber for all buckets instead (see docs/performance.md for the figures).
+ * fiber for all buckets instead (docs/performance.md has the figures).
  *
  * @since 0.1.0
  */
-import { Clock, Deferred, Effect, Fiber, FiberSet, Queue } from "effect"
+import { Clock, Deferred, Effect, type Exit, Fiber, FiberSet, Queue } from "effect"
 import * as Bucket from "../actor/Bucket.ts"
 import * as Decision from "../Decision.ts"
 import { type InvalidPolicy, InvalidRequest, LimiterShutdown, Overloaded } from "../Errors.ts"
@@ -27,6 +27,14 @@ export interface Options {
   readonly policyFor: (key: string) => Policy.Valid | InvalidPolicy
   readonly limits: Bucket.Limits
   readonly idleTimeoutMillis: number
+  /**
+   * Decide uncontended requests on the caller's fiber (default true). Off,
+   * every request goes through the actor's mailbox and every live bucket
+   * keeps its fiber.
+   */
+  readonly fastPath?: boolean | undefined
+  /** The `limiter` label of the metrics. */
+  readonly name?: string | undefined
 }
 
 /**
@@ -35,12 +43,19 @@ export interface Options {
  * @since 0.1.0
  */
 export interface Stats {
+  /** Live buckets. */
   readonly buckets: number
+  /** Buckets whose actor fiber is running. */
+  readonly actors: number
   readonly started: number
   readonly reaped: number
   readonly allowed: number
   readonly denied: number
   readonly overloaded: number
+  /** Requests in mailboxes now. */
+  readonly queued: number
+  /** Callers waiting in line now. */
+  readonly waiting: number
 }
 
 /**
@@ -97,29 +112,42 @@ const shutdownExit = Effect.fail(new LimiterShutdown())
  */
 export const make = Effect.fnUntraced(function*(options: Options) {
   const clock = yield* Clock.Clock
-  const recorder = new Metrics.Recorder(yield* Effect.context<never>())
+  const fastPath = options.fastPath ?? true
+  const recorder = new Metrics.Recorder()
+  yield* Metrics.register(recorder, options.name ?? "default")
   const buckets = new Map<string, Bucket.Bucket>()
   const fork = yield* FiberSet.makeRuntime<never, void, never>()
   let closed = false
 
-  const release = (bucket: Bucket.Bucket, reaped: boolean) => {
+  // Out of the map first, then retired: a caller holding the old bucket finds
+  // it retired and looks the key up again. A running actor drains and stops.
+  const retire = (bucket: Bucket.Bucket, reaped: boolean) => {
+    if (bucket.retired) return
     if (buckets.get(bucket.key) === bucket) buckets.delete(bucket.key)
-    recorder.stop(reaped)
+    bucket.retired = true
+    recorder.live--
+    if (reaped) recorder.reaped++
+    if (bucket.mailbox !== undefined) Queue.endUnsafe(bucket.mailbox)
+  }
+
+  const startActor = (bucket: Bucket.Bucket, mailbox: Bucket.Bucket["mailbox"] & {}) => {
+    recorder.actors++
+    const fiber = fork(Bucket.run(bucket, mailbox))
+    if (bucket.mailbox === mailbox) bucket.fiber = fiber
+    fiber.addObserver((exit) => {
+      recorder.actors--
+      // An actor that stopped by failure or interruption takes its bucket with it.
+      if (!isHibernation(exit)) retire(bucket, false)
+    })
   }
 
   // Synchronous from the map check to the insert, so concurrent first calls
   // for one key start exactly one bucket.
-  const start = (key: string, policy: Policy.Valid, mailbox: Queue.Queue<Bucket.Request, any>): Bucket.Bucket => {
-    const bucket = new Bucket.Bucket(key, policy, mailbox, options.limits, clock, recorder)
+  const startBucket = (key: string, policy: Policy.Valid): Bucket.Bucket => {
+    const bucket = new Bucket.Bucket(key, policy, options.limits, clock, recorder, fastPath)
     buckets.set(key, bucket)
-    recorder.start()
-    const fiber = fork(Bucket.run(bucket))
-    let reaped = false
-    bucket.onReap = () => {
-      reaped = true
-    }
-    fiber.addObserver(() => release(bucket, reaped))
-    bucket.fiber = fiber
+    recorder.live++
+    recorder.started++
     return bucket
   }
 
@@ -142,52 +170,60 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   ): Effect.Effect<A, E | SubmitError> => {
     while (true) {
       if (closed) return shutdownExit
-      const bucket = buckets.get(key)
+      let bucket = buckets.get(key)
       if (bucket === undefined) {
-        return kind === Bucket.Kind.Peek || kind === Bucket.Kind.Reset
-          ? withoutBucket(key, kind, cost)
-          : startThenSubmit(key, kind, cost, maxWait)
+        const policy = options.policyFor(key)
+        if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
+        const invalid = costError(policy, cost)
+        if (invalid !== undefined) return Effect.fail(invalid)
+        if (kind === Bucket.Kind.Peek || kind === Bucket.Kind.Reset) return withoutBucket(policy, kind, cost)
+        bucket = startBucket(key, policy)
+      } else {
+        const invalid = costError(bucket.policy, cost)
+        if (invalid !== undefined) return Effect.fail(invalid)
       }
-      const invalid = costError(bucket.policy, cost)
-      if (invalid !== undefined) return Effect.fail(invalid)
+      // The fast path: nothing queued, nobody waiting, so deciding here is
+      // the actor serving this request at once.
+      if (fastPath && bucket.pending === 0 && bucket.line.length === 0) {
+        const now = clock.currentTimeMillisUnsafe()
+        if (kind !== Bucket.Kind.Wait) return Bucket.decide(bucket, kind, cost, now) as Effect.Effect<A>
+        if (Bucket.admitNow(bucket, cost, now)) return Effect.void as Effect.Effect<A>
+      }
       const request = new Bucket.Request(kind, cost, maxWait, Deferred.makeUnsafe())
       switch (Bucket.offer(bucket, request)) {
         case Bucket.Offered.Queued:
           return Bucket.await_(bucket, request)
         case Bucket.Offered.Full:
-          recorder.overload()
+          recorder.overloaded++
           return Effect.fail(new Overloaded({ key, capacity: options.limits.mailboxCapacity }))
+        case Bucket.Offered.Stopped:
+          return startActorThenSubmit(bucket, kind, cost, maxWait)
         case Bucket.Offered.Retired:
-          // Reaped between lookup and offer, or died: forget it and start afresh.
+          // Reaped between lookup and offer, or died: look the key up afresh.
           if (buckets.get(key) === bucket) buckets.delete(key)
       }
     }
   }
 
-  const startThenSubmit = <A, E>(
-    key: string,
+  const startActorThenSubmit = <A, E>(
+    bucket: Bucket.Bucket,
     kind: Bucket.Kind,
     cost: number,
     maxWait: number
-  ): Effect.Effect<A, E | SubmitError> => {
-    const policy = options.policyFor(key)
-    if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
-    const invalid = costError(policy, cost)
-    if (invalid !== undefined) return Effect.fail(invalid)
-    return Effect.flatMap(Bucket.makeMailbox(options.limits), (mailbox) =>
+  ): Effect.Effect<A, E | SubmitError> =>
+    Effect.flatMap(Bucket.makeMailbox(options.limits), (mailbox) =>
       Effect.suspend(() => {
-        if (!closed && !buckets.has(key)) start(key, policy, mailbox)
-        return submit<A, E>(key, kind, cost, maxWait)
+        // Offer first, then fork: the fork runs the actor at once, and an
+        // actor that finds nothing to do hibernates straight away.
+        if (!closed && !bucket.retired && bucket.mailbox === undefined) bucket.mailbox = mailbox
+        const reply = submit<A, E>(bucket.key, kind, cost, maxWait)
+        if (bucket.mailbox === mailbox && bucket.fiber === undefined) startActor(bucket, mailbox)
+        return reply
       }))
-  }
 
   // A key with no bucket is in its initial state: peek reads it, reset has
   // nothing to forget, and neither starts a bucket.
-  const withoutBucket = (key: string, kind: Bucket.Kind, cost: number): Effect.Effect<any, SubmitError> => {
-    const policy = options.policyFor(key)
-    if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
-    const invalid = costError(policy, cost)
-    if (invalid !== undefined) return Effect.fail(invalid)
+  const withoutBucket = (policy: Policy.Valid, kind: Bucket.Kind, cost: number): Effect.Effect<any> => {
     if (kind === Bucket.Kind.Reset) return Effect.void
     const { algorithm, config } = policy
     const now = clock.currentTimeMillisUnsafe()
@@ -206,12 +242,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         now - bucket.lastActive >= options.idleTimeoutMillis &&
         now >= bucket.policy.algorithm.settledAt(bucket.policy.config as never, bucket.state.ref.current as never)
       ) {
-        // Out of the map first, then retired: a caller holding the old
-        // bucket finds it retired and looks the key up again.
-        buckets.delete(bucket.key)
-        bucket.onReap()
-        bucket.retired = true
-        Queue.endUnsafe(bucket.mailbox)
+        retire(bucket, true)
         reaped++
       }
     }
@@ -228,9 +259,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       closed = true
       const fibers: Array<Fiber.Fiber<void>> = []
       for (const bucket of buckets.values()) {
-        bucket.retired = true
-        Queue.endUnsafe(bucket.mailbox)
         if (bucket.fiber !== undefined) fibers.push(bucket.fiber)
+        retire(bucket, false)
       }
       return Fiber.awaitAll(fibers)
     })
@@ -238,11 +268,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const stats = Effect.sync((): Stats => ({
     buckets: buckets.size,
+    actors: recorder.actors,
     started: recorder.started,
     reaped: recorder.reaped,
     allowed: recorder.allowed,
     denied: recorder.denied,
-    overloaded: recorder.overloaded
+    overloaded: recorder.overloaded,
+    queued: recorder.queued,
+    waiting: recorder.waiting
   }))
 
   return {
@@ -252,3 +285,6 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     stats
   } satisfies Supervisor as Supervisor
 })
+
+// The actor returns normally, without being retired, only when it hibernates.
+const isHibernation = (exit: Exit.Exit<void>): boolean => exit._tag === "Success"
