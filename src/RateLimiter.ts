@@ -139,27 +139,33 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         return undefined
       }
 
-      const decide = <A>(kind: Bucket.Kind, key: string, options: AcquireOptions | undefined) => {
-        const invalid = checkKey(key) ?? checkCost(options?.cost)
-        if (invalid !== undefined) return Effect.fail(invalid)
-        return supervisor.submit<A>(key, kind, options?.cost ?? 1, 0)
-      }
+      // Effects are descriptions: the decision is made each time one runs.
+      const decide = <A>(kind: Bucket.Kind, key: string, options: AcquireOptions | undefined) =>
+        Effect.suspend(() => {
+          const invalid = checkKey(key) ?? checkCost(options?.cost)
+          if (invalid !== undefined) return Effect.fail(invalid)
+          return supervisor.submitUnsafe<A>(key, kind, options?.cost ?? 1, 0)
+        })
 
       return RateLimiter.of({
         acquire: (key, options) => decide<boolean>(Bucket.Kind.Acquire, key, options),
         consume: (key, options) => decide<Decision>(Bucket.Kind.Consume, key, options),
         peek: (key, options) => decide<Decision>(Bucket.Kind.Peek, key, options),
-        reset: (key) => {
-          const invalid = checkKey(key)
-          return invalid !== undefined ? Effect.fail(invalid) : supervisor.submit<void>(key, Bucket.Kind.Reset, 0, 0)
-        },
-        wait: (key, options) => {
-          const invalid = checkKey(key) ?? checkCost(options?.cost)
-          if (invalid !== undefined) return Effect.fail(invalid)
-          const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
-          if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
-          return supervisor.submit<void, RateLimitExceeded>(key, Bucket.Kind.Wait, options?.cost ?? 1, maxWait)
-        },
+        reset: (key) =>
+          Effect.suspend(() => {
+            const invalid = checkKey(key)
+            return invalid !== undefined
+              ? Effect.fail(invalid)
+              : supervisor.submitUnsafe<void>(key, Bucket.Kind.Reset, 0, 0)
+          }),
+        wait: (key, options) =>
+          Effect.suspend(() => {
+            const invalid = checkKey(key) ?? checkCost(options?.cost)
+            if (invalid !== undefined) return Effect.fail(invalid)
+            const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
+            if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
+            return supervisor.submitUnsafe<void, RateLimitExceeded>(key, Bucket.Kind.Wait, options?.cost ?? 1, maxWait)
+          }),
         stats: supervisor.stats
       })
     })

@@ -90,6 +90,16 @@ for (const fastPath of [true, false]) {
     })
 
     describe("RateLimiter: decisions", () => {
+      it.effect("a call is a description: each run decides anew", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(3, 1) })
+          const once = limiter.acquire("k")
+          assert.deepStrictEqual(yield* Effect.all([once, once, once, once]), [true, true, true, false])
+          const consume = limiter.consume("j", { cost: 2 })
+          assert.isTrue((yield* consume).allowed)
+          assert.isFalse((yield* consume).allowed)
+        }))
+
       it.effect("consume reports remaining, retryAfter, resetAfter and limit", () =>
         Effect.gen(function*() {
           const limiter = yield* make({ policy: perSecond(10, 2) })

@@ -71,8 +71,19 @@ export type SubmitError = InvalidPolicy | InvalidRequest | Overloaded | LimiterS
  * @since 0.1.0
  */
 export interface Supervisor {
-  /** Routes a request to the key's bucket (starting it if needed) and awaits the reply. */
+  /** Routes a request to the key's bucket (starting it if needed) and awaits the reply; acts each time it runs. */
   readonly submit: <A, E = never>(
+    key: string,
+    kind: Bucket.Kind,
+    cost: number,
+    maxWait: number
+  ) => Effect.Effect<A, E | SubmitError>
+  /**
+   * `submit`, acting at once: the request is decided or queued when this is
+   * called, and the returned effect yields the reply. For callers that are
+   * already inside a suspended effect (it saves one allocation per call).
+   */
+  readonly submitUnsafe: <A, E = never>(
     key: string,
     kind: Bucket.Kind,
     cost: number,
@@ -122,11 +133,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // Out of the map first, then retired: a caller holding the old bucket finds
   // it retired and looks the key up again. A running actor drains and stops.
   const retire = (bucket: Bucket.Bucket, reaped: boolean) => {
-    if (bucket.retired) return
-    if (buckets.get(bucket.key) === bucket) buckets.delete(bucket.key)
+    if (buckets.get(bucket.key) === bucket) {
+      buckets.delete(bucket.key)
+      recorder.live--
+      if (reaped) recorder.reaped++
+    }
     bucket.retired = true
-    recorder.live--
-    if (reaped) recorder.reaped++
     if (bucket.mailbox !== undefined) Queue.endUnsafe(bucket.mailbox)
   }
 
@@ -200,7 +212,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           return startActorThenSubmit(bucket, kind, cost, maxWait)
         case Bucket.Offered.Retired:
           // Reaped between lookup and offer, or died: look the key up afresh.
-          if (buckets.get(key) === bucket) buckets.delete(key)
+          retire(bucket, false)
       }
     }
   }
@@ -279,7 +291,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   }))
 
   return {
-    submit,
+    submit: (key, kind, cost, maxWait) => Effect.suspend(() => submit(key, kind, cost, maxWait)),
+    submitUnsafe: submit,
     bucket: (key: string) => buckets.get(key),
     sweep,
     stats
