@@ -5,6 +5,7 @@
  */
 import { Context, Duration, Effect, Layer, Predicate, type Scope } from "effect"
 import * as Bucket from "./actor/Bucket.ts"
+import type { Carry } from "./algorithm/Algorithm.ts"
 import type { Decision } from "./Decision.ts"
 import {
   InvalidPolicy,
@@ -65,6 +66,48 @@ export interface WaitOptions {
 }
 
 /**
+ * Options of `reserve`.
+ *
+ * @since 0.1.0
+ */
+export interface ReserveOptions {
+  /** Units to take: a positive integer, 1 by default. */
+  readonly cost?: number | undefined
+  /** Longest acceptable delay; past it the call fails at once with `RateLimitExceeded`. Unbounded by default. */
+  readonly maxWait?: Duration.Input | undefined
+}
+
+/**
+ * A place in a key's line, taken now (x/time/rate's `Reservation`): act after
+ * `delay`. `cancel` before then gives the place back: the reservation takes
+ * nothing and those behind it move up. Cancelling after `delay` has passed
+ * changes nothing, as the units were taken when its turn came.
+ *
+ * @since 0.1.0
+ */
+export interface Reservation {
+  /** How long until the reservation's turn: zero when it was admitted at once. */
+  readonly delay: Duration.Duration
+  /** Gives the place back, if its turn has not come yet. */
+  readonly cancel: Effect.Effect<void>
+}
+
+/**
+ * Options of `reconfigure`.
+ *
+ * @since 0.1.0
+ */
+export interface ReconfigureOptions {
+  /**
+   * How the key's usage carries over (default `"as-is"`): `"reset"` starts
+   * afresh, `"proportional"` keeps the same fraction of the limit,
+   * `"as-is"` keeps the same units (capped by the new limit). A change of
+   * algorithm always starts afresh.
+   */
+  readonly carry?: Carry | undefined
+}
+
+/**
  * The errors any call can end with.
  *
  * @since 0.1.0
@@ -109,6 +152,40 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   readonly peek: (key: string, options?: AcquireOptions) => Effect.Effect<Decision, CallError>
   /** Forgets the key's usage: its bucket goes back to the initial state (full, by default). */
   readonly reset: (key: string) => Effect.Effect<void, CallError>
+  /** Takes a place in the key's line now and says when to act; see {@link Reservation}. */
+  readonly reserve: (
+    key: string,
+    options?: ReserveOptions
+  ) => Effect.Effect<Reservation, CallError | RateLimitExceeded>
+  /** Runs `effect` once the key admits it (waiting its turn as `wait` does). */
+  readonly limit: (
+    key: string,
+    options?: WaitOptions
+  ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CallError | RateLimitExceeded, R>
+  /**
+   * Gives `amount` units back to the key (a refund, or a permit returned to a
+   * concurrency limit), never above its limit. Fails with `InvalidRequest` for
+   * policies whose units only come back with time.
+   */
+  readonly release: (key: string, amount?: number) => Effect.Effect<void, CallError>
+  /**
+   * Runs `effect` holding `cost` units of the key (waiting its turn for them),
+   * and gives them back when it ends: on success, failure or interruption.
+   */
+  readonly withPermit: (
+    key: string,
+    options?: WaitOptions
+  ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CallError | RateLimitExceeded, R>
+  /**
+   * Switches the key to a new policy, as a message to its bucket: in order with
+   * its other requests; waiters in line are re-timed against the new limit
+   * (and told at once if they can never be admitted under it).
+   */
+  readonly reconfigure: (
+    key: string,
+    policy: Policy.Policy,
+    options?: ReconfigureOptions
+  ) => Effect.Effect<void, CallError>
   /** What the limiter has done so far, and how many buckets are alive. */
   readonly stats: Effect.Effect<Stats>
 }>()("tollgate/RateLimiter") {
@@ -147,6 +224,25 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           return supervisor.submitUnsafe<A>(key, kind, options?.cost ?? 1, 0)
         })
 
+      const wait = (key: string, options: WaitOptions | undefined) =>
+        Effect.suspend(() => {
+          const invalid = checkKey(key) ?? checkCost(options?.cost)
+          if (invalid !== undefined) return Effect.fail(invalid)
+          const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
+          if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
+          return supervisor.submitUnsafe<void, RateLimitExceeded>(key, Bucket.Kind.Wait, options?.cost ?? 1, maxWait)
+        })
+
+      const release = (key: string, amount?: number) =>
+        Effect.suspend(() => {
+          const invalid = checkKey(key) ??
+            (amount === undefined || (Number.isSafeInteger(amount) && amount > 0)
+              ? undefined
+              : new InvalidRequest({ field: "amount", value: String(amount), reason: "must be a positive integer" }))
+          if (invalid !== undefined) return Effect.fail(invalid)
+          return supervisor.submitUnsafe<void>(key, Bucket.Kind.Release, amount ?? 1, 0)
+        })
+
       return RateLimiter.of({
         acquire: (key, options) => decide<boolean>(Bucket.Kind.Acquire, key, options),
         consume: (key, options) => decide<Decision>(Bucket.Kind.Consume, key, options),
@@ -158,13 +254,58 @@ export class RateLimiter extends Context.Service<RateLimiter, {
               ? Effect.fail(invalid)
               : supervisor.submitUnsafe<void>(key, Bucket.Kind.Reset, 0, 0)
           }),
-        wait: (key, options) =>
+        wait,
+        reserve: (key, options) =>
           Effect.suspend(() => {
             const invalid = checkKey(key) ?? checkCost(options?.cost)
             if (invalid !== undefined) return Effect.fail(invalid)
             const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
             if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
-            return supervisor.submitUnsafe<void, RateLimitExceeded>(key, Bucket.Kind.Wait, options?.cost ?? 1, maxWait)
+            return Effect.map(
+              supervisor.submitUnsafe<Bucket.Reserved, RateLimitExceeded>(
+                key,
+                Bucket.Kind.Reserve,
+                options?.cost ?? 1,
+                maxWait
+              ),
+              (reserved): Reservation => ({
+                delay: Duration.millis(reserved.delay),
+                cancel: reserved.entry === undefined
+                  ? Effect.void
+                  : Effect.sync(() => Bucket.leave(reserved.bucket!, reserved.entry!, false))
+              })
+            )
+          }),
+        limit: (key, options) => (effect) => Effect.andThen(wait(key, options), effect),
+        release,
+        withPermit: (key, options) => (effect) =>
+          Effect.uninterruptibleMask((restore) =>
+            Effect.andThen(
+              restore(wait(key, options)),
+              Effect.ensuring(restore(effect), Effect.ignore(release(key, options?.cost ?? 1)))
+            )
+          ),
+        reconfigure: (key, policy, options) =>
+          Effect.suspend(() => {
+            const invalid = checkKey(key)
+            if (invalid !== undefined) return Effect.fail(invalid)
+            if (!Policy.isPolicy(policy)) {
+              return Effect.fail(
+                new InvalidPolicy({ field: "policy", value: typeof policy, reason: "must be a Policy" })
+              )
+            }
+            if (policy._tag === "Invalid") return Effect.fail(policy.error)
+            const carry = options?.carry ?? "as-is"
+            if (carry !== "reset" && carry !== "proportional" && carry !== "as-is") {
+              return Effect.fail(
+                new InvalidPolicy({
+                  field: "carry",
+                  value: String(carry),
+                  reason: "must be reset, proportional or as-is"
+                })
+              )
+            }
+            return supervisor.submitUnsafe<void>(key, Bucket.Kind.Reconfigure, 0, 0, { policy, carry })
           }),
         stats: supervisor.stats
       })
@@ -285,6 +426,9 @@ type AcquireOptions_ = AcquireOptions
 type WaitOptions_ = WaitOptions
 type CallError_ = CallError
 type Stats_ = Stats
+type Reservation_ = Reservation
+type ReserveOptions_ = ReserveOptions
+type ReconfigureOptions_ = ReconfigureOptions
 
 /**
  * The types that go with the service, reachable as `RateLimiter.Options` etc.
@@ -306,4 +450,7 @@ export declare namespace RateLimiter {
   export type WaitOptions = WaitOptions_
   export type CallError = CallError_
   export type Stats = Stats_
+  export type Reservation = Reservation_
+  export type ReserveOptions = ReserveOptions_
+  export type ReconfigureOptions = ReconfigureOptions_
 }

@@ -19,9 +19,9 @@
  * @since 0.1.0
  */
 import { type Cause, type Clock, Deferred, Duration, Effect, Exit, type Fiber, Latch, Queue, Ref } from "effect"
-import type { Outcome } from "../algorithm/Algorithm.ts"
+import type { Carry, Outcome } from "../algorithm/Algorithm.ts"
 import * as Decision from "../Decision.ts"
-import { LimiterShutdown, Overloaded, RateLimitExceeded } from "../Errors.ts"
+import { InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../Errors.ts"
 import type { Recorder } from "../Metrics.ts"
 import type * as Policy from "../Policy.ts"
 
@@ -42,7 +42,13 @@ export const Kind = {
   /** Decide as `Consume` would, take nothing; reply `Decision`. */
   Peek: 4,
   /** Forget the key's usage: back to the initial state; reply `void`. */
-  Reset: 5
+  Reset: 5,
+  /** Take a place in line now, act later; reply `Reserved` at once. */
+  Reserve: 6,
+  /** Give `cost` units back (a refund or a returned permit); reply `void`. */
+  Release: 7,
+  /** Switch the key to `payload` (a `Reconfiguration`); reply `void`. */
+  Reconfigure: 8
 } as const
 
 /**
@@ -62,12 +68,42 @@ export class Request {
   readonly cost: number
   readonly maxWait: number
   readonly reply: Deferred.Deferred<any, any>
-  constructor(kind: Kind, cost: number, maxWait: number, reply: Deferred.Deferred<any, any>) {
+  readonly payload: Reconfiguration | undefined
+  constructor(
+    kind: Kind,
+    cost: number,
+    maxWait: number,
+    reply: Deferred.Deferred<any, any>,
+    payload?: Reconfiguration | undefined
+  ) {
     this.kind = kind
     this.cost = cost
     this.maxWait = maxWait
     this.reply = reply
+    this.payload = payload
   }
+}
+
+/**
+ * A new policy for a key and how its usage carries over.
+ *
+ * @since 0.1.0
+ */
+export interface Reconfiguration {
+  readonly policy: Policy.Valid
+  readonly carry: Carry
+}
+
+/**
+ * The reply to `Reserve`: how long until the reservation is admitted, and its
+ * place in line (`undefined` when it was admitted at once).
+ *
+ * @since 0.1.0
+ */
+export interface Reserved {
+  readonly delay: number
+  readonly entry: Request | undefined
+  readonly bucket: Bucket | undefined
 }
 
 /**
@@ -108,7 +144,8 @@ export class Bucket {
   readonly ready: Latch.Latch = Latch.makeUnsafe(false)
   readonly state: Ref.Ref<unknown>
   readonly key: string
-  readonly policy: Policy.Valid
+  /** The key's policy; changed only by `Reconfigure`. */
+  policy: Policy.Valid
   readonly limits: Limits
   readonly clock: Clock.Clock
   readonly recorder: Recorder
@@ -188,18 +225,47 @@ const pokeReply = Deferred.makeUnsafe<any, any>()
 export const await_ = <A, E>(bucket: Bucket, request: Request): Effect.Effect<A, E> =>
   Effect.onInterrupt(
     Deferred.await(request.reply as Deferred.Deferred<A, E>),
-    () =>
-      Effect.sync(() => {
-        request.cancelled = true
-        // Best effort: if the mailbox is full the actor is about to wake anyway.
-        if (request.kind === Kind.Wait) offer(bucket, new Request(Kind.Poke, 0, 0, pokeReply))
-      })
+    () => Effect.sync(() => leave(bucket, request, true))
   )
+
+/**
+ * A caller leaves: its request is skipped if not yet served, and a waiter
+ * leaving the line wakes the actor so those behind it are re-timed. If the
+ * waiter was admitted in the same instant and `refund` is set, its units are
+ * given back, so an interrupted waiter never keeps what it took.
+ *
+ * @since 0.1.0
+ */
+export const leave = (bucket: Bucket, request: Request, refund: boolean): void => {
+  if (Deferred.isDoneUnsafe(request.reply)) {
+    if (refund && request.kind === Kind.Wait && Exit.isSuccess(request.reply.effect as Exit.Exit<unknown, unknown>)) {
+      giveBack(bucket, request.cost, bucket.clock.currentTimeMillisUnsafe())
+    }
+    return
+  }
+  request.cancelled = true
+  // Best effort: if the mailbox is full the actor is about to wake anyway.
+  if (bucket.line.length > 0) poke(bucket)
+}
+
+const poke = (bucket: Bucket): void => {
+  offer(bucket, new Request(Kind.Poke, 0, 0, pokeReply))
+}
+
+// Applies a release at once. Safe from any fiber: the state is only ever
+// mid-update inside a synchronous batch pass, never across a yield.
+const giveBack = (bucket: Bucket, amount: number, now: number): void => {
+  const { algorithm, config } = bucket.policy
+  if (algorithm.release === undefined) return
+  bucket.state.ref.current = algorithm.release(config as never, bucket.state.ref.current as never, now, amount)
+  if (bucket.line.length > 0) poke(bucket)
+}
 
 const exitTrue = Exit.succeed(true)
 const exitFalse = Exit.succeed(false)
 const exitVoid = Exit.void
 const exitShutdown = Exit.fail(new LimiterShutdown())
+const exitReservedNow = Exit.succeed<Reserved>({ delay: 0, entry: undefined, bucket: undefined })
 
 // A decide-now request that finds waiters in line is denied: they come first.
 const behindLine = (bucket: Bucket, state: unknown, now: number, cost: number): Outcome<unknown> => {
@@ -223,12 +289,30 @@ const behindLine = (bucket: Bucket, state: unknown, now: number, cost: number): 
  *
  * @since 0.1.0
  */
-export const decide = (bucket: Bucket, kind: Kind, cost: number, now: number): Exit.Exit<any, never> => {
+export const decide = (
+  bucket: Bucket,
+  kind: Kind,
+  cost: number,
+  now: number,
+  payload?: Reconfiguration
+): Exit.Exit<any, any> => {
   const { algorithm, config } = bucket.policy
   const ref = bucket.state.ref
-  if (kind === Kind.Reset) {
-    ref.current = algorithm.initial(config as never, now)
-    return exitVoid
+  switch (kind) {
+    case Kind.Reset:
+      ref.current = algorithm.initial(config as never, now)
+      return exitVoid
+    case Kind.Release:
+      if (algorithm.release === undefined) {
+        return Exit.fail(
+          new InvalidRequest({ field: "key", value: JSON.stringify(bucket.key), reason: cannotRelease(bucket) })
+        )
+      }
+      ref.current = algorithm.release(config as never, ref.current as never, now, cost)
+      return exitVoid
+    case Kind.Reconfigure:
+      reconfigure(bucket, payload!, now)
+      return exitVoid
   }
   const outcome = bucket.line.length === 0
     ? algorithm.step(config as never, ref.current as never, now, cost)
@@ -244,6 +328,39 @@ export const decide = (bucket: Bucket, kind: Kind, cost: number, now: number): E
   return kind === Kind.Acquire
     ? (outcome.allowed ? exitTrue : exitFalse)
     : Exit.succeed(Decision.fromOutcome(outcome))
+}
+
+const cannotRelease = (bucket: Bucket): string =>
+  `its policy (${bucket.policy.algorithm.name}) has no release: units come back by themselves`
+
+// Switches the policy, carrying the usage over as asked (a different
+// algorithm always starts afresh); waiters that can no longer ever be
+// admitted are told so, the others are re-timed by the next batch pass.
+const reconfigure = (bucket: Bucket, to: Reconfiguration, now: number): void => {
+  const from = bucket.policy
+  const next = to.policy
+  const ref = bucket.state.ref
+  ref.current = from.algorithm === next.algorithm && next.algorithm.reconfigure !== undefined
+    ? next.algorithm.reconfigure(from.config as never, ref.current as never, next.config as never, now, to.carry)
+    : next.algorithm.initial(next.config as never, now)
+  bucket.policy = next
+  const max = next.algorithm.maxCost(next.config as never)
+  for (const w of bucket.line) {
+    if (w.cost > max && !w.cancelled) {
+      w.cancelled = true
+      reply(
+        w.reply,
+        Exit.fail(
+          new InvalidRequest({
+            field: "cost",
+            value: String(w.cost),
+            reason: `exceeds the new limit ${max}: it can never succeed`
+          })
+        )
+      )
+    }
+  }
+  if (bucket.line.length > 0) removeCancelled(bucket)
 }
 
 /**
@@ -283,7 +400,8 @@ const flush = (from: number): void => {
 
 // A waiter: admitted now, refused at once (past maxWait, line full), or queued.
 const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
-  if (admitNow(bucket, request.cost, now)) return reply(request.reply, exitVoid)
+  const reserving = request.kind === Kind.Reserve
+  if (admitNow(bucket, request.cost, now)) return reply(request.reply, reserving ? exitReservedNow : exitVoid)
   const { algorithm, config } = bucket.policy
   const wait = algorithm.waitTime(
     config as never,
@@ -304,9 +422,13 @@ const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
     bucket.recorder.overloaded++
     return reply(request.reply, Exit.fail(new Overloaded({ key: bucket.key, capacity: bucket.limits.maxWaiters })))
   }
-  bucket.line.push(request)
+  // A reservation's place in line is a waiter nobody awaits; the caller was
+  // told when it is admitted and acts then.
+  const entry = reserving ? new Request(Kind.Wait, request.cost, request.maxWait, Deferred.makeUnsafe()) : request
+  bucket.line.push(entry)
   bucket.lineCost += request.cost
   bucket.recorder.waiting++
+  if (reserving) reply(request.reply, Exit.succeed<Reserved>({ delay: wait, entry, bucket }))
 }
 
 // Drops waiters whose callers left; they took nothing, so those behind move up.
@@ -361,8 +483,8 @@ export const serve = (bucket: Bucket, batch: ReadonlyArray<Request>, now: number
   for (let i = 0; i < batch.length; i++) {
     const request = batch[i]
     if (request.cancelled || request.kind === Kind.Poke) continue
-    if (request.kind === Kind.Wait) enqueueWaiter(bucket, request, now)
-    else reply(request.reply, decide(bucket, request.kind, request.cost, now))
+    if (request.kind === Kind.Wait || request.kind === Kind.Reserve) enqueueWaiter(bucket, request, now)
+    else reply(request.reply, decide(bucket, request.kind, request.cost, now, request.payload))
   }
   if (bucket.line.length > 0) admitLine(bucket, now)
   flush(from)

@@ -63,4 +63,24 @@ export interface Algorithm<C, S> {
   readonly settledAt: (config: C, state: S) => number
   /** The largest cost that can ever succeed. */
   readonly maxCost: (config: C) => number
+  /**
+   * Gives `amount` units back (a refund, or a permit returned), never above
+   * what the policy holds when fresh. Algorithms without it cannot release.
+   */
+  readonly release?: ((config: C, state: S, now: number, amount: number) => S) | undefined
+  /**
+   * Carries a state over to a new configuration of the same algorithm.
+   * Without it, a reconfigured key starts afresh.
+   */
+  readonly reconfigure?: ((from: C, state: S, to: C, now: number, carry: Carry) => S) | undefined
 }
+
+/**
+ * How a reconfigured key keeps its usage (as Bucket4j's `TokensInheritanceStrategy`):
+ * `"reset"` starts afresh under the new policy; `"proportional"` keeps the
+ * same fraction of the limit available; `"as-is"` keeps the same number of
+ * units available, capped by the new limit.
+ *
+ * @since 0.1.0
+ */
+export type Carry = "reset" | "proportional" | "as-is"

@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import type { Algorithm, Outcome } from "./Algorithm.ts"
+import type { Algorithm, Carry, Outcome } from "./Algorithm.ts"
 
 /**
  * A validated token bucket configuration.
@@ -159,6 +159,50 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
 export const settledAt = (c: Config, s: State): number => s.at + millisFor(c, s, s.at, c.full - s.level)
 
 /**
+ * Gives `amount` tokens back, capped at capacity (a refund: Bucket4j's
+ * `addTokens`).
+ *
+ * @example
+ * ```ts
+ * import { TokenBucket } from "tollgate"
+ *
+ * const c = TokenBucket.config({ capacity: 5, tokens: 1, periodMillis: 1000 })
+ * const spent = TokenBucket.step(c, TokenBucket.initial(c, 0), 0, 3).state
+ * const refunded = TokenBucket.release(c, spent, 0, 2) // 4 tokens
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const release = (c: Config, s: State, now: number, amount: number): State => ({
+  level: Math.min(c.full, levelAt(c, s, now) + amount * c.periodMillis),
+  at: now > s.at ? now : s.at
+})
+
+/**
+ * Carries a bucket over to a new configuration: `"as-is"` keeps the tokens
+ * (capped by the new capacity), `"proportional"` keeps the same fraction of
+ * capacity, `"reset"` starts the new bucket as a new key would.
+ *
+ * @example
+ * ```ts
+ * import { TokenBucket } from "tollgate"
+ *
+ * const small = TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })
+ * const large = TokenBucket.config({ capacity: 100, tokens: 10, periodMillis: 1000 })
+ * const half = TokenBucket.step(small, TokenBucket.initial(small, 0), 0, 5).state
+ * TokenBucket.reconfigure(small, half, large, 0, "proportional") // 50 tokens
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const reconfigure = (from: Config, s: State, to: Config, now: number, carry: Carry): State => {
+  if (carry === "reset") return initial(to, now)
+  const tokens = tokensAt(from, s, now)
+  const kept = carry === "as-is" ? Math.min(to.capacity, tokens) : (tokens / from.capacity) * to.capacity
+  return { level: kept * to.periodMillis, at: now > s.at ? now : s.at }
+}
+
+/**
  * The token bucket as an {@link Algorithm}.
  *
  * @since 0.1.0
@@ -169,5 +213,7 @@ export const algorithm: Algorithm<Config, State> = {
   step,
   waitTime,
   settledAt,
-  maxCost: (c) => c.capacity
+  maxCost: (c) => c.capacity,
+  release,
+  reconfigure
 }

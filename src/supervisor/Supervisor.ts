@@ -76,7 +76,8 @@ export interface Supervisor {
     key: string,
     kind: Bucket.Kind,
     cost: number,
-    maxWait: number
+    maxWait: number,
+    payload?: Bucket.Reconfiguration
   ) => Effect.Effect<A, E | SubmitError>
   /**
    * `submit`, acting at once: the request is decided or queued when this is
@@ -87,7 +88,8 @@ export interface Supervisor {
     key: string,
     kind: Bucket.Kind,
     cost: number,
-    maxWait: number
+    maxWait: number,
+    payload?: Bucket.Reconfiguration
   ) => Effect.Effect<A, E | SubmitError>
   /** The live bucket of a key, if any (for inspection and tests). */
   readonly bucket: (key: string) => Bucket.Bucket | undefined
@@ -163,7 +165,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     return bucket
   }
 
-  const costError = (policy: Policy.Valid, cost: number): InvalidRequest | undefined => {
+  const costError = (policy: Policy.Valid, cost: number, kind: Bucket.Kind): InvalidRequest | undefined => {
+    if (kind === Bucket.Kind.Release || kind === Bucket.Kind.Reconfigure || kind === Bucket.Kind.Reset) return undefined
     const max = policy.algorithm.maxCost(policy.config as never)
     return cost > max
       ? new InvalidRequest({
@@ -174,34 +177,45 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       : undefined
   }
 
+  // Keys reconfigured at runtime keep their policy across reaps.
+  const overrides = new Map<string, Policy.Valid>()
+  const policyOf = (key: string): Policy.Valid | InvalidPolicy => overrides.get(key) ?? options.policyFor(key)
+
   const submit = <A, E = never>(
     key: string,
     kind: Bucket.Kind,
     cost: number,
-    maxWait: number
+    maxWait: number,
+    payload?: Bucket.Reconfiguration
   ): Effect.Effect<A, E | SubmitError> => {
     while (true) {
       if (closed) return shutdownExit
       let bucket = buckets.get(key)
+      if (kind === Bucket.Kind.Reconfigure) overrides.set(key, payload!.policy)
       if (bucket === undefined) {
-        const policy = options.policyFor(key)
+        const policy = policyOf(key)
         if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
-        const invalid = costError(policy, cost)
+        const invalid = costError(policy, cost, kind)
         if (invalid !== undefined) return Effect.fail(invalid)
-        if (kind === Bucket.Kind.Peek || kind === Bucket.Kind.Reset) return withoutBucket(policy, kind, cost)
+        if (isStateless(kind)) return withoutBucket(policy, kind, cost)
         bucket = startBucket(key, policy)
       } else {
-        const invalid = costError(bucket.policy, cost)
+        const invalid = costError(bucket.policy, cost, kind)
         if (invalid !== undefined) return Effect.fail(invalid)
       }
       // The fast path: nothing queued, nobody waiting, so deciding here is
       // the actor serving this request at once.
       if (fastPath && bucket.pending === 0 && bucket.line.length === 0) {
         const now = clock.currentTimeMillisUnsafe()
-        if (kind !== Bucket.Kind.Wait) return Bucket.decide(bucket, kind, cost, now) as Effect.Effect<A>
-        if (Bucket.admitNow(bucket, cost, now)) return Effect.void as Effect.Effect<A>
+        if (kind === Bucket.Kind.Wait || kind === Bucket.Kind.Reserve) {
+          if (Bucket.admitNow(bucket, cost, now)) {
+            return (kind === Bucket.Kind.Wait ? Effect.void : reservedNow) as Effect.Effect<A>
+          }
+        } else {
+          return Bucket.decide(bucket, kind, cost, now, payload) as Effect.Effect<A, E | SubmitError>
+        }
       }
-      const request = new Bucket.Request(kind, cost, maxWait, Deferred.makeUnsafe())
+      const request = new Bucket.Request(kind, cost, maxWait, Deferred.makeUnsafe(), payload)
       switch (Bucket.offer(bucket, request)) {
         case Bucket.Offered.Queued:
           return Bucket.await_(bucket, request)
@@ -209,7 +223,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           recorder.overloaded++
           return Effect.fail(new Overloaded({ key, capacity: options.limits.mailboxCapacity }))
         case Bucket.Offered.Stopped:
-          return startActorThenSubmit(bucket, kind, cost, maxWait)
+          return startActorThenSubmit(bucket, kind, cost, maxWait, payload)
         case Bucket.Offered.Retired:
           // Reaped between lookup and offer, or died: look the key up afresh.
           retire(bucket, false)
@@ -221,22 +235,32 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     bucket: Bucket.Bucket,
     kind: Bucket.Kind,
     cost: number,
-    maxWait: number
+    maxWait: number,
+    payload: Bucket.Reconfiguration | undefined
   ): Effect.Effect<A, E | SubmitError> =>
     Effect.flatMap(Bucket.makeMailbox(options.limits), (mailbox) =>
       Effect.suspend(() => {
         // Offer first, then fork: the fork runs the actor at once, and an
         // actor that finds nothing to do hibernates straight away.
         if (!closed && !bucket.retired && bucket.mailbox === undefined) bucket.mailbox = mailbox
-        const reply = submit<A, E>(bucket.key, kind, cost, maxWait)
+        const reply = submit<A, E>(bucket.key, kind, cost, maxWait, payload)
         if (bucket.mailbox === mailbox && bucket.fiber === undefined) startActor(bucket, mailbox)
         return reply
       }))
 
-  // A key with no bucket is in its initial state: peek reads it, reset has
-  // nothing to forget, and neither starts a bucket.
-  const withoutBucket = (policy: Policy.Valid, kind: Bucket.Kind, cost: number): Effect.Effect<any> => {
-    if (kind === Bucket.Kind.Reset) return Effect.void
+  // A key with no bucket is in its initial state: peek reads it; reset,
+  // release and reconfigure have nothing to change; none starts a bucket.
+  const withoutBucket = (policy: Policy.Valid, kind: Bucket.Kind, cost: number): Effect.Effect<any, InvalidRequest> => {
+    if (kind === Bucket.Kind.Release && policy.algorithm.release === undefined) {
+      return Effect.fail(
+        new InvalidRequest({
+          field: "key",
+          value: "(new key)",
+          reason: `its policy (${policy.algorithm.name}) has no release: units come back by themselves`
+        })
+      )
+    }
+    if (kind !== Bucket.Kind.Peek) return Effect.void
     const { algorithm, config } = policy
     const now = clock.currentTimeMillisUnsafe()
     return Effect.succeed(
@@ -291,13 +315,19 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   }))
 
   return {
-    submit: (key, kind, cost, maxWait) => Effect.suspend(() => submit(key, kind, cost, maxWait)),
+    submit: (key, kind, cost, maxWait, payload) => Effect.suspend(() => submit(key, kind, cost, maxWait, payload)),
     submitUnsafe: submit,
     bucket: (key: string) => buckets.get(key),
     sweep,
     stats
   } satisfies Supervisor as Supervisor
 })
+
+const reservedNow = Effect.succeed<Bucket.Reserved>({ delay: 0, entry: undefined, bucket: undefined })
+
+const isStateless = (kind: Bucket.Kind): boolean =>
+  kind === Bucket.Kind.Peek || kind === Bucket.Kind.Reset || kind === Bucket.Kind.Release ||
+  kind === Bucket.Kind.Reconfigure
 
 // The actor returns normally, without being retired, only when it hibernates.
 const isHibernation = (exit: Exit.Exit<void>): boolean => exit._tag === "Success"

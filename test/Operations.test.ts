@@ -1,0 +1,187 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Exit, Fiber, Latch, Ref } from "effect"
+import { TestClock } from "effect/testing"
+import { Policy, RateLimiter } from "../src/index.ts"
+
+const perSecond = (capacity: number, tokens: number) =>
+  Policy.tokenBucket({ capacity, refill: { tokens, per: "1 second" } })
+
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+for (const fastPath of [true, false]) {
+  const make = (options: RateLimiter.Options) => RateLimiter.make({ fastPath, ...options })
+  describe(`fastPath: ${fastPath}`, () => {
+    describe("reserve", () => {
+      it.effect("says when to act, and later reservations stand behind it", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(2, 1) })
+          const a = yield* limiter.reserve("k", { cost: 2 })
+          assert.strictEqual(Duration.toMillis(a.delay), 0)
+          const b = yield* limiter.reserve("k")
+          assert.strictEqual(Duration.toMillis(b.delay), 1000)
+          const c = yield* limiter.reserve("k", { cost: 2 })
+          assert.strictEqual(Duration.toMillis(c.delay), 3000)
+          // nobody jumps the line of reservations
+          assert.isFalse(yield* limiter.acquire("k"))
+        }))
+
+      it.effect("cancel gives the place back exactly and those behind move up", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(2, 1) })
+          yield* limiter.reserve("k", { cost: 2 })
+          const b = yield* limiter.reserve("k", { cost: 2 })
+          assert.strictEqual(Duration.toMillis(b.delay), 2000)
+          const waiter = yield* limiter.wait("k").pipe(Effect.forkChild({ startImmediately: true }))
+          yield* settle
+          yield* b.cancel
+          yield* settle
+          // without b, the waiter needs one token: one second
+          yield* TestClock.adjust("1 second")
+          assert.isDefined(waiter.pollUnsafe())
+          yield* TestClock.adjust("1 second")
+          assert.isTrue(yield* limiter.acquire("k"))
+          assert.isFalse(yield* limiter.acquire("k"))
+        }))
+
+      it.effect("past maxWait fails at once", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(2, 1) })
+          yield* limiter.reserve("k", { cost: 2 })
+          const error = yield* Effect.flip(limiter.reserve("k", { cost: 2, maxWait: "1 second" }))
+          assert.strictEqual(error._tag, "RateLimitExceeded")
+        }))
+    })
+
+    describe("limit", () => {
+      it.effect("runs the effect once admitted, in arrival order", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(1, 1) })
+          const log = yield* Ref.make<Array<number>>([])
+          const run = (i: number) => limiter.limit("k")(Ref.update(log, (l) => [...l, i]))
+          const fibers = yield* Effect.forEach([0, 1, 2], (i) =>
+            run(i).pipe(Effect.forkChild({ startImmediately: true })))
+          yield* settle
+          assert.deepStrictEqual(yield* Ref.get(log), [0])
+          yield* TestClock.adjust("2 seconds")
+          yield* Fiber.joinAll(fibers)
+          assert.deepStrictEqual(yield* Ref.get(log), [0, 1, 2])
+        }))
+    })
+
+    describe("release and withPermit", () => {
+      it.effect("release gives tokens back, never above capacity", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(5, 1) })
+          assert.isTrue(yield* limiter.acquire("k", { cost: 5 }))
+          yield* limiter.release("k", 2)
+          assert.strictEqual((yield* limiter.peek("k")).remaining, 2)
+          yield* limiter.release("k", 100)
+          assert.strictEqual((yield* limiter.peek("k")).remaining, 5)
+          const error = yield* Effect.flip(limiter.release("k", -1))
+          assert.strictEqual(error._tag === "InvalidRequest" && error.field, "amount")
+        }))
+
+      it.effect("withPermit holds units while the effect runs and returns them on success, failure and interruption", () =>
+        Effect.gen(function*() {
+          // a slow refill: units come back through release
+          const limiter = yield* make({
+            policy: Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 day" } })
+          })
+          const guarded = limiter.withPermit("k")
+          assert.strictEqual(yield* guarded(Effect.succeed(1)), 1)
+          assert.strictEqual((yield* limiter.peek("k")).remaining, 2)
+          const failed = yield* Effect.exit(guarded(Effect.fail("boom")))
+          assert.isTrue(Exit.isFailure(failed))
+          assert.strictEqual((yield* limiter.peek("k")).remaining, 2)
+          const sleeper = yield* guarded(Effect.never).pipe(Effect.forkChild({ startImmediately: true }))
+          yield* settle
+          assert.strictEqual((yield* limiter.peek("k")).remaining, 1)
+          yield* Fiber.interrupt(sleeper)
+          assert.strictEqual((yield* limiter.peek("k")).remaining, 2)
+        }))
+
+      it.effect("withPermit waits in line when the permits are out", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({
+            policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 day" } })
+          })
+          const gate = yield* Latch.make()
+          const first = yield* limiter.withPermit("k")(gate.await).pipe(Effect.forkChild({ startImmediately: true }))
+          yield* settle
+          const second = yield* limiter.withPermit("k")(Effect.succeed("second")).pipe(
+            Effect.forkChild({ startImmediately: true })
+          )
+          yield* settle
+          assert.isUndefined(second.pollUnsafe())
+          yield* gate.open
+          yield* Fiber.join(first)
+          assert.strictEqual(yield* Fiber.join(second), "second")
+          assert.strictEqual((yield* limiter.peek("k")).remaining, 1)
+        }))
+    })
+
+    describe("reconfigure", () => {
+      it.effect("carries tokens over as-is, proportionally, or resets", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(10, 1) })
+          for (const key of ["a", "p", "r"]) assert.isTrue(yield* limiter.acquire(key, { cost: 6 }))
+          yield* limiter.reconfigure("a", perSecond(100, 10), { carry: "as-is" })
+          yield* limiter.reconfigure("p", perSecond(100, 10), { carry: "proportional" })
+          yield* limiter.reconfigure("r", perSecond(100, 10), { carry: "reset" })
+          assert.strictEqual((yield* limiter.peek("a")).remaining, 4)
+          assert.strictEqual((yield* limiter.peek("p")).remaining, 40)
+          assert.strictEqual((yield* limiter.peek("r")).remaining, 100)
+          assert.strictEqual((yield* limiter.peek("a")).limit, 100)
+          // the new rate applies from now on
+          yield* TestClock.adjust("1 second")
+          assert.strictEqual((yield* limiter.peek("a")).remaining, 14)
+        }))
+
+      it.effect("as-is never keeps more than the new capacity", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(10, 1) })
+          yield* limiter.acquire("k")
+          yield* limiter.reconfigure("k", perSecond(3, 1))
+          assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
+        }))
+
+      it.effect("waiters in line are re-timed against the new rate", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(2, 1) })
+          assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+          const waiter = yield* limiter.wait("k", { cost: 2 }).pipe(Effect.forkChild({ startImmediately: true }))
+          yield* settle
+          // at 1 token per second it would take 2 seconds; at 10 per second, 200 ms
+          yield* limiter.reconfigure("k", perSecond(2, 10))
+          yield* settle
+          yield* TestClock.adjust("200 millis")
+          assert.isDefined(waiter.pollUnsafe())
+        }))
+
+      it.effect("a waiter that can never be admitted under the new policy is told at once", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(5, 1) })
+          assert.isTrue(yield* limiter.acquire("k", { cost: 5 }))
+          const waiter = yield* Effect.flip(limiter.wait("k", { cost: 4 })).pipe(
+            Effect.forkChild({ startImmediately: true })
+          )
+          yield* settle
+          yield* limiter.reconfigure("k", perSecond(2, 1))
+          const error = yield* Fiber.join(waiter)
+          assert.strictEqual(error._tag === "InvalidRequest" && error.field, "cost")
+        }))
+
+      it.effect("a reconfigured key keeps its policy across a reap, and bad policies are refused", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(5, 1), idleTimeout: "1 second" })
+          yield* limiter.reconfigure("k", perSecond(50, 1))
+          yield* TestClock.adjust("1 minute")
+          assert.strictEqual((yield* limiter.peek("k")).limit, 50)
+          const error = yield* Effect.flip(
+            limiter.reconfigure("k", Policy.tokenBucket({ capacity: 0, refill: { tokens: 1, per: "1 second" } }))
+          )
+          assert.strictEqual(error._tag === "InvalidPolicy" && error.field, "capacity")
+        }))
+    })
+  })
+}
