@@ -1,0 +1,357 @@
+/**
+ * Guava's smooth rate limiters: `SmoothWarmingUp` (a cold limiter ramps up to
+ * its stable rate over a warm-up period) and, with no warm-up period,
+ * `SmoothBursty` (idle time is stored as permits, up to `maxBurstMillis`
+ * worth, and spent at no wait). The math is Guava's `SmoothRateLimiter`, in
+ * milliseconds instead of microseconds:
+ *
+ * - `stableInterval = periodMillis / permits`, the spacing at the stable rate.
+ * - The state is `storedPermits` and `nextFree` (Guava's `nextFreeTicket`).
+ *   `resync(t)`: if `t > nextFree`, idle time becomes stored permits,
+ *   `stored ← min(maxPermits, stored + (t − nextFree) / coolDownInterval)`,
+ *   and `nextFree ← t`.
+ * - A request is admitted iff `nextFree ≤ t` (Guava's `tryAcquire` with no
+ *   timeout). It then resyncs and reserves: it spends
+ *   `min(cost, stored)` stored permits, which cost `storedPermitsToWaitTime`,
+ *   and the rest fresh at `stableInterval` each; `nextFree` moves on by that
+ *   total. The request itself goes at once: its cost is paid by the *next*
+ *   request ("pay later"), so any cost is admitted when the limiter is free
+ *   (`maxCost` is `Infinity`), and a large one delays whoever comes next.
+ * - Bursty: `maxPermits = maxBurstMillis / stableInterval` (Guava fixes
+ *   `maxBurstSeconds` at 1; here it defaults to 1000 ms), stored permits are
+ *   free, `coolDownInterval = stableInterval`.
+ * - Warming up (`coldInterval = coldFactor × stableInterval`, Guava's
+ *   `coldFactor` is 3): `thresholdPermits = 0.5 × warmup / stableInterval`,
+ *   `maxPermits = threshold + 2 × warmup / (stableInterval + coldInterval)`;
+ *   spending a stored permit above the threshold costs the interval on the
+ *   line from `stableInterval` (at the threshold) to `coldInterval` (at
+ *   `maxPermits`), integrated over the permits spent (a trapezoid); below the
+ *   threshold it costs `stableInterval`. Going from `maxPermits` down to the
+ *   threshold thus takes exactly the warm-up period, and
+ *   `coolDownInterval = warmup / maxPermits` (a full cool-down takes as long).
+ *
+ * Differences from Guava, all deliberate:
+ *
+ * - Times are not truncated to whole microseconds at each reservation (Guava
+ *   casts each wait to a `long`); `nextFree` is a fractional millisecond, and
+ *   the waits reported are rounded up to whole milliseconds.
+ * - When enough idle time has passed to fill the store, the store is set to
+ *   exactly `maxPermits` (decided by comparing times, not by adding floats),
+ *   so a fully cooled limiter is exactly a new one.
+ * - Guava's clock is monotonic; here time that goes backwards stands still at
+ *   the anchor `at` (the latest admitted time) and stores nothing.
+ * - `setRate` (rescaling the store) is not modelled: a new rate is a new policy.
+ *
+ * Edge cases:
+ *
+ * - A new key is as in Guava: warming up starts cold (`maxPermits` stored, the
+ *   first request at once, then slow); bursty starts with nothing stored (one
+ *   request at once, then the stable rate). `initialPermits` overrides this.
+ * - A denial takes nothing and leaves the state as it was.
+ * - `remaining` is how many unit requests would be admitted right now, back to
+ *   back: for bursty the stored whole permits plus the one that pays later, for
+ *   warming up 1 (or 0 while `nextFree` is ahead). `limit` is `permits`.
+ * - `resetAfter` and `settledAt` are when the store is full again and nothing
+ *   is owed: a cooled warming-up limiter is then exactly a new one; a bursty
+ *   one is at least as permissive as a new one (which stores nothing).
+ * - A huge jump just fills the store: no overflow, no NaN.
+ *
+ * @since 0.1.0
+ */
+import type { Algorithm, Outcome } from "./Algorithm.ts"
+
+/**
+ * A validated smooth rate limiter configuration, with Guava's derived values.
+ *
+ * @since 0.1.0
+ */
+export interface Config {
+  /** Permits per period at the stable rate. */
+  readonly permits: number
+  /** The period in milliseconds. */
+  readonly periodMillis: number
+  /** The warm-up period in milliseconds; 0 for the bursty limiter. */
+  readonly warmupMillis: number
+  /** The cold interval over the stable interval (warming up only). */
+  readonly coldFactor: number
+  /** Milliseconds of idle time stored as permits (bursty only). */
+  readonly maxBurstMillis: number
+  /** Stored permits of a new key. */
+  readonly initialPermits: number
+  /** `periodMillis / permits`. */
+  readonly stableInterval: number
+  /** The most permits stored. */
+  readonly maxPermits: number
+  /** Stored permits below which spending costs `stableInterval` (warming up). */
+  readonly thresholdPermits: number
+  /** The growth of the interval per stored permit above the threshold. */
+  readonly slope: number
+  /** Milliseconds of idle time per stored permit. */
+  readonly coolDownInterval: number
+}
+
+/**
+ * The state of one key: stored permits, the time from which the next request
+ * is admitted (fractional milliseconds), and the anchor `at`.
+ *
+ * @since 0.1.0
+ */
+export interface State {
+  readonly stored: number
+  readonly nextFree: number
+  readonly at: number
+}
+
+/**
+ * Builds a configuration; the caller has validated the numbers (positive
+ * `permits` and `periodMillis`, `warmupMillis ≥ 0`, `coldFactor ≥ 1`,
+ * `maxBurstMillis ≥ 0`, `0 ≤ initialPermits ≤ maxPermits`).
+ *
+ * @example
+ * ```ts
+ * import { WarmUp } from "tollgate"
+ *
+ * // RateLimiter.create(10, 5, SECONDS): 10 per second after a 5 second warm-up
+ * const warming = WarmUp.config({ permits: 10, periodMillis: 1000, warmupMillis: 5000 })
+ * // RateLimiter.create(10): 10 per second, a second's worth of idle time stored
+ * const bursty = WarmUp.config({ permits: 10, periodMillis: 1000 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const config = (options: {
+  readonly permits: number
+  readonly periodMillis: number
+  readonly warmupMillis?: number | undefined
+  readonly coldFactor?: number | undefined
+  readonly maxBurstMillis?: number | undefined
+  readonly initialPermits?: number | undefined
+}): Config => {
+  const { periodMillis, permits } = options
+  const warmupMillis = options.warmupMillis ?? 0
+  const coldFactor = options.coldFactor ?? 3
+  const maxBurstMillis = options.maxBurstMillis ?? 1000
+  const stableInterval = periodMillis / permits
+  if (warmupMillis > 0) {
+    const coldInterval = stableInterval * coldFactor
+    const thresholdPermits = 0.5 * warmupMillis / stableInterval
+    const maxPermits = thresholdPermits + 2.0 * warmupMillis / (stableInterval + coldInterval)
+    return {
+      permits,
+      periodMillis,
+      warmupMillis,
+      coldFactor,
+      maxBurstMillis,
+      initialPermits: options.initialPermits ?? maxPermits,
+      stableInterval,
+      maxPermits,
+      thresholdPermits,
+      slope: (coldInterval - stableInterval) / (maxPermits - thresholdPermits),
+      coolDownInterval: warmupMillis / maxPermits
+    }
+  }
+  const maxPermits = maxBurstMillis * permits / periodMillis
+  return {
+    permits,
+    periodMillis,
+    warmupMillis: 0,
+    coldFactor,
+    maxBurstMillis,
+    initialPermits: options.initialPermits ?? 0,
+    stableInterval,
+    maxPermits,
+    thresholdPermits: maxPermits,
+    slope: 0,
+    coolDownInterval: stableInterval
+  }
+}
+
+/**
+ * The state of a key never seen before: `initialPermits` stored and free now.
+ *
+ * @example
+ * ```ts
+ * import { WarmUp } from "tollgate"
+ *
+ * const c = WarmUp.config({ permits: 1, periodMillis: 1000 })
+ * WarmUp.initial(c, 0) // { stored: 0, nextFree: 0, at: 0 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const initial = (c: Config, now: number): State => ({ stored: c.initialPermits, nextFree: now, at: now })
+
+// The interval at `permits` stored above the threshold (warming up).
+const permitsToTime = (c: Config, permits: number): number => c.stableInterval + permits * c.slope
+
+/**
+ * Milliseconds that spending `take` of `stored` permits costs (Guava's
+ * `storedPermitsToWaitTime`): 0 for bursty; for warming up the area under
+ * the interval line over `[stored − take, stored]`.
+ *
+ * @example
+ * ```ts
+ * import { WarmUp } from "tollgate"
+ *
+ * const c = WarmUp.config({ permits: 1, periodMillis: 1000, warmupMillis: 4000 })
+ * WarmUp.storedPermitsToWaitTime(c, c.maxPermits, c.maxPermits - c.thresholdPermits) // 4000
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const storedPermitsToWaitTime = (c: Config, stored: number, take: number): number => {
+  if (c.warmupMillis <= 0) return 0
+  const above = stored - c.thresholdPermits
+  let rest = take
+  let wait = 0
+  if (above > 0.0) {
+    const aboveTake = Math.min(above, rest)
+    const length = permitsToTime(c, above) + permitsToTime(c, above - aboveTake)
+    wait = aboveTake * length / 2.0
+    rest -= aboveTake
+  }
+  return wait + c.stableInterval * rest
+}
+
+/**
+ * The state resynchronised to effective time `t` (Guava's `resync`): idle time
+ * since `nextFree` stored as permits.
+ *
+ * @example
+ * ```ts
+ * import { WarmUp } from "tollgate"
+ *
+ * const c = WarmUp.config({ permits: 1, periodMillis: 1000, maxBurstMillis: 5000 })
+ * WarmUp.resync(c, { stored: 0, nextFree: 0, at: 0 }, 2500) // { stored: 2.5, nextFree: 2500, at: 0 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const resync = (c: Config, s: State, t: number): State => {
+  if (!(t > s.nextFree)) return s
+  const fullAt = s.nextFree + (c.maxPermits - s.stored) * c.coolDownInterval
+  const stored = t >= fullAt ? c.maxPermits : Math.min(c.maxPermits, s.stored + (t - s.nextFree) / c.coolDownInterval)
+  return { stored, nextFree: t, at: s.at }
+}
+
+// When the store is full and nothing is owed.
+const freshAt = (c: Config, s: State): number =>
+  s.stored >= c.maxPermits ? s.nextFree : s.nextFree + (c.maxPermits - s.stored) * c.coolDownInterval
+
+// The whole milliseconds from `now` until time `t`: the least `r` with
+// `now + r >= t`. `t - now` can round when the two are far apart, so the
+// ceiling is checked against the sum the caller will form.
+const millisUntil = (now: number, t: number): number => {
+  let r = Math.ceil(t - now)
+  if (now + r < t) r++
+  else if (r > 0 && now + r - 1 >= t) r--
+  return r
+}
+
+const resetMillis = (c: Config, s: State, now: number): number => {
+  const fresh = freshAt(c, s)
+  return fresh <= (now > s.at ? now : s.at) ? 0 : millisUntil(now, fresh)
+}
+
+/**
+ * Decides one request (Guava's `tryAcquire(cost)` with no timeout).
+ *
+ * @example
+ * ```ts
+ * import { WarmUp } from "tollgate"
+ *
+ * const c = WarmUp.config({ permits: 1, periodMillis: 1000 })
+ * const first = WarmUp.step(c, WarmUp.initial(c, 0), 0, 5) // allowed: it pays later
+ * const second = WarmUp.step(c, first.state, 1000, 1) // denied, retryAfter 4000
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const step = (c: Config, s: State, now: number, cost: number): Outcome<State> => {
+  const t = now > s.at ? now : s.at
+  if (s.nextFree > t) {
+    return {
+      allowed: false,
+      state: s,
+      remaining: 0,
+      retryAfter: millisUntil(now, s.nextFree),
+      resetAfter: resetMillis(c, s, now),
+      limit: c.permits
+    }
+  }
+  const r = resync(c, s, t)
+  const spend = Math.min(cost, r.stored)
+  const fresh = cost - spend
+  const wait = storedPermitsToWaitTime(c, r.stored, spend) + fresh * c.stableInterval
+  const next: State = { stored: r.stored - spend, nextFree: r.nextFree + wait, at: t }
+  return {
+    allowed: true,
+    state: next,
+    remaining: next.nextFree > t ? 0 : c.warmupMillis > 0 ? 1 : Math.floor(next.stored) + 1,
+    retryAfter: 0,
+    resetAfter: resetMillis(c, next, now),
+    limit: c.permits
+  }
+}
+
+/**
+ * Milliseconds until a request behind `queued` waiting units is admitted:
+ * the waiters reserve in turn, each when `nextFree` comes, so this request
+ * goes when their combined reservation has been paid. Its own cost does not
+ * matter (it pays later).
+ *
+ * @example
+ * ```ts
+ * import { WarmUp } from "tollgate"
+ *
+ * const c = WarmUp.config({ permits: 1, periodMillis: 1000 })
+ * WarmUp.waitTime(c, WarmUp.initial(c, 0), 0, 3, 1) // 3000
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const waitTime = (c: Config, s: State, now: number, queued: number, _cost: number): number => {
+  const t = now > s.at ? now : s.at
+  if (queued <= 0) return s.nextFree <= t ? 0 : millisUntil(now, s.nextFree)
+  const r = resync(c, s, t)
+  const spend = Math.min(queued, r.stored)
+  const free = r.nextFree + storedPermitsToWaitTime(c, r.stored, spend) + (queued - spend) * c.stableInterval
+  return free <= t ? 0 : millisUntil(now, free)
+}
+
+/**
+ * When the store is full and nothing is owed.
+ *
+ * @example
+ * ```ts
+ * import { WarmUp } from "tollgate"
+ *
+ * const c = WarmUp.config({ permits: 1, periodMillis: 1000, maxBurstMillis: 2000 })
+ * WarmUp.settledAt(c, { stored: 0, nextFree: 500, at: 0 }) // 2500
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const settledAt = (c: Config, s: State): number => Math.max(s.at, Math.ceil(freshAt(c, s)))
+
+/**
+ * The smooth rate limiter as an {@link Algorithm}.
+ *
+ * @example
+ * ```ts
+ * import { WarmUp } from "tollgate"
+ *
+ * const c = WarmUp.config({ permits: 10, periodMillis: 1000, warmupMillis: 3000 })
+ * WarmUp.algorithm.maxCost(c) // Infinity: the cost is paid by the next request
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const algorithm: Algorithm<Config, State> = {
+  name: "warm-up",
+  initial,
+  step,
+  waitTime,
+  settledAt,
+  maxCost: () => Infinity
+}
