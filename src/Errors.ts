@@ -128,9 +128,43 @@ export class LimiterShutdown extends Schema.TaggedError<LimiterShutdown>()("Limi
  */
 export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", {
   key: Schema.String,
+  /** What was full: the key's mailbox, its line of waiters, or the limiter's table of live buckets. */
+  reason: Schema.Literals(["mailbox", "waiters", "buckets"]),
   capacity: Schema.Int
 }) {
   override get message(): string {
-    return `rate limiter overloaded for ${this.key}: ${this.capacity} requests already queued`
+    const what = this.reason === "mailbox"
+      ? "requests already queued"
+      : this.reason === "waiters"
+      ? "callers already waiting"
+      : "live keys already (maxBuckets), none of them safe to forget"
+    return `rate limiter overloaded for ${this.key}: ${this.capacity} ${what}`
+  }
+}
+
+/**
+ * A bucket failed with a defect (a bug in an algorithm, or a policy that
+ * throws). Only that key's pending calls fail with this; the bucket starts
+ * afresh and every other key carries on.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   return yield* limiter.acquire("user:42")
+ * }).pipe(Effect.catchTag("BucketFailed", (e) => Effect.logError(e.message).pipe(Effect.as(false))))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class BucketFailed extends Schema.TaggedError<BucketFailed>()("BucketFailed", {
+  key: Schema.String,
+  defect: Schema.String
+}) {
+  override get message(): string {
+    return `the bucket for ${this.key} failed and was restarted: ${this.defect}`
   }
 }

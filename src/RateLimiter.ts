@@ -8,6 +8,7 @@ import * as Bucket from "./actor/Bucket.ts"
 import type { Carry } from "./algorithm/Algorithm.ts"
 import type { Decision } from "./Decision.ts"
 import {
+  type BucketFailed,
   InvalidPolicy,
   InvalidRequest,
   type LimiterShutdown,
@@ -31,6 +32,14 @@ export interface Options {
   readonly mailboxCapacity?: number | undefined
   /** Callers that may wait in one key's line before new ones fail with `Overloaded`. Default 1024. */
   readonly maxWaiters?: number | undefined
+  /**
+   * Most live buckets (default 1,000,000). At the cap, a new key takes the
+   * place of a bucket that is safe to forget (settled, nothing queued, nobody
+   * waiting); if there is none, its call fails with `Overloaded` (reason
+   * "buckets"). A flood of new keys cannot exhaust memory, and no existing
+   * key is forgotten early.
+   */
+  readonly maxBuckets?: number | undefined
   /** Longest key, in UTF-16 code units; longer keys fail with `InvalidRequest`. Default 512. */
   readonly maxKeyLength?: number | undefined
   /**
@@ -112,7 +121,7 @@ export interface ReconfigureOptions {
  *
  * @since 0.1.0
  */
-export type CallError = InvalidRequest | InvalidPolicy | Overloaded | LimiterShutdown
+export type CallError = InvalidRequest | InvalidPolicy | Overloaded | LimiterShutdown | BucketFailed
 
 /**
  * Counts of what the limiter has done.
@@ -379,6 +388,8 @@ const validateOptions = (options: Options): Effect.Effect<{
     if (mailboxCapacity instanceof InvalidPolicy) return Effect.fail(mailboxCapacity)
     const maxWaiters = positiveInt("maxWaiters", options.maxWaiters, 1024)
     if (maxWaiters instanceof InvalidPolicy) return Effect.fail(maxWaiters)
+    const maxBuckets = positiveInt("maxBuckets", options.maxBuckets, 1_000_000)
+    if (maxBuckets instanceof InvalidPolicy) return Effect.fail(maxBuckets)
     const maxKeyLength = positiveInt("maxKeyLength", options.maxKeyLength, 512)
     if (maxKeyLength instanceof InvalidPolicy) return Effect.fail(maxKeyLength)
     const policy = options.policy
@@ -414,6 +425,7 @@ const validateOptions = (options: Options): Effect.Effect<{
         policyFor,
         limits: { mailboxCapacity, maxWaiters },
         idleTimeoutMillis,
+        maxBuckets,
         fastPath: options.fastPath ?? true,
         name: options.name ?? "default"
       },

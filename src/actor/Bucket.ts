@@ -21,7 +21,7 @@
 import { type Cause, type Clock, Deferred, Duration, Effect, Exit, type Fiber, Latch, Queue, Ref } from "effect"
 import type { Carry, Outcome } from "../algorithm/Algorithm.ts"
 import * as Decision from "../Decision.ts"
-import { InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../Errors.ts"
+import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../Errors.ts"
 import type { Recorder } from "../Metrics.ts"
 import type * as Policy from "../Policy.ts"
 
@@ -420,7 +420,10 @@ const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
   }
   if (bucket.line.length >= bucket.limits.maxWaiters) {
     bucket.recorder.overloaded++
-    return reply(request.reply, Exit.fail(new Overloaded({ key: bucket.key, capacity: bucket.limits.maxWaiters })))
+    return reply(
+      request.reply,
+      Exit.fail(new Overloaded({ key: bucket.key, reason: "waiters", capacity: bucket.limits.maxWaiters }))
+    )
   }
   // A reservation's place in line is a waiter nobody awaits; the caller was
   // told when it is admitted and acts then.
@@ -479,15 +482,57 @@ export const serve = (bucket: Bucket, batch: ReadonlyArray<Request>, now: number
   const from = replies.length
   bucket.pending -= batch.length
   bucket.recorder.queued -= batch.length
-  if (bucket.line.length > 0) removeCancelled(bucket)
-  for (let i = 0; i < batch.length; i++) {
-    const request = batch[i]
-    if (request.cancelled || request.kind === Kind.Poke) continue
-    if (request.kind === Kind.Wait || request.kind === Kind.Reserve) enqueueWaiter(bucket, request, now)
-    else reply(request.reply, decide(bucket, request.kind, request.cost, now, request.payload))
+  let i = 0
+  try {
+    if (bucket.line.length > 0) removeCancelled(bucket)
+    for (; i < batch.length; i++) {
+      const request = batch[i]
+      if (request.cancelled || request.kind === Kind.Poke) continue
+      if (request.kind === Kind.Wait || request.kind === Kind.Reserve) enqueueWaiter(bucket, request, now)
+      else reply(request.reply, decide(bucket, request.kind, request.cost, now, request.payload))
+    }
+    if (bucket.line.length > 0) admitLine(bucket, now)
+  } catch (defect) {
+    // Only this key is hurt: the request that failed, those after it in the
+    // batch and those in line get BucketFailed; the bucket starts afresh.
+    const exit = Exit.fail(new BucketFailed({ key: bucket.key, defect: String(defect) }))
+    for (; i < batch.length; i++) if (batch[i].kind !== Kind.Poke) reply(batch[i].reply, exit)
+    restart(bucket, now, exit)
   }
-  if (bucket.line.length > 0) admitLine(bucket, now)
   flush(from)
+}
+
+/**
+ * Starts the bucket afresh after a defect: every waiter in line gets `exit`,
+ * the state goes back to the policy's initial state.
+ *
+ * @since 0.1.0
+ */
+export const restart = (bucket: Bucket, now: number, exit: Exit.Exit<never, BucketFailed>): void => {
+  for (const w of bucket.line) if (!w.cancelled) reply(w.reply, exit)
+  bucket.recorder.waiting -= bucket.line.length
+  bucket.line.length = 0
+  bucket.lineCost = 0
+  bucket.state.ref.current = bucket.policy.algorithm.initial(bucket.policy.config as never, now)
+  bucket.lastActive = now
+}
+
+/**
+ * The fast path's guard: runs `f` (a decision on the caller's fiber); if it
+ * throws, restarts the bucket and fails only this call with `BucketFailed`.
+ *
+ * @since 0.1.0
+ */
+export const guard = <A>(bucket: Bucket, now: number, f: () => A): A | Exit.Exit<never, BucketFailed> => {
+  try {
+    return f()
+  } catch (defect) {
+    const exit = Exit.fail(new BucketFailed({ key: bucket.key, defect: String(defect) }))
+    const from = replies.length
+    restart(bucket, now, exit)
+    flush(from)
+    return exit
+  }
 }
 
 const serveNow = (bucket: Bucket, batch: ReadonlyArray<Request>): void =>

@@ -13,7 +13,7 @@
 import { Clock, Deferred, Effect, type Exit, Fiber, FiberSet, Queue } from "effect"
 import * as Bucket from "../actor/Bucket.ts"
 import * as Decision from "../Decision.ts"
-import { type InvalidPolicy, InvalidRequest, LimiterShutdown, Overloaded } from "../Errors.ts"
+import { type BucketFailed, type InvalidPolicy, InvalidRequest, LimiterShutdown, Overloaded } from "../Errors.ts"
 import * as Metrics from "../Metrics.ts"
 import type * as Policy from "../Policy.ts"
 
@@ -27,6 +27,8 @@ export interface Options {
   readonly policyFor: (key: string) => Policy.Valid | InvalidPolicy
   readonly limits: Bucket.Limits
   readonly idleTimeoutMillis: number
+  /** Most live buckets; a new key past it takes the place of a settled bucket, or fails with `Overloaded`. */
+  readonly maxBuckets?: number | undefined
   /**
    * Decide uncontended requests on the caller's fiber (default true). Off,
    * every request goes through the actor's mailbox and every live bucket
@@ -63,7 +65,7 @@ export interface Stats {
  *
  * @since 0.1.0
  */
-export type SubmitError = InvalidPolicy | InvalidRequest | Overloaded | LimiterShutdown
+export type SubmitError = InvalidPolicy | InvalidRequest | Overloaded | LimiterShutdown | BucketFailed
 
 /**
  * The supervisor's interface.
@@ -126,6 +128,7 @@ const shutdownExit = Effect.fail(new LimiterShutdown())
 export const make = Effect.fnUntraced(function*(options: Options) {
   const clock = yield* Clock.Clock
   const fastPath = options.fastPath ?? true
+  const maxBuckets = options.maxBuckets ?? 1_000_000
   const recorder = new Metrics.Recorder()
   yield* Metrics.register(recorder, options.name ?? "default")
   const buckets = new Map<string, Bucket.Bucket>()
@@ -198,6 +201,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         const invalid = costError(policy, cost, kind)
         if (invalid !== undefined) return Effect.fail(invalid)
         if (isStateless(kind)) return withoutBucket(policy, kind, cost)
+        if (buckets.size >= maxBuckets && !evictOne()) {
+          recorder.overloaded++
+          return Effect.fail(new Overloaded({ key, reason: "buckets", capacity: maxBuckets }))
+        }
         bucket = startBucket(key, policy)
       } else {
         const invalid = costError(bucket.policy, cost, kind)
@@ -208,11 +215,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       if (fastPath && bucket.pending === 0 && bucket.line.length === 0) {
         const now = clock.currentTimeMillisUnsafe()
         if (kind === Bucket.Kind.Wait || kind === Bucket.Kind.Reserve) {
-          if (Bucket.admitNow(bucket, cost, now)) {
-            return (kind === Bucket.Kind.Wait ? Effect.void : reservedNow) as Effect.Effect<A>
-          }
+          const admitted = Bucket.guard(bucket, now, () => Bucket.admitNow(bucket!, cost, now))
+          if (admitted === true) return (kind === Bucket.Kind.Wait ? Effect.void : reservedNow) as Effect.Effect<A>
+          if (admitted !== false) return admitted
         } else {
-          return Bucket.decide(bucket, kind, cost, now, payload) as Effect.Effect<A, E | SubmitError>
+          const b = bucket
+          return Bucket.guard(b, now, () => Bucket.decide(b, kind, cost, now, payload)) as Effect.Effect<A, SubmitError>
         }
       }
       const request = new Bucket.Request(kind, cost, maxWait, Deferred.makeUnsafe(), payload)
@@ -221,7 +229,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           return Bucket.await_(bucket, request)
         case Bucket.Offered.Full:
           recorder.overloaded++
-          return Effect.fail(new Overloaded({ key, capacity: options.limits.mailboxCapacity }))
+          return Effect.fail(new Overloaded({ key, reason: "mailbox", capacity: options.limits.mailboxCapacity }))
         case Bucket.Offered.Stopped:
           return startActorThenSubmit(bucket, kind, cost, maxWait, payload)
         case Bucket.Offered.Retired:
@@ -268,16 +276,36 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     )
   }
 
+  // At maxBuckets, a new key may take the place of a bucket that is safe to
+  // forget: settled (forgetting it changes no decision), with nothing queued
+  // and nobody waiting, however recently it was used. The scan looks at a
+  // few buckets from the oldest, moving those it passes over to the back, so
+  // successive scans go round the whole table.
+  const evictOne = (): boolean => {
+    const now = clock.currentTimeMillisUnsafe()
+    let scanned = 0
+    for (const bucket of buckets.values()) {
+      if (scanned++ >= 64) break
+      if (isForgettable(bucket, now)) {
+        retire(bucket, true)
+        return true
+      }
+      buckets.delete(bucket.key)
+      buckets.set(bucket.key, bucket)
+    }
+    return false
+  }
+
+  const isForgettable = (bucket: Bucket.Bucket, now: number): boolean =>
+    bucket.pending === 0 &&
+    bucket.line.length === 0 &&
+    now >= bucket.policy.algorithm.settledAt(bucket.policy.config as never, bucket.state.ref.current as never)
+
   const sweepNow = (): number => {
     const now = clock.currentTimeMillisUnsafe()
     let reaped = 0
     for (const bucket of buckets.values()) {
-      if (
-        bucket.pending === 0 &&
-        bucket.line.length === 0 &&
-        now - bucket.lastActive >= options.idleTimeoutMillis &&
-        now >= bucket.policy.algorithm.settledAt(bucket.policy.config as never, bucket.state.ref.current as never)
-      ) {
+      if (now - bucket.lastActive >= options.idleTimeoutMillis && isForgettable(bucket, now)) {
         retire(bucket, true)
         reaped++
       }
