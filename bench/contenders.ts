@@ -1,0 +1,320 @@
+/**
+ * @effect-diagnostics globalDate:off
+ *
+ * The contenders, each built once per scenario outside the timed section:
+ *
+ * - `plain`: a lazy-refill token bucket in a `Map`, called synchronously (the floor);
+ * - `rlf`: rate-limiter-flexible `RateLimiterMemory`, `await` on every call;
+ * - `effect`: Effect 4's own `RateLimiter` from "effect/persistence" over `layerStoreMemory`;
+ * - `tollgate`: this project's `acquire`, once per `fastPath` setting when the option exists.
+ */
+import { Duration, Effect, Exit, Scope } from "effect"
+import { RateLimiter as PersistenceRateLimiter } from "effect/persistence"
+import { readFileSync } from "node:fs"
+import { RateLimiterMemory } from "rate-limiter-flexible"
+import * as Policy from "../src/Policy.ts"
+import { RateLimiter } from "../src/RateLimiter.ts"
+import type { ContenderId } from "./types.ts"
+
+/** The limit every contender enforces in a scenario: a token bucket (rlf: the fixed window of the same mean rate). */
+export interface Spec {
+  readonly capacity: number
+  readonly refillPerSecond: number
+}
+
+/** A limiter that is never exhausted within a run. */
+export const allowSpec: Spec = { capacity: 1e9, refillPerSecond: 1000 }
+/** One token, then one more per hour: every call after the first is denied. */
+export const denySpec: Spec = { capacity: 1, refillPerSecond: 1 / 3600 }
+
+/** Keys in the order they are used; every instance walks them round-robin with its own cursor. */
+export interface KeyOrder {
+  readonly keys: ReadonlyArray<string>
+}
+
+/** One contender built for one scenario. */
+export interface Instance {
+  /** `n` decisions spread over `callers` concurrent callers; resolves with how many allowed. */
+  readonly run: (n: number) => Promise<number>
+  /** One sequential decision per key, in the order given (untimed: starts the buckets). */
+  readonly prime: (keys: ReadonlyArray<string>) => Promise<number>
+  /** Frees everything the instance holds (timers, fibers, maps). */
+  readonly close: () => Promise<void>
+}
+
+export interface Contender {
+  readonly id: ContenderId
+  readonly label: string
+  readonly make: (spec: Spec, order: KeyOrder, callers: number) => Promise<Instance>
+}
+
+const sum = (values: ReadonlyArray<number>): number => {
+  let total = 0
+  for (const v of values) total += v
+  return total
+}
+
+/** Splits `n` over `callers`: each caller's share (at least 1). */
+const share = (n: number, callers: number): number => Math.max(1, Math.round(n / callers))
+
+class Cursor {
+  readonly keys: ReadonlyArray<string>
+  i = 0
+  constructor(keys: ReadonlyArray<string>) {
+    this.keys = keys
+  }
+  next(): string {
+    const key = this.keys[this.i]
+    if (++this.i === this.keys.length) this.i = 0
+    return key
+  }
+}
+
+// ---------------------------------------------------------------------------
+// plain JS
+
+class PlainBucket {
+  tokens: number
+  last: number
+  constructor(tokens: number, now: number) {
+    this.tokens = tokens
+    this.last = now
+  }
+}
+
+/** The floor: a lazy-refill token bucket per key in a `Map`, one clock read per decision. */
+export class PlainLimiter {
+  readonly buckets = new Map<string, PlainBucket>()
+  readonly capacity: number
+  readonly perMs: number
+  constructor(spec: Spec) {
+    this.capacity = spec.capacity
+    this.perMs = spec.refillPerSecond / 1000
+  }
+  tryAcquire(key: string, cost = 1): boolean {
+    const now = Date.now()
+    let bucket = this.buckets.get(key)
+    if (bucket === undefined) {
+      bucket = new PlainBucket(this.capacity, now)
+      this.buckets.set(key, bucket)
+    } else if (now > bucket.last) {
+      const tokens = bucket.tokens + (now - bucket.last) * this.perMs
+      bucket.tokens = tokens > this.capacity ? this.capacity : tokens
+      bucket.last = now
+    }
+    if (bucket.tokens >= cost) {
+      bucket.tokens -= cost
+      return true
+    }
+    return false
+  }
+}
+
+export const plain: Contender = {
+  id: "plain",
+  label: "plain JS bucket in a Map (floor)",
+  make: (spec, order) => {
+    const limiter = new PlainLimiter(spec)
+    // A synchronous loop whatever the callers: it is the physical limit of the decision.
+    const runner = (cursor: Cursor) => (n: number) => {
+      let ok = 0
+      for (let i = 0; i < n; i++) if (limiter.tryAcquire(cursor.next())) ok++
+      return Promise.resolve(ok)
+    }
+    return Promise.resolve({
+      run: runner(new Cursor(order.keys)),
+      prime: (keys) => runner(new Cursor(keys))(keys.length),
+      close: () => {
+        limiter.buckets.clear()
+        return Promise.resolve()
+      }
+    })
+  }
+}
+
+// ---------------------------------------------------------------------------
+// rate-limiter-flexible
+
+/** rlf's memory limiter is a fixed window: `points` per `duration` seconds, the same mean rate as the bucket. */
+export const makeRlf = (spec: Spec): RateLimiterMemory =>
+  new RateLimiterMemory({
+    points: spec.capacity,
+    // setTimeout overflows past 2^31 - 1 ms; stay well below.
+    duration: Math.min(1_000_000, Math.max(1, Math.round(spec.capacity / spec.refillPerSecond)))
+  })
+
+/** Deletes every key, which also clears its expiry timer (otherwise the timers keep the records alive). */
+export const closeRlf = async (limiter: RateLimiterMemory, keys: ReadonlyArray<string>): Promise<void> => {
+  for (const key of keys) await limiter.delete(key)
+}
+
+export const rlf: Contender = {
+  id: "rlf",
+  label: "rate-limiter-flexible Memory",
+  make: (spec, order, callers) => {
+    const limiter = makeRlf(spec)
+    const loop = async (cursor: Cursor, count: number): Promise<number> => {
+      let ok = 0
+      for (let i = 0; i < count; i++) {
+        try {
+          await limiter.consume(cursor.next())
+          ok++
+        } catch (e) {
+          // A denial rejects with a RateLimiterRes; anything else is a real failure.
+          if (e instanceof Error) throw e
+        }
+      }
+      return ok
+    }
+    const cursor = new Cursor(order.keys)
+    return Promise.resolve({
+      run: (n) =>
+        callers === 1
+          ? loop(cursor, n)
+          : Promise.all(Array.from({ length: callers }, () => loop(cursor, share(n, callers)))).then(sum),
+      prime: (keys) => loop(new Cursor(keys), keys.length),
+      close: () => closeRlf(limiter, order.keys)
+    })
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Effect loops (shared by effect-persistence and tollgate)
+
+const effectRunner = (
+  decide: (key: string) => Effect.Effect<boolean, unknown>,
+  cursor: Cursor,
+  callers: number
+): (n: number) => Promise<number> => {
+  const loop = (count: number) =>
+    Effect.gen(function*() {
+      let ok = 0
+      for (let i = 0; i < count; i++) if (yield* decide(cursor.next())) ok++
+      return ok
+    })
+  const slots = Array.from({ length: callers }, (_, i) => i)
+  return (n) =>
+    callers === 1
+      ? Effect.runPromise(loop(n))
+      : Effect.runPromise(
+        Effect.map(Effect.forEach(slots, () => loop(share(n, callers)), { concurrency: callers }), sum)
+      )
+}
+
+// ---------------------------------------------------------------------------
+// effect/persistence RateLimiter
+
+/** Builds Effect's limiter over a fresh in-memory store. */
+export const makeEffectPersistence = (): Promise<PersistenceRateLimiter.RateLimiter> =>
+  Effect.runPromise(PersistenceRateLimiter.make.pipe(Effect.provide(PersistenceRateLimiter.layerStoreMemory)))
+
+/** `consume` as a boolean: its denial is a failure (`RateLimiterError` with reason `RateLimitExceeded`). */
+export const effectDecide = (limiter: PersistenceRateLimiter.RateLimiter, spec: Spec) => {
+  const window = Duration.seconds(spec.capacity / spec.refillPerSecond)
+  let unexpected: unknown = undefined
+  const decide = (key: string): Effect.Effect<boolean> =>
+    Effect.match(
+      limiter.consume({ key, limit: spec.capacity, window, algorithm: "token-bucket", onExceeded: "fail" }),
+      {
+        onFailure: (error) => {
+          if (error.reason._tag !== "RateLimitExceeded") unexpected = error
+          return false
+        },
+        onSuccess: () => true
+      }
+    )
+  const check = () => {
+    if (unexpected !== undefined) throw new Error(`effect/persistence failed: ${String(unexpected)}`)
+  }
+  return { decide, check }
+}
+
+export const effectPersistence: Contender = {
+  id: "effect",
+  label: "effect/persistence RateLimiter (memory store)",
+  make: async (spec, order, callers) => {
+    const limiter = await makeEffectPersistence()
+    const { check, decide } = effectDecide(limiter, spec)
+    const checked = (run: (n: number) => Promise<number>) => async (n: number) => {
+      const ok = await run(n)
+      check()
+      return ok
+    }
+    return {
+      run: checked(effectRunner(decide, new Cursor(order.keys), callers)),
+      prime: (keys) => checked(effectRunner(decide, new Cursor(keys), 1))(keys.length),
+      // The store lives in the limiter's closure: dropping the instance frees it.
+      close: () => Promise.resolve()
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// tollgate
+
+/**
+ * Whether `RateLimiter.make` takes a `fastPath` option: read from the
+ * `Options` interface of src/RateLimiter.ts, so the harness follows the
+ * source as it is when the run starts.
+ */
+export const hasFastPathOption = (): boolean => {
+  const source = readFileSync(new URL("../src/RateLimiter.ts", import.meta.url), "utf8")
+  const start = source.indexOf("export interface Options")
+  if (start < 0) return false
+  const end = source.indexOf("\n}", start)
+  return /\breadonly\s+fastPath\??\s*:/.test(source.slice(start, end < 0 ? undefined : end))
+}
+
+export interface TollgateVariant {
+  readonly id: ContenderId
+  readonly label: string
+  /** Extra options passed to `RateLimiter.make` (`{ fastPath }` when the option exists). */
+  readonly extra: Readonly<Record<string, unknown>>
+}
+
+export const tollgateVariants = (fastPath: boolean): ReadonlyArray<TollgateVariant> =>
+  fastPath
+    ? [
+      { id: "tollgate-nofast", label: "tollgate acquire (fastPath: false)", extra: { fastPath: false } },
+      { id: "tollgate-fast", label: "tollgate acquire (fastPath: true)", extra: { fastPath: true } }
+    ]
+    : [{ id: "tollgate", label: "tollgate acquire", extra: {} }]
+
+export interface TollgateHandle {
+  readonly limiter: RateLimiter["Service"]
+  readonly close: () => Promise<void>
+}
+
+/** Builds a tollgate limiter on a long-lived scope of its own. */
+export const makeTollgate = async (
+  variant: TollgateVariant,
+  policy: Policy.Policy,
+  options: { readonly idleTimeout?: Duration.Input; readonly maxWaiters?: number } = {}
+): Promise<TollgateHandle> => {
+  const scope = Scope.makeUnsafe()
+  const limiterOptions: RateLimiter.Options = {
+    policy,
+    idleTimeout: options.idleTimeout ?? "1 hour",
+    ...(options.maxWaiters === undefined ? {} : { maxWaiters: options.maxWaiters }),
+    ...variant.extra
+  }
+  const limiter = await Effect.runPromise(Scope.provide(scope)(RateLimiter.make(limiterOptions)))
+  return { limiter, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+}
+
+export const tollgatePolicy = (spec: Spec): Policy.Policy =>
+  Policy.tokenBucket({ capacity: spec.capacity, refill: { tokens: spec.refillPerSecond, per: "1 second" } })
+
+export const tollgate = (variant: TollgateVariant): Contender => ({
+  id: variant.id,
+  label: variant.label,
+  make: async (spec, order, callers) => {
+    const handle = await makeTollgate(variant, tollgatePolicy(spec))
+    const decide = (key: string) => handle.limiter.acquire(key)
+    return {
+      run: effectRunner(decide, new Cursor(order.keys), callers),
+      prime: (keys) => effectRunner(decide, new Cursor(keys), 1)(keys.length),
+      close: handle.close
+    }
+  }
+})
