@@ -7,11 +7,14 @@
  *   estimate(t) = previous × (window − (t − start)) / window + current
  *
  * with `start` the start of the aligned window holding `t`. A request of
- * `cost` is admitted iff `estimate(t) + cost ≤ limit`. The estimate assumes the
- * previous window's units were spread evenly; it smooths the fixed window's
- * boundary burst at the price of being an approximation (the sliding log is
- * exact). The comparison is done multiplied out by `windowMillis`, so integer
- * configurations are decided exactly.
+ * `cost` is admitted iff `estimate(t) + cost ≤ limit`: the request's own cost
+ * is included, so the estimate never exceeds the limit (the usual
+ * formulation admits while the estimate *before* the request is below the
+ * limit, which lets the estimate end up to one request over). The estimate
+ * assumes the previous window's units were spread evenly; it smooths the
+ * fixed window's boundary burst at the price of being an approximation (the
+ * sliding log is exact). The comparison is done multiplied out by
+ * `windowMillis`, so integer configurations are decided exactly.
  *
  * Edge cases:
  *
