@@ -11,9 +11,10 @@
  * - `minGap`: two admitted requests are at least `minGap` ms apart (a request
  *   before `last + minGap` is denied, `retryAfter` says until when).
  * - `countBlocked`: a denied attempt is logged too (its `cost` units, at its
- *   time), so a caller who keeps hammering stays blocked until they stop for
- *   a window. This is the one denial that changes the state. It does not move
- *   the `minGap` clock, which is about admitted requests.
+ *   time), so a caller who keeps hammering stays blocked: they get in again
+ *   only once enough of their own attempts have left the window (at least a
+ *   pause that long). This is the one denial that changes the state. It does
+ *   not move the `minGap` clock, which is about admitted requests.
  *
  * Memory is bounded by the limit: the log keeps at most `floor(limit)` unit
  * times (plus two numbers). Without `countBlocked` it never holds more than
@@ -177,6 +178,13 @@ const earliest = (c: Config, s: State, e: number, cost: number): number => {
 const freshAt = (c: Config, s: State): number =>
   Math.max(s.at, s.last + c.minGap, s.log.length > 0 ? s.log[s.log.length - 1] + c.windowMillis : s.at)
 
+// Milliseconds from `now` until `freshAt`; 0 if the state is fresh already at
+// the effective time (which is the anchor when the clock is behind it).
+const resetMillis = (c: Config, s: State, now: number): number => {
+  const fresh = freshAt(c, s)
+  return fresh <= (now > s.at ? now : s.at) ? 0 : fresh - now
+}
+
 /**
  * Decides one request.
  *
@@ -203,7 +211,7 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
       state: next,
       remaining: Math.floor(c.limit - count - cost),
       retryAfter: 0,
-      resetAfter: Math.max(0, freshAt(c, next) - now),
+      resetAfter: resetMillis(c, next, now),
       limit: c.limit
     }
   }
@@ -213,7 +221,7 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
       state: s,
       remaining: Math.floor(c.limit - count),
       retryAfter: Infinity,
-      resetAfter: Math.max(0, freshAt(c, s) - now),
+      resetAfter: resetMillis(c, s, now),
       limit: c.limit
     }
   }
@@ -224,7 +232,7 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
     state: next,
     remaining: Math.max(0, Math.floor(c.limit - live)),
     retryAfter: earliest(c, next, e, cost) - now,
-    resetAfter: Math.max(0, freshAt(c, next) - now),
+    resetAfter: resetMillis(c, next, now),
     limit: c.limit
   }
 }

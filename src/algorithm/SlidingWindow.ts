@@ -184,7 +184,7 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
       state: next,
       remaining: floorDiv(c.limit * w - estimate - cost * w, w),
       retryAfter: 0,
-      resetAfter: Math.max(0, freshAt(c, next) - now),
+      resetAfter: freshAt(c, next) <= next.at ? 0 : freshAt(c, next) - now,
       limit: c.limit
     }
   }
