@@ -35,6 +35,8 @@ export interface Decision {
   readonly resetAfter: Duration.Duration
   /** The policy's limit (a token bucket's capacity). */
   readonly limit: number
+  /** Set when a shared store did not answer and the limiter's fallback decided. */
+  readonly degraded?: boolean | undefined
 }
 
 const millis = (ms: number): Duration.Duration => ms === Infinity ? Duration.infinity : Duration.millis(ms)

@@ -167,6 +167,34 @@ export const validate = (policy: Policy): Effect.Effect<Valid, InvalidPolicy> =>
   policy._tag === "Invalid" ? Effect.fail(policy.error) : Effect.succeed(policy)
 
 /**
+ * The same policy with `fraction` of its limit and rate: what one process may
+ * grant on its own when a shared store is down and `fallback` is `"local"`.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } }) as Policy.Valid
+ * const third = Policy.share(policy, 1 / 3) // capacity 33.3, 3.3 per second
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const share = (policy: Valid, fraction: number): Valid => {
+  if (fraction === 1) return policy
+  switch (policy._tag) {
+    case "TokenBucket": {
+      const shared = tokenBucket({
+        capacity: policy.capacity * fraction,
+        refill: { tokens: policy.refill.tokens * fraction, per: policy.refill.per },
+        initialTokens: policy.initialTokens * fraction
+      })
+      return shared._tag === "Invalid" ? policy : shared
+    }
+  }
+}
+
+/**
  * Whether the value is a `Policy` (valid or not).
  *
  * @since 0.1.0

@@ -16,6 +16,7 @@ import {
   type RateLimitExceeded
 } from "./Errors.ts"
 import * as Policy from "./Policy.ts"
+import { CurrentStore, type StoreUnavailable } from "./store/Store.ts"
 import * as Supervisor from "./supervisor/Supervisor.ts"
 
 /**
@@ -50,6 +51,20 @@ export interface Options {
   readonly fastPath?: boolean | undefined
   /** The `limiter` label on this limiter's metrics. Default "default". */
   readonly name?: string | undefined
+  /**
+   * With a shared store (`Store.CurrentStore`, e.g. `RedisStore.layer`): what
+   * happens when it does not answer within `timeout` (default 250 ms).
+   * `mode` "local" (default) decides in-process with `share` (default 1) of
+   * each key's limit; "allow" fails open; "deny" fails closed; "error" fails
+   * the call with `StoreUnavailable`. After a failure the store is skipped for
+   * `retryAfter` (default 1 second), then tried again.
+   */
+  readonly fallback?: {
+    readonly mode?: "local" | "allow" | "deny" | "error" | undefined
+    readonly share?: number | undefined
+    readonly timeout?: Duration.Input | undefined
+    readonly retryAfter?: Duration.Input | undefined
+  } | undefined
 }
 
 /**
@@ -121,7 +136,7 @@ export interface ReconfigureOptions {
  *
  * @since 0.1.0
  */
-export type CallError = InvalidRequest | InvalidPolicy | Overloaded | LimiterShutdown | BucketFailed
+export type CallError = InvalidRequest | InvalidPolicy | Overloaded | LimiterShutdown | BucketFailed | StoreUnavailable
 
 /**
  * Counts of what the limiter has done.
@@ -207,7 +222,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   static readonly make: (options: Options) => Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope> = Effect
     .fnUntraced(function*(options: Options) {
       const settings = yield* validateOptions(options)
-      const supervisor = yield* Supervisor.make(settings.supervisor)
+      const store = yield* CurrentStore
+      const supervisor = yield* Supervisor.make({ ...settings.supervisor, store })
       const { maxKeyLength } = settings
 
       const checkKey = (key: string): InvalidRequest | undefined => {
@@ -369,6 +385,38 @@ const positiveInt = (field: string, value: unknown, fallback: number): number | 
     : new InvalidPolicy({ field, value: String(value), reason: "must be a positive integer" })
 }
 
+const validateFallback = (input: Options["fallback"]): Supervisor.Options["fallback"] | InvalidPolicy => {
+  const mode = input?.mode ?? "local"
+  if (mode !== "local" && mode !== "allow" && mode !== "deny" && mode !== "error") {
+    return new InvalidPolicy({
+      field: "fallback.mode",
+      value: String(mode),
+      reason: "must be local, allow, deny or error"
+    })
+  }
+  const share = input?.share ?? 1
+  if (!(Predicate.isNumber(share) && share > 0 && share <= 1)) {
+    return new InvalidPolicy({ field: "fallback.share", value: String(share), reason: "must be a number in (0, 1]" })
+  }
+  const timeoutMillis = input?.timeout === undefined ? 250 : Policy.positiveMillis(input.timeout)
+  if (timeoutMillis === undefined) {
+    return new InvalidPolicy({
+      field: "fallback.timeout",
+      value: String(input?.timeout),
+      reason: "must be a positive finite duration"
+    })
+  }
+  const retryMillis = input?.retryAfter === undefined ? 1000 : Policy.positiveMillis(input.retryAfter)
+  if (retryMillis === undefined) {
+    return new InvalidPolicy({
+      field: "fallback.retryAfter",
+      value: String(input?.retryAfter),
+      reason: "must be a positive finite duration"
+    })
+  }
+  return { mode, share, timeoutMillis, retryMillis }
+}
+
 const validateOptions = (options: Options): Effect.Effect<{
   readonly supervisor: Supervisor.Options
   readonly maxKeyLength: number
@@ -388,6 +436,8 @@ const validateOptions = (options: Options): Effect.Effect<{
     if (mailboxCapacity instanceof InvalidPolicy) return Effect.fail(mailboxCapacity)
     const maxWaiters = positiveInt("maxWaiters", options.maxWaiters, 1024)
     if (maxWaiters instanceof InvalidPolicy) return Effect.fail(maxWaiters)
+    const fallback = validateFallback(options.fallback)
+    if (fallback instanceof InvalidPolicy) return Effect.fail(fallback)
     const maxBuckets = positiveInt("maxBuckets", options.maxBuckets, 1_000_000)
     if (maxBuckets instanceof InvalidPolicy) return Effect.fail(maxBuckets)
     const maxKeyLength = positiveInt("maxKeyLength", options.maxKeyLength, 512)
@@ -426,6 +476,7 @@ const validateOptions = (options: Options): Effect.Effect<{
         limits: { mailboxCapacity, maxWaiters },
         idleTimeoutMillis,
         maxBuckets,
+        fallback,
         fastPath: options.fastPath ?? true,
         name: options.name ?? "default"
       },

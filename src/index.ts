@@ -61,6 +61,27 @@ export * as Policy from "./Policy.ts"
 export { RateLimiter } from "./RateLimiter.ts"
 
 /**
+ * The store seam (where keys' state lives).
+ *
+ * @since 0.1.0
+ */
+export * as Store from "./store/Store.ts"
+
+/**
+ * The in-memory reference store.
+ *
+ * @since 0.1.0
+ */
+export * as MemoryStore from "./store/MemoryStore.ts"
+
+/**
+ * The store-backed bucket actor.
+ *
+ * @since 0.1.0
+ */
+export * as Remote from "./actor/Remote.ts"
+
+/**
  * The supervisor.
  *
  * @since 0.1.0

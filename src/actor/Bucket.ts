@@ -24,6 +24,7 @@ import * as Decision from "../Decision.ts"
 import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../Errors.ts"
 import type { Recorder } from "../Metrics.ts"
 import type * as Policy from "../Policy.ts"
+import type * as Remote from "./Remote.ts"
 
 /**
  * What a request asks for.
@@ -151,6 +152,8 @@ export class Bucket {
   readonly recorder: Recorder
   /** Whether the actor stops when it has nothing queued and nobody waiting. */
   readonly hibernates: boolean
+  /** Set when the key's state lives in a shared store: see `Remote`. */
+  remote: Remote.Link | undefined = undefined
   constructor(
     key: string,
     policy: Policy.Valid,
@@ -261,11 +264,14 @@ const giveBack = (bucket: Bucket, amount: number, now: number): void => {
   if (bucket.line.length > 0) poke(bucket)
 }
 
-const exitTrue = Exit.succeed(true)
-const exitFalse = Exit.succeed(false)
+/** @internal */
+export const exitTrue = Exit.succeed(true)
+/** @internal */
+export const exitFalse = Exit.succeed(false)
 const exitVoid = Exit.void
 const exitShutdown = Exit.fail(new LimiterShutdown())
-const exitReservedNow = Exit.succeed<Reserved>({ delay: 0, entry: undefined, bucket: undefined })
+/** @internal */
+export const exitReservedNow = Exit.succeed<Reserved>({ delay: 0, entry: undefined, bucket: undefined })
 
 // A decide-now request that finds waiters in line is denied: they come first.
 const behindLine = (bucket: Bucket, state: unknown, now: number, cost: number): Outcome<unknown> => {
@@ -434,8 +440,12 @@ const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
   if (reserving) reply(request.reply, Exit.succeed<Reserved>({ delay: wait, entry, bucket }))
 }
 
-// Drops waiters whose callers left; they took nothing, so those behind move up.
-const removeCancelled = (bucket: Bucket): void => {
+/**
+ * Drops waiters whose callers left; they took nothing, so those behind move up.
+ *
+ * @since 0.1.0
+ */
+export const removeCancelled = (bucket: Bucket): void => {
   let j = 0
   for (let i = 0; i < bucket.line.length; i++) {
     const w = bucket.line[i]
@@ -566,9 +576,13 @@ export const close = (bucket: Bucket): Effect.Effect<void> =>
       }))
   })
 
-// With nothing queued and nobody waiting, a hibernating actor gives its fiber
-// and mailbox back; the state stays. Synchronous, so no offer can slip in.
-const hibernate = (bucket: Bucket, mailbox: Queue.Queue<Request, Cause.Done>): boolean => {
+/**
+ * With nothing queued and nobody waiting, a hibernating actor gives its fiber
+ * and mailbox back; the state stays. Synchronous, so no offer can slip in.
+ *
+ * @since 0.1.0
+ */
+export const hibernate = (bucket: Bucket, mailbox: Queue.Queue<Request, Cause.Done>): boolean => {
   if (!bucket.hibernates || bucket.pending > 0 || bucket.line.length > 0 || bucket.retired) return false
   bucket.mailbox = undefined
   bucket.fiber = undefined

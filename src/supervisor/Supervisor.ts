@@ -12,10 +12,12 @@
  */
 import { Clock, Deferred, Effect, type Exit, Fiber, FiberSet, Queue } from "effect"
 import * as Bucket from "../actor/Bucket.ts"
+import * as Remote from "../actor/Remote.ts"
 import * as Decision from "../Decision.ts"
 import { type BucketFailed, type InvalidPolicy, InvalidRequest, LimiterShutdown, Overloaded } from "../Errors.ts"
 import * as Metrics from "../Metrics.ts"
-import type * as Policy from "../Policy.ts"
+import * as Policy from "../Policy.ts"
+import type { Store, StoreUnavailable } from "../store/Store.ts"
 
 /**
  * What the supervisor needs; `RateLimiter` validates it.
@@ -37,7 +39,13 @@ export interface Options {
   readonly fastPath?: boolean | undefined
   /** The `limiter` label of the metrics. */
   readonly name?: string | undefined
+  /** Where keys' state lives: in each bucket (undefined, the default) or in a shared store. */
+  readonly store?: Store | undefined
+  /** What a store-backed limiter does when the store does not answer. */
+  readonly fallback?: Remote.Fallback | undefined
 }
+
+const defaultFallback: Remote.Fallback = { mode: "local", share: 1, timeoutMillis: 250, retryMillis: 1000 }
 
 /**
  * Counts of what the supervisor has done.
@@ -58,6 +66,13 @@ export interface Stats {
   readonly queued: number
   /** Callers waiting in line now. */
   readonly waiting: number
+  /** Calls made to the shared store, and the operations they carried (ops / calls is the coalescing factor). */
+  readonly storeCalls: number
+  readonly storeOps: number
+  /** Store calls that failed or timed out. */
+  readonly storeFailures: number
+  /** Operations decided by the fallback instead of the store. */
+  readonly degraded: number
 }
 
 /**
@@ -65,7 +80,13 @@ export interface Stats {
  *
  * @since 0.1.0
  */
-export type SubmitError = InvalidPolicy | InvalidRequest | Overloaded | LimiterShutdown | BucketFailed
+export type SubmitError =
+  | InvalidPolicy
+  | InvalidRequest
+  | Overloaded
+  | LimiterShutdown
+  | BucketFailed
+  | StoreUnavailable
 
 /**
  * The supervisor's interface.
@@ -127,7 +148,11 @@ const shutdownExit = Effect.fail(new LimiterShutdown())
  */
 export const make = Effect.fnUntraced(function*(options: Options) {
   const clock = yield* Clock.Clock
-  const fastPath = options.fastPath ?? true
+  const store = options.store
+  const fallback = options.fallback ?? defaultFallback
+  const health = new Remote.Health()
+  // A shared store's state is not here to decide on: every request goes to the actor.
+  const fastPath = (options.fastPath ?? true) && store === undefined
   const maxBuckets = options.maxBuckets ?? 1_000_000
   const recorder = new Metrics.Recorder()
   yield* Metrics.register(recorder, options.name ?? "default")
@@ -149,7 +174,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const startActor = (bucket: Bucket.Bucket, mailbox: Bucket.Bucket["mailbox"] & {}) => {
     recorder.actors++
-    const fiber = fork(Bucket.run(bucket, mailbox))
+    const fiber = fork(bucket.remote === undefined ? Bucket.run(bucket, mailbox) : Remote.run(bucket, mailbox))
     if (bucket.mailbox === mailbox) bucket.fiber = fiber
     fiber.addObserver((exit) => {
       recorder.actors--
@@ -161,7 +186,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // Synchronous from the map check to the insert, so concurrent first calls
   // for one key start exactly one bucket.
   const startBucket = (key: string, policy: Policy.Valid): Bucket.Bucket => {
-    const bucket = new Bucket.Bucket(key, policy, options.limits, clock, recorder, fastPath)
+    const bucket = new Bucket.Bucket(key, policy, options.limits, clock, recorder, fastPath || store !== undefined)
+    if (store !== undefined) {
+      bucket.remote = {
+        store,
+        fallback,
+        health,
+        localPolicy: Policy.share(policy, fallback.share),
+        localState: undefined
+      }
+    }
     buckets.set(key, bucket)
     recorder.live++
     recorder.started++
@@ -200,7 +234,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
         const invalid = costError(policy, cost, kind)
         if (invalid !== undefined) return Effect.fail(invalid)
-        if (isStateless(kind)) return withoutBucket(policy, kind, cost)
+        if (isStateless(kind) && store === undefined) return withoutBucket(policy, kind, cost)
         if (buckets.size >= maxBuckets && !evictOne()) {
           recorder.overloaded++
           return Effect.fail(new Overloaded({ key, reason: "buckets", capacity: maxBuckets }))
@@ -331,6 +365,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   )
 
   const stats = Effect.sync((): Stats => ({
+    storeCalls: health.calls,
+    storeOps: health.ops,
+    storeFailures: health.failures,
+    degraded: health.degraded,
     buckets: buckets.size,
     actors: recorder.actors,
     started: recorder.started,

@@ -1,0 +1,139 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+
+const perSecond = (capacity: number, tokens: number) =>
+  Policy.tokenBucket({ capacity, refill: { tokens, per: "1 second" } })
+
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+// A store that can be taken down: down, it never answers (a hung server).
+const switchable = Effect.gen(function*() {
+  const inner = yield* MemoryStore.make
+  const control = { down: false, calls: 0 }
+  const store: Store.Store = {
+    name: "switchable",
+    apply: (key, policy, ops) =>
+      Effect.suspend(() => {
+        control.calls++
+        return control.down ? Effect.never : inner.apply(key, policy, ops)
+      })
+  }
+  return { store, control } as const
+})
+
+describe("store-backed limiter", () => {
+  it.effect("coalesces a hot key's batch into one store call and admits exactly the capacity", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({ policy: perSecond(100, 1), mailboxCapacity: 2048 }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      const results = yield* Effect.forEach(Array.from({ length: 1000 }), () => limiter.acquire("hot"), {
+        concurrency: "unbounded"
+      })
+      assert.strictEqual(results.filter(Boolean).length, 100)
+      const stats = yield* limiter.stats
+      assert.strictEqual(stats.storeOps, 1000)
+      assert.isAtMost(stats.storeCalls, 10)
+    }))
+
+  it.effect("two limiters on one store share the limit", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const make = RateLimiter.make({ policy: perSecond(10, 1) }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const a = yield* make
+      const b = yield* make
+      const results = yield* Effect.forEach(
+        Array.from({ length: 40 }, (_, i) => i),
+        (i) => (i % 2 === 0 ? a : b).acquire("shared"),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(results.filter(Boolean).length, 10)
+    }))
+
+  it.effect("when the store hangs: the local fallback decides, flagged degraded; the store is used again once back", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* switchable
+      const limiter = yield* RateLimiter.make({
+        policy: perSecond(10, 1),
+        fallback: { mode: "local", share: 0.5, timeout: "100 millis", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.isTrue(yield* limiter.acquire("k"))
+      control.down = true
+      const pending = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      assert.isUndefined(pending.pollUnsafe()) // waiting for the store, not hanging forever
+      yield* TestClock.adjust("100 millis")
+      const degraded = yield* Fiber.join(pending)
+      assert.isTrue(degraded.allowed)
+      assert.isTrue(degraded.degraded)
+      assert.strictEqual(degraded.limit, 5) // half of the limit, decided here
+      // within retryAfter: straight to the fallback, no waiting on the store
+      const callsBefore = control.calls
+      const quick = yield* limiter.consume("k")
+      assert.isTrue(quick.degraded)
+      assert.strictEqual(control.calls, callsBefore)
+      // the store comes back: after retryAfter it is used again
+      control.down = false
+      yield* TestClock.adjust("1 second")
+      const recovered = yield* limiter.consume("k")
+      assert.isUndefined(recovered.degraded)
+      assert.strictEqual(recovered.limit, 10)
+      const stats = yield* limiter.stats
+      assert.isAbove(stats.storeFailures, 0)
+      assert.isAbove(stats.degraded, 0)
+    }))
+
+  it.effect("fallback allow, deny and error", () =>
+    Effect.gen(function*() {
+      for (const mode of ["allow", "deny", "error"] as const) {
+        const { control, store } = yield* switchable
+        control.down = true
+        const limiter = yield* RateLimiter.make({
+          policy: perSecond(1, 1),
+          fallback: { mode, timeout: "50 millis" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        const call = yield* Effect.exit(limiter.acquire("k")).pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("50 millis")
+        const exit = yield* Fiber.join(call)
+        if (mode === "error") {
+          assert.isTrue(
+            Exit.isFailure(exit) &&
+              exit.cause.reasons.some((r) => r._tag === "Fail" && r.error._tag === "StoreUnavailable")
+          )
+        } else {
+          assert.deepStrictEqual(exit, Exit.succeed(mode === "allow"))
+        }
+      }
+    }))
+
+  it.effect("waiters wait their turn against the store", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({ policy: perSecond(1, 1) }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      const order: Array<number> = []
+      const fibers = yield* Effect.forEach([0, 1, 2], (i) =>
+        limiter.wait("k").pipe(
+          Effect.tap(() => Effect.sync(() => order.push(i))),
+          Effect.forkChild({ startImmediately: true })
+        ))
+      yield* settle
+      assert.deepStrictEqual(order, [0])
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(order, [0, 1])
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.joinAll(fibers)
+      assert.deepStrictEqual(order, [0, 1, 2])
+    }))
+
+  it.effect("a bad fallback option names the field", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(RateLimiter.make({ policy: perSecond(1, 1), fallback: { share: 2 } }))
+      assert.strictEqual(error.field, "fallback.share")
+    }))
+})
