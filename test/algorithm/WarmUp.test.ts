@@ -1,0 +1,307 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import * as WarmUp from "../../src/algorithm/WarmUp.ts"
+
+// The least r in [0, hi] with ok(r), for ok monotone in r; Infinity if none.
+const least = (ok: (r: number) => boolean, hi: number): number => {
+  if (!ok(hi)) return Infinity
+  let lo = 0
+  while (lo < hi) {
+    const mid = Math.floor((lo + hi) / 2)
+    if (ok(mid)) hi = mid
+    else lo = mid + 1
+  }
+  return lo
+}
+
+// Guava's SmoothRateLimiter, transcribed as the mutable object it is (time in
+// milliseconds rather than microseconds), with tollgate's documented
+// deviations: waits are not truncated, a store that has had time to fill is
+// exactly full, and a clock behind the latest admission counts as that.
+class Guava {
+  storedPermits = 0
+  maxPermits = 0
+  stableInterval = 0
+  nextFreeTicket = 0
+  clock = 0
+  thresholdPermits = 0
+  slope = 0
+  warmupPeriod = 0
+  coolDown = 0
+
+  static bursty(permitsPerPeriod: number, period: number, maxBurst: number, now: number): Guava {
+    const g = new Guava()
+    g.stableInterval = period / permitsPerPeriod
+    g.maxPermits = maxBurst * permitsPerPeriod / period // maxBurstSeconds × permitsPerSecond
+    g.storedPermits = 0 // oldMaxPermits == 0: starts with nothing stored
+    g.coolDown = g.stableInterval
+    g.nextFreeTicket = now
+    g.clock = now
+    return g
+  }
+
+  static warmingUp(permitsPerPeriod: number, period: number, warmup: number, coldFactor: number, now: number): Guava {
+    const g = new Guava()
+    g.stableInterval = period / permitsPerPeriod
+    g.warmupPeriod = warmup
+    const coldInterval = g.stableInterval * coldFactor
+    g.thresholdPermits = 0.5 * warmup / g.stableInterval
+    g.maxPermits = g.thresholdPermits + 2.0 * warmup / (g.stableInterval + coldInterval)
+    g.slope = (coldInterval - g.stableInterval) / (g.maxPermits - g.thresholdPermits)
+    g.storedPermits = g.maxPermits // oldMaxPermits == 0: initial state is cold
+    g.coolDown = warmup / g.maxPermits
+    g.nextFreeTicket = now
+    g.clock = now
+    return g
+  }
+
+  copy(): Guava {
+    return Object.assign(new Guava(), this)
+  }
+
+  storedPermitsToWaitTime(storedPermits: number, permitsToTake: number): number {
+    if (this.warmupPeriod === 0) return 0
+    const availablePermitsAboveThreshold = storedPermits - this.thresholdPermits
+    let wait = 0
+    let take = permitsToTake
+    if (availablePermitsAboveThreshold > 0.0) {
+      const permitsAboveThresholdToTake = Math.min(availablePermitsAboveThreshold, take)
+      const length = this.permitsToTime(availablePermitsAboveThreshold) +
+        this.permitsToTime(availablePermitsAboveThreshold - permitsAboveThresholdToTake)
+      wait = permitsAboveThresholdToTake * length / 2.0
+      take -= permitsAboveThresholdToTake
+    }
+    return wait + this.stableInterval * take
+  }
+
+  permitsToTime(permits: number): number {
+    return this.stableInterval + permits * this.slope
+  }
+
+  resync(now: number): void {
+    if (now > this.nextFreeTicket) {
+      const fullAt = this.nextFreeTicket + (this.maxPermits - this.storedPermits) * this.coolDown
+      const newPermits = (now - this.nextFreeTicket) / this.coolDown
+      this.storedPermits = now >= fullAt ? this.maxPermits : Math.min(this.maxPermits, this.storedPermits + newPermits)
+      this.nextFreeTicket = now
+    }
+  }
+
+  reserveEarliestAvailable(requiredPermits: number, now: number): void {
+    this.resync(now)
+    const storedPermitsToSpend = Math.min(requiredPermits, this.storedPermits)
+    const freshPermits = requiredPermits - storedPermitsToSpend
+    const wait = this.storedPermitsToWaitTime(this.storedPermits, storedPermitsToSpend) +
+      freshPermits * this.stableInterval
+    this.nextFreeTicket = this.nextFreeTicket + wait
+    this.storedPermits -= storedPermitsToSpend
+  }
+
+  canAcquire(now: number): boolean {
+    return this.nextFreeTicket <= Math.max(now, this.clock)
+  }
+
+  tryAcquire(permits: number, now: number): boolean {
+    if (!this.canAcquire(now)) return false
+    const t = Math.max(now, this.clock)
+    this.reserveEarliestAvailable(permits, t)
+    this.clock = t
+    return true
+  }
+}
+
+interface Params {
+  readonly permits: number
+  readonly period: number
+  readonly warmup: number
+  readonly coldFactor: number
+  readonly maxBurst: number
+}
+
+const params: fc.Arbitrary<Params> = fc.record({
+  permits: fc.integer({ min: 1, max: 5 }),
+  period: fc.integer({ min: 1, max: 200 }),
+  warmup: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 500 })),
+  coldFactor: fc.oneof(fc.constant(3), fc.integer({ min: 1, max: 6 })),
+  maxBurst: fc.integer({ min: 0, max: 500 })
+})
+
+const runs = (p: Params) => {
+  const scale = Math.max(p.period, p.warmup, p.maxBurst)
+  const delta = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: scale }) },
+    { weight: 2, arbitrary: fc.constant(0) },
+    { weight: 2, arbitrary: fc.integer({ min: -scale, max: -1 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 1e12 }) }
+  )
+  return fc.array(fc.record({ delta, cost: fc.integer({ min: 1, max: 5 }) }), { maxLength: 40 })
+}
+
+const cases = params.chain((p) => fc.tuple(fc.constant(p), fc.integer({ min: 0, max: 2 ** 40 }), runs(p)))
+
+const configOf = (p: Params) =>
+  WarmUp.config({
+    permits: p.permits,
+    periodMillis: p.period,
+    warmupMillis: p.warmup,
+    coldFactor: p.coldFactor,
+    maxBurstMillis: p.maxBurst
+  })
+
+const modelOf = (p: Params, now: number) =>
+  p.warmup > 0
+    ? Guava.warmingUp(p.permits, p.period, p.warmup, p.coldFactor, now)
+    : Guava.bursty(p.permits, p.period, p.maxBurst, now)
+
+// Unit requests the model admits right now, back to back (bounded).
+const burstNow = (g: Guava, now: number): number => {
+  const h = g.copy()
+  let n = 0
+  while (n < 10_000 && h.tryAcquire(1, now)) n++
+  return n
+}
+
+describe("WarmUp", () => {
+  it("agrees with Guava's SmoothRateLimiter", () => {
+    fc.assert(
+      fc.property(cases, ([p, t0, run]) => {
+        const c = configOf(p)
+        let s = WarmUp.initial(c, t0)
+        const g = modelOf(p, t0)
+        let now = t0
+        for (const { cost, delta } of run) {
+          now += delta
+          const before = g.copy()
+          const o = WarmUp.step(c, s, now, cost)
+          assert.strictEqual(o.allowed, g.tryAcquire(cost, now))
+          assert.strictEqual(o.state.nextFree, g.nextFreeTicket)
+          assert.strictEqual(o.state.stored, g.storedPermits)
+          const hi = Math.ceil(before.nextFreeTicket - now) + 1
+          assert.strictEqual(o.retryAfter, o.allowed ? 0 : least((r) => before.canAcquire(now + r), hi))
+          assert.strictEqual(o.remaining, burstNow(g, now))
+          s = o.state
+        }
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("bursty: at most maxPermits + rate × T before any admission at T (pay later)", () => {
+    fc.assert(
+      fc.property(cases, ([p0, t0, run]) => {
+        const p = { ...p0, warmup: 0 }
+        const c = configOf(p)
+        let s = WarmUp.initial(c, t0)
+        let now = t0
+        const admitted: Array<{ readonly t: number; readonly cost: number }> = []
+        for (const { cost, delta } of run) {
+          now += delta
+          const o = WarmUp.step(c, s, now, cost)
+          if (o.allowed) admitted.push({ t: o.state.at, cost })
+          s = o.state
+        }
+        for (let i = 0; i < admitted.length; i++) {
+          let before = 0 // the costs admitted from i up to, not including, j
+          for (let j = i + 1; j < admitted.length; j++) {
+            before += admitted[j - 1].cost
+            const bound = c.maxPermits + (admitted[j].t - admitted[i].t) / c.stableInterval
+            assert.isTrue(before <= bound + 1e-9, `${before} > ${bound}`)
+          }
+        }
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("warming up: never faster than the stable rate, not even cold", () => {
+    fc.assert(
+      fc.property(cases, ([p0, t0, run]) => {
+        const p = { ...p0, warmup: Math.max(1, p0.warmup) }
+        const c = configOf(p)
+        let s = WarmUp.initial(c, t0)
+        let now = t0
+        const admitted: Array<{ readonly t: number; readonly cost: number }> = []
+        for (const { cost, delta } of run) {
+          now += delta
+          const o = WarmUp.step(c, s, now, cost)
+          if (o.allowed) admitted.push({ t: o.state.at, cost })
+          s = o.state
+        }
+        for (let i = 0; i + 1 < admitted.length; i++) {
+          const gap = admitted[i + 1].t - admitted[i].t
+          assert.isTrue(gap >= admitted[i].cost * c.stableInterval * (1 - 1e-12), `gap ${gap}`)
+        }
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("ramps from cold to the stable rate over exactly the warm-up period", () => {
+    // 1 per 10 ms after 100 ms of warm-up, cold factor 3: threshold 5, max 10, slope 4.
+    const c = WarmUp.config({ permits: 1, periodMillis: 10, warmupMillis: 100 })
+    assert.deepStrictEqual([c.thresholdPermits, c.maxPermits, c.slope, c.coolDownInterval], [5, 10, 4, 10])
+    let s = WarmUp.initial(c, 0)
+    const times: Array<number> = []
+    let now = 0
+    while (times.length < 8) {
+      const o = WarmUp.step(c, s, now, 1)
+      if (o.allowed) {
+        times.push(now)
+        s = o.state
+      } else now += o.retryAfter
+    }
+    // Intervals 28, 24, 20, 16, 12 (the trapezoids from 30 down to 10), then 10.
+    assert.deepStrictEqual(times, [0, 28, 52, 72, 88, 100, 110, 120])
+    assert.strictEqual(s.stored, 2)
+    // Idle, it cools down at one permit per 10 ms, back to exactly a new limiter.
+    assert.strictEqual(WarmUp.settledAt(c, s), 130 + 80)
+    assert.deepStrictEqual(WarmUp.resync(c, s, 210), { stored: 10, nextFree: 210, at: 120 })
+  })
+
+  it("bursty: stores idle time, and the first request pays nothing", () => {
+    const c = WarmUp.config({ permits: 1, periodMillis: 1000, maxBurstMillis: 5000 })
+    let s = WarmUp.initial(c, 0)
+    const first = WarmUp.step(c, s, 0, 1)
+    assert.strictEqual(first.allowed, true)
+    assert.strictEqual(first.remaining, 0)
+    s = first.state
+    assert.strictEqual(WarmUp.step(c, s, 500, 1).retryAfter, 500)
+    // After 10 s idle: 5 stored, so 5 at once, a 6th that pays later, then no more.
+    let admitted = 0
+    for (let i = 0; i < 10; i++) {
+      const o = WarmUp.step(c, s, 11_000, 1)
+      if (i === 0) assert.strictEqual(o.remaining, 5)
+      if (o.allowed) admitted++
+      s = o.state
+    }
+    assert.strictEqual(admitted, 6)
+    assert.strictEqual(WarmUp.step(c, s, 11_000, 1).retryAfter, 1000)
+  })
+
+  it("admits any cost when free, and makes the next request pay for it", () => {
+    const c = WarmUp.config({ permits: 2, periodMillis: 1000 })
+    assert.strictEqual(WarmUp.algorithm.maxCost(c), Infinity)
+    const big = WarmUp.step(c, WarmUp.initial(c, 0), 0, 1000)
+    assert.strictEqual(big.allowed, true)
+    const next = WarmUp.step(c, big.state, 1, 1)
+    assert.strictEqual(next.allowed, false)
+    assert.strictEqual(next.retryAfter, 499_999)
+    assert.strictEqual(WarmUp.waitTime(c, big.state, 1, 0, 7), 499_999)
+    assert.strictEqual(WarmUp.waitTime(c, big.state, 1, 2, 1), 500_999)
+  })
+
+  it("stands still when the clock goes back, and fills exactly after a huge jump", () => {
+    const c = WarmUp.config({ permits: 1, periodMillis: 100, maxBurstMillis: 300, initialPermits: 3 })
+    let s = WarmUp.step(c, WarmUp.initial(c, 1000), 1000, 1).state
+    // Stored permits cost nothing, so `nextFree` is the anchor: a step back still finds them.
+    assert.strictEqual(WarmUp.step(c, s, 900, 1).allowed, true)
+    s = WarmUp.step(c, s, 1000, 3).state
+    const back = WarmUp.step(c, s, 500, 1)
+    assert.strictEqual(back.allowed, false)
+    assert.strictEqual(back.retryAfter, 600)
+    const far = WarmUp.step(c, s, 2 ** 52, 1)
+    assert.strictEqual(far.allowed, true)
+    assert.strictEqual(far.state.stored, 2)
+    assert.strictEqual(far.remaining, 3)
+  })
+})
