@@ -1,0 +1,144 @@
+/**
+ * Reading a request's JSON body, bounded and validated: a body larger than
+ * the limit is refused before it is read (by `Content-Length`) or as soon as
+ * it passes the limit (chunked); malformed JSON, wrong types, missing and
+ * unknown fields are refused with every invalid field named. Nothing that
+ * fails here reaches a bucket.
+ *
+ * @since 0.1.0
+ */
+import { ByteSize, Effect, Predicate, Schema } from "effect"
+import { HttpIncomingMessage, HttpServerRequest } from "effect/http"
+import * as FieldErrors from "./FieldErrors.ts"
+
+/**
+ * The body (or the query) has invalid fields.
+ *
+ * @example
+ * ```ts
+ * import { Body } from "tollgate/server"
+ *
+ * new Body.InvalidBody({ errors: [{ field: "cost", value: "0", reason: "must be a positive integer" }] }).message
+ * // "cost = 0: must be a positive integer"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class InvalidBody extends Schema.TaggedError<InvalidBody>()("InvalidBody", {
+  errors: Schema.Array(FieldErrors.FieldError)
+}) {
+  override get message(): string {
+    return this.errors.map(FieldErrors.format).join("; ")
+  }
+}
+
+/**
+ * The body is not JSON.
+ *
+ * @example
+ * ```ts
+ * import { Body } from "tollgate/server"
+ *
+ * new Body.MalformedJson({ detail: "unexpected end of input" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class MalformedJson extends Schema.TaggedError<MalformedJson>()("MalformedJson", { detail: Schema.String }) {
+  override get message(): string {
+    return `request body is not valid JSON: ${this.detail}`
+  }
+}
+
+/**
+ * The body is larger than the limit.
+ *
+ * @example
+ * ```ts
+ * import { Body } from "tollgate/server"
+ *
+ * new Body.BodyTooLarge({ limit: 4096 }).message // "request body is larger than 4096 bytes"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class BodyTooLarge extends Schema.TaggedError<BodyTooLarge>()("BodyTooLarge", { limit: Schema.Int }) {
+  override get message(): string {
+    return `request body is larger than ${this.limit} bytes`
+  }
+}
+
+/**
+ * The errors of reading a body.
+ *
+ * @since 0.1.0
+ */
+export type BodyError = InvalidBody | MalformedJson | BodyTooLarge
+
+const parseOptions = { onExcessProperty: "error", errors: "all" } as const
+
+/**
+ * Validates an already parsed value (a body, or the query's parameters).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Body } from "tollgate/server"
+ *
+ * const decode = Body.validate(Schema.Struct({ key: Schema.String }))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const validate = <S extends Schema.Decoder<unknown>>(schema: S) => {
+  const decode = Schema.decodeUnknownEffect(schema)
+  return (input: unknown): Effect.Effect<S["Type"], InvalidBody, S["DecodingServices"]> =>
+    decode(input, parseOptions).pipe(
+      Effect.mapError((error) => new InvalidBody({ errors: FieldErrors.fromIssue(error.issue, input) }))
+    )
+}
+
+/**
+ * Reads the current request's body as JSON of at most `maxBytes` bytes and
+ * decodes it with the schema (unknown fields are errors).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Body } from "tollgate/server"
+ *
+ * const readKey = Body.json(Schema.Struct({ key: Schema.String }), 4096)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const json = <S extends Schema.Decoder<unknown>>(schema: S, maxBytes: number) => {
+  const decode = validate(schema)
+  const maxBodySize = ByteSize.bytes(maxBytes)
+  return Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const declared = request.headers["content-length"]
+    if (declared !== undefined && Number(declared) > maxBytes) return yield* new BodyTooLarge({ limit: maxBytes })
+    const text = yield* request.text.pipe(
+      Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBodySize),
+      Effect.catchTag(
+        "HttpServerError",
+        (error): Effect.Effect<never, BodyTooLarge | MalformedJson> =>
+          error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"
+            ? Effect.fail(new BodyTooLarge({ limit: maxBytes }))
+            : Effect.fail(new MalformedJson({ detail: "the body could not be read" }))
+      )
+    )
+    if (text.trim() === "") {
+      return yield* new InvalidBody({ errors: [{ field: "(body)", reason: "is empty: expected a JSON object" }] })
+    }
+    const parsed = yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: (cause) => {
+        const position = Predicate.isError(cause) ? /position (\d+)/.exec(cause.message)?.[1] : undefined
+        return new MalformedJson({ detail: position === undefined ? "parse error" : `parse error at byte ${position}` })
+      }
+    })
+    return yield* decode(parsed)
+  })
+}

@@ -1,0 +1,92 @@
+/**
+ * The service's own HTTP metrics, beside the limiter's: requests by route and
+ * status, and requests waiting in `/v1/wait` now. Labels are bounded (route
+ * templates and status codes, never keys).
+ *
+ * @since 0.1.0
+ */
+import { Effect, Metric } from "effect"
+
+/**
+ * Requests answered, labelled `route` and `status`.
+ *
+ * @since 0.1.0
+ */
+export const requests = Metric.counter("tollgate_http_requests_total", {
+  description: "HTTP requests answered by the tollgate service, by route and status",
+  incremental: true
+})
+
+/**
+ * Requests waiting in `/v1/wait` now.
+ *
+ * @since 0.1.0
+ */
+export const waiting = Metric.gauge("tollgate_http_waiting", {
+  description: "Requests waiting their turn in /v1/wait"
+})
+
+/**
+ * API requests being handled now (their body read, their decision awaited).
+ *
+ * @since 0.1.0
+ */
+export const inFlight = Metric.gauge("tollgate_http_in_flight", {
+  description: "API requests being handled now"
+})
+
+const counters = new Map<string, Metric.Metric<number, unknown>>()
+
+/**
+ * Counts one answered request.
+ *
+ * @example
+ * ```ts
+ * import { HttpMetrics } from "tollgate/server"
+ *
+ * const effect = HttpMetrics.count("/v1/consume", 200)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const count = (route: string, status: number): Effect.Effect<void> => {
+  const id = `${route} ${status}`
+  let counter = counters.get(id)
+  if (counter === undefined) {
+    counter = Metric.withAttributes(requests, { route, status: String(status) })
+    counters.set(id, counter)
+  }
+  return Metric.update(counter, 1)
+}
+
+/**
+ * Runs an effect counted in {@link waiting}.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { HttpMetrics } from "tollgate/server"
+ *
+ * const effect = HttpMetrics.whileWaiting(Effect.void)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const whileWaiting = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.acquireUseRelease(Metric.modify(waiting, 1), () => effect, () => Metric.modify(waiting, -1))
+
+/**
+ * Runs an effect counted in {@link inFlight}.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { HttpMetrics } from "tollgate/server"
+ *
+ * const effect = HttpMetrics.whileInFlight(Effect.void)
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const whileInFlight = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.acquireUseRelease(Metric.modify(inFlight, 1), () => effect, () => Metric.modify(inFlight, -1))

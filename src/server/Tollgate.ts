@@ -1,0 +1,206 @@
+/**
+ * The service's core, below HTTP: picks each request's policy (named in the
+ * request, else by key prefix rule, else the default), and serves it from
+ * one in-process `RateLimiter` whose buckets are kept apart per policy (the
+ * same key under two policies is two limits).
+ *
+ * @since 0.1.0
+ */
+import { Clock, Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
+import type { Decision } from "../Decision.ts"
+import type { InvalidPolicy } from "../Errors.ts"
+import { RateLimiter } from "../RateLimiter.ts"
+import * as ServiceConfig from "./ServiceConfig.ts"
+
+/**
+ * A request named a policy the configuration does not have.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Tollgate } from "tollgate/server"
+ *
+ * const program = Effect.gen(function*() {
+ *   const tollgate = yield* Tollgate.Tollgate
+ *   return yield* tollgate.consume({ key: "user:42", policy: "nope" })
+ * }).pipe(Effect.catchTag("UnknownPolicy", (e) => Effect.succeed(e.known)))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownPolicy", {
+  policy: Schema.String,
+  known: Schema.Array(Schema.String)
+}) {
+  override get message(): string {
+    return `policy = ${JSON.stringify(this.policy)}: no such policy (known policies: ${this.known.join(", ")})`
+  }
+}
+
+/**
+ * A request for a key.
+ *
+ * @since 0.1.0
+ */
+export interface Request {
+  readonly key: string
+  readonly cost?: number | undefined
+  /** A configured policy's name; by default the key's rule or the default policy. */
+  readonly policy?: string | undefined
+}
+
+/**
+ * A decision as the API reports it: durations in whole milliseconds (rounded
+ * up), `null` for "never".
+ *
+ * @since 0.1.0
+ */
+export interface Result {
+  readonly allowed: boolean
+  readonly remaining: number
+  readonly retryAfter: number | null
+  readonly resetAfter: number | null
+  readonly limit: number
+  readonly policy: string
+}
+
+/**
+ * The outcome of `wait`: admitted after `waited` ms, or not admissible within
+ * `maxWait` (then `retryAfter` says when it would be).
+ *
+ * @since 0.1.0
+ */
+export type WaitResult =
+  | { readonly allowed: true; readonly waited: number; readonly policy: string }
+  | { readonly allowed: false; readonly retryAfter: number | null; readonly policy: string }
+
+/**
+ * The errors of a call.
+ *
+ * @since 0.1.0
+ */
+export type CallError = RateLimiter.CallError | UnknownPolicy
+
+const millis = (d: Duration.Duration): number | null => {
+  const ms = Duration.toMillis(d)
+  return Number.isFinite(ms) ? Math.ceil(ms) : null
+}
+
+const toResult = (decision: Decision, policy: string): Result => ({
+  allowed: decision.allowed,
+  remaining: decision.remaining,
+  retryAfter: millis(decision.retryAfter),
+  resetAfter: millis(decision.resetAfter),
+  limit: decision.limit,
+  policy
+})
+
+// Buckets are kept apart per policy: the limiter's key is "<policy>|<key>"; policy names have no "|".
+const SEPARATOR = "|"
+
+/**
+ * The service core.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Tollgate } from "tollgate/server"
+ *
+ * const program = Effect.gen(function*() {
+ *   const tollgate = yield* Tollgate.Tollgate
+ *   const result = yield* tollgate.consume({ key: "ip:203.0.113.7", cost: 1 })
+ *   return result.allowed
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class Tollgate extends Context.Service<Tollgate, {
+  readonly consume: (request: Request) => Effect.Effect<Result, CallError>
+  readonly acquire: (
+    request: Request
+  ) => Effect.Effect<{ readonly allowed: boolean; readonly policy: string }, CallError>
+  readonly peek: (request: Request) => Effect.Effect<Result, CallError>
+  readonly wait: (request: Request & { readonly maxWaitMillis: number }) => Effect.Effect<WaitResult, CallError>
+  readonly reset: (request: Request) => Effect.Effect<{ readonly policy: string }, CallError>
+  /** Whether the limiter answers (false once it has shut down). */
+  readonly ready: Effect.Effect<boolean>
+}>()("tollgate/server/Tollgate") {
+  /**
+   * Starts the limiter in the current scope.
+   *
+   * @since 0.1.0
+   */
+  static readonly make: Effect.Effect<Tollgate["Service"], InvalidPolicy, ServiceConfig.ServiceConfig | Scope.Scope> =
+    Effect.gen(function*() {
+      const settings = yield* ServiceConfig.ServiceConfig
+      const { policies } = settings
+      const fallback = policies.get(settings.defaultPolicy)!
+      const limiter = yield* RateLimiter.make({
+        policy: (key) => policies.get(key.slice(0, key.indexOf(SEPARATOR))) ?? fallback,
+        idleTimeout: settings.limiter.idleTimeout,
+        mailboxCapacity: settings.limiter.mailboxCapacity,
+        maxWaiters: settings.limiter.maxWaiters,
+        // room for "<policy>|" in front of the longest key the API accepts
+        maxKeyLength: settings.limits.maxKeyLength + 65,
+        name: "service"
+      })
+      const known = [...policies.keys()]
+
+      const route = <A, E>(
+        request: Request,
+        f: (key: string, policy: string) => Effect.Effect<A, E>
+      ): Effect.Effect<A, E | UnknownPolicy> => {
+        const policy = ServiceConfig.policyName(settings, request.key, request.policy)
+        if (policy === undefined) return Effect.fail(new UnknownPolicy({ policy: request.policy ?? "", known }))
+        return f(policy + SEPARATOR + request.key, policy)
+      }
+
+      return Tollgate.of({
+        consume: (request) =>
+          route(
+            request,
+            (key, policy) => Effect.map(limiter.consume(key, { cost: request.cost }), (d) => toResult(d, policy))
+          ),
+        acquire: (request) =>
+          route(
+            request,
+            (key, policy) =>
+              Effect.map(limiter.acquire(key, { cost: request.cost }), (allowed) => ({ allowed, policy }))
+          ),
+        peek: (request) =>
+          route(
+            request,
+            (key, policy) => Effect.map(limiter.peek(key, { cost: request.cost }), (d) => toResult(d, policy))
+          ),
+        wait: (request) =>
+          route(request, (key, policy) =>
+            Effect.gen(function*() {
+              const start = yield* Clock.currentTimeMillis
+              return yield* limiter.wait(key, { cost: request.cost, maxWait: request.maxWaitMillis }).pipe(
+                Effect.flatMap(() => Clock.currentTimeMillis),
+                Effect.map((end): WaitResult => ({ allowed: true, waited: Math.max(0, end - start), policy })),
+                Effect.catchTag(
+                  "RateLimitExceeded",
+                  (e) => Effect.succeed<WaitResult>({ allowed: false, retryAfter: millis(e.retryAfter), policy })
+                )
+              )
+            })),
+        reset: (request) => route(request, (key, policy) => Effect.as(limiter.reset(key), { policy })),
+        ready: limiter.peek(settings.defaultPolicy + SEPARATOR + "tollgate:readyz").pipe(
+          Effect.as(true),
+          Effect.orElseSucceed(() => false)
+        )
+      })
+    })
+
+  /**
+   * The service core as a layer.
+   *
+   * @since 0.1.0
+   */
+  static readonly layer: Layer.Layer<Tollgate, InvalidPolicy, ServiceConfig.ServiceConfig> = Layer.effect(
+    Tollgate,
+    Tollgate.make
+  )
+}
