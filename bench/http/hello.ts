@@ -1,0 +1,27 @@
+/**
+ * The baseline for `npm run bench:http`: a bare effect/http hello-world
+ * server. With `--middleware` every request also goes through tollgate's
+ * RateLimitMiddleware (a policy no client can exhaust), to show what the
+ * middleware costs. Listens on 127.0.0.1:$PORT (0: any free port).
+ */
+import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import { Layer } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { createServer } from "node:http"
+import { RateLimitMiddleware } from "../../src/http/index.ts"
+import { Policy } from "../../src/index.ts"
+
+const route = HttpRouter.add("GET", "/", HttpServerResponse.text("hello"))
+const app = process.argv.includes("--middleware")
+  ? route.pipe(
+    Layer.provide(RateLimitMiddleware.layer({
+      policy: Policy.tokenBucket({ capacity: 1e12, refill: { tokens: 1e9, per: "1 second" } })
+    }))
+  )
+  : route
+
+HttpRouter.serve(app, { disableLogger: true }).pipe(
+  Layer.provide(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: Number(process.env.PORT ?? 0) })),
+  Layer.launch,
+  NodeRuntime.runMain
+)

@@ -1,0 +1,160 @@
+/**
+ * `npm run bench:http`: drives tollgate's HTTP service with autocannon and
+ * prints requests/s and p50/p99 latency beside a bare effect/http
+ * hello-world server, all on this machine in the same run. Every server runs
+ * in its own child process on 127.0.0.1; autocannon runs in this one.
+ *
+ *   npm run bench:http                       10 s per scenario, 50 connections
+ *   npm run bench:http -- --duration=3 --connections=20
+ *   npm run bench:http -- --json             also print the results as JSON
+ */
+import autocannon from "autocannon"
+import { type ChildProcess, spawn } from "node:child_process"
+import { cpus } from "node:os"
+import { fileURLToPath } from "node:url"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+const args = process.argv.slice(2)
+const option = (name: string, fallback: number): number => {
+  const hit = args.find((a) => a.startsWith(`--${name}=`))
+  const value = hit === undefined ? fallback : Number(hit.slice(name.length + 3))
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`)
+  return value
+}
+const duration = option("duration", 10)
+const connections = option("connections", 50)
+
+interface Server {
+  readonly url: string
+  readonly child: ChildProcess
+}
+
+const launch = (script: string, extraArgs: ReadonlyArray<string>, env: Record<string, string>): Promise<Server> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...extraArgs], {
+      cwd: root,
+      env: { ...process.env, PORT: "0", HOST: "127.0.0.1", ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString("utf8")
+      const match = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
+      if (match !== null) resolve({ url: match[1], child })
+    }
+    child.stdout!.on("data", onData)
+    child.stderr!.on("data", onData)
+    child.on("exit", (code) => reject(new Error(`${script} exited with ${code}:\n${output}`)))
+  })
+
+const stop = (server: Server): Promise<void> =>
+  new Promise((resolve) => {
+    if (server.child.exitCode !== null) return resolve()
+    server.child.removeAllListeners("exit")
+    server.child.once("exit", () => resolve())
+    server.child.kill("SIGTERM")
+  })
+
+interface Row {
+  readonly name: string
+  readonly requestsPerSecond: number
+  readonly p50: number
+  readonly p99: number
+  readonly non2xx: number
+  readonly errors: number
+}
+
+const drive = async (name: string, options: autocannon.Options): Promise<Row> => {
+  // a short warm-up (JIT, connection setup), then the measured run
+  await autocannon({ ...options, duration: Math.min(2, duration) })
+  const result = await autocannon({ ...options, connections, duration })
+  return {
+    name,
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts
+  }
+}
+
+const json = { "content-type": "application/json" }
+const HOT_CAPACITY = 1e12 // no client can exhaust it: every request is admitted
+
+const main = async () => {
+  const servers: Array<Server> = []
+  const rows: Array<Row> = []
+  try {
+    const hello = await launch("bench/http/hello.ts", [], {})
+    servers.push(hello)
+    const helloLimited = await launch("bench/http/hello.ts", ["--middleware"], {})
+    servers.push(helloLimited)
+    const tollgate = await launch("src/server/main.ts", [], {
+      TOLLGATE_POLICIES: JSON.stringify({
+        default: { kind: "tokenBucket", capacity: HOT_CAPACITY, refill: { tokens: 1e9, per: "1 second" } },
+        tight: { kind: "tokenBucket", capacity: 10, refill: { tokens: 1, per: "1 hour" } }
+      })
+    })
+    servers.push(tollgate)
+
+    console.log(
+      `bench:http: ${duration} s per scenario, ${connections} connections, ${cpus().length} cores, node ${process.version}`
+    )
+    rows.push(await drive("effect/http hello world (GET /)", { url: hello.url + "/" }))
+    rows.push(await drive("hello world + RateLimitMiddleware", { url: helloLimited.url + "/" }))
+    rows.push(await drive("tollgate GET /healthz", { url: tollgate.url + "/healthz" }))
+    rows.push(
+      await drive("tollgate POST /v1/consume, 1 hot key (allowed)", {
+        url: tollgate.url + "/v1/consume",
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ key: "hot" })
+      })
+    )
+    rows.push(
+      await drive("tollgate POST /v1/consume, 1 key (denied)", {
+        url: tollgate.url + "/v1/consume",
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ key: "hot", policy: "tight" })
+      })
+    )
+    let n = 0
+    rows.push(
+      await drive("tollgate POST /v1/consume, 10k keys", {
+        url: tollgate.url + "/v1/consume",
+        requests: [{
+          method: "POST",
+          headers: json,
+          setupRequest: (request) => ({ ...request, body: JSON.stringify({ key: `user:${n++ % 10_000}` }) })
+        }]
+      })
+    )
+  } finally {
+    await Promise.all(servers.map(stop))
+  }
+
+  const base = rows[0].requestsPerSecond
+  const header = ["scenario", "req/s", "vs hello", "p50 ms", "p99 ms", "non-2xx", "errors"]
+  const lines = rows.map((r) => [
+    r.name,
+    Math.round(r.requestsPerSecond).toLocaleString("en-US"),
+    `${(r.requestsPerSecond / base).toFixed(2)}x`,
+    String(r.p50),
+    String(r.p99),
+    String(r.non2xx),
+    String(r.errors)
+  ])
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)))
+  const format = (cells: ReadonlyArray<string>) =>
+    cells.map((c, i) => i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i])).join("  ")
+  console.log(format(header))
+  console.log(widths.map((w) => "-".repeat(w)).join("  "))
+  for (const line of lines) console.log(format(line))
+  if (args.includes("--json")) console.log(JSON.stringify(rows, null, 2))
+}
+
+main().catch((error) => {
+  console.error(error)
+  process.exitCode = 1
+})
