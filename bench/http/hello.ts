@@ -1,17 +1,28 @@
 /**
  * The baseline for `npm run bench:http`: a bare effect/http hello-world
- * server. With `--middleware` every request also goes through tollgate's
+ * server: `GET /` answers "hello"; `POST /json` reads a JSON body and answers
+ * with a small JSON object, the same HTTP work as a `/v1/consume` minus the
+ * validation and the limiter. With `--middleware` every request also goes through tollgate's
  * RateLimitMiddleware (a policy no client can exhaust), to show what the
  * middleware costs. Listens on 127.0.0.1:$PORT (0: any free port).
  */
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
-import { Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createServer } from "node:http"
 import { RateLimitMiddleware } from "../../src/http/index.ts"
 import { Policy } from "../../src/index.ts"
 
-const route = HttpRouter.add("GET", "/", HttpServerResponse.text("hello"))
+const route = Layer.mergeAll(
+  HttpRouter.add("GET", "/", HttpServerResponse.text("hello")),
+  HttpRouter.add(
+    "POST",
+    "/json",
+    HttpServerRequest.HttpServerRequest.use((request) =>
+      Effect.map(request.json, (body) => HttpServerResponse.jsonUnsafe({ ok: true, received: typeof body }))
+    )
+  )
+)
 const app = process.argv.includes("--middleware")
   ? route.pipe(
     Layer.provide(RateLimitMiddleware.layer({

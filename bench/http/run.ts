@@ -1,7 +1,8 @@
 /**
  * `npm run bench:http`: drives tollgate's HTTP service with autocannon and
  * prints requests/s and p50/p99 latency beside a bare effect/http
- * hello-world server, all on this machine in the same run. Every server runs
+ * hello-world server (GET, and a POST that reads a JSON body: the fair
+ * baseline for the service's POST API), all on this machine in the same run. Every server runs
  * in its own child process on 127.0.0.1; autocannon runs in this one.
  *
  *   npm run bench:http                       10 s per scenario, 50 connections
@@ -101,6 +102,14 @@ const main = async () => {
       `bench:http: ${duration} s per scenario, ${connections} connections, ${cpus().length} cores, node ${process.version}`
     )
     rows.push(await drive("effect/http hello world (GET /)", { url: hello.url + "/" }))
+    rows.push(
+      await drive("effect/http POST /json (reads a JSON body)", {
+        url: hello.url + "/json",
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ key: "hot" })
+      })
+    )
     rows.push(await drive("hello world + RateLimitMiddleware", { url: helloLimited.url + "/" }))
     rows.push(await drive("tollgate GET /healthz", { url: tollgate.url + "/healthz" }))
     rows.push(
