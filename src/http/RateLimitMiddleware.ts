@@ -16,7 +16,7 @@
 import { Effect, type Layer, Predicate, Result, type Scope, type Types } from "effect"
 import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Decision } from "../Decision.ts"
-import { InvalidPolicy, type InvalidRequest, type LimiterShutdown, type Overloaded } from "../Errors.ts"
+import { InvalidPolicy } from "../Errors.ts"
 import * as Policy from "../Policy.ts"
 import { RateLimiter } from "../RateLimiter.ts"
 import * as ClientAddress from "./ClientAddress.ts"
@@ -88,7 +88,7 @@ const invalid = (field: string, value: unknown, reason: string) =>
 const isCost = (n: unknown): n is number => Number.isSafeInteger(n) && (n as number) > 0
 
 const limiterErrorResponse = (
-  error: InvalidRequest | InvalidPolicy | Overloaded | LimiterShutdown,
+  error: RateLimiter.CallError,
   keyField: string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   if (error._tag === "Overloaded") {
@@ -110,7 +110,8 @@ const limiterErrorResponse = (
       Problem.response("invalid-request", `${keyField}: ${error.reason}`, { extensions: { field: keyField } })
     )
   }
-  // Any other invalid input (a cost above capacity, a bad policy) is the app's configuration, not the client's doing.
+  // Any other invalid input (a cost above capacity, a bad policy) is the app's configuration, not the client's
+  // doing; a failed bucket is the limiter's.
   return Effect.logError("rate limit middleware misconfigured", error).pipe(
     Effect.as(Problem.response("internal", "the rate limiter is misconfigured"))
   )
