@@ -33,8 +33,10 @@
  * Differences from Guava, all deliberate:
  *
  * - Times are not truncated to whole microseconds at each reservation (Guava
- *   casts each wait to a `long`); `nextFree` is a fractional millisecond, and
- *   the waits reported are rounded up to whole milliseconds.
+ *   casts each wait to a `long`): `nextFree` is a fractional millisecond, kept
+ *   as its distance `ahead` of the anchor `at` (an integer time) so that its
+ *   fraction stays precise at epoch-sized clocks; the waits reported are
+ *   rounded up to whole milliseconds.
  * - When enough idle time has passed to fill the store, the store is set to
  *   exactly `maxPermits` (decided by comparing times, not by adding floats),
  *   so a fully cooled limiter is exactly a new one.
@@ -91,14 +93,15 @@ export interface Config {
 }
 
 /**
- * The state of one key: stored permits, the time from which the next request
- * is admitted (fractional milliseconds), and the anchor `at`.
+ * The state of one key: stored permits, and the time from which the next
+ * request is admitted, `nextFree = at + ahead` (`ahead ≥ 0`, fractional), with
+ * `at` the anchor (the latest admitted time).
  *
  * @since 0.1.0
  */
 export interface State {
   readonly stored: number
-  readonly nextFree: number
+  readonly ahead: number
   readonly at: number
 }
 
@@ -174,12 +177,26 @@ export const config = (options: {
  * import { WarmUp } from "tollgate"
  *
  * const c = WarmUp.config({ permits: 1, periodMillis: 1000 })
- * WarmUp.initial(c, 0) // { stored: 0, nextFree: 0, at: 0 }
+ * WarmUp.initial(c, 0) // { stored: 0, ahead: 0, at: 0 }
  * ```
  *
  * @since 0.1.0
  */
-export const initial = (c: Config, now: number): State => ({ stored: c.initialPermits, nextFree: now, at: now })
+export const initial = (c: Config, now: number): State => ({ stored: c.initialPermits, ahead: 0, at: now })
+
+/**
+ * Guava's `nextFreeTicket`: the time from which the next request is admitted.
+ *
+ * @example
+ * ```ts
+ * import { WarmUp } from "tollgate"
+ *
+ * WarmUp.nextFree({ stored: 0, ahead: 250.5, at: 1000 }) // 1250.5
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const nextFree = (s: State): number => s.at + s.ahead
 
 // The interval at `permits` stored above the threshold (warming up).
 const permitsToTime = (c: Config, permits: number): number => c.stableInterval + permits * c.slope
@@ -214,44 +231,39 @@ export const storedPermitsToWaitTime = (c: Config, stored: number, take: number)
 }
 
 /**
- * The state resynchronised to effective time `t` (Guava's `resync`): idle time
- * since `nextFree` stored as permits.
+ * The state resynchronised to effective time `t` (Guava's `resync`): if `t` is
+ * past `nextFree`, the idle time since becomes stored permits and `nextFree`
+ * (the anchor) moves to `t`; otherwise nothing changes.
  *
  * @example
  * ```ts
  * import { WarmUp } from "tollgate"
  *
  * const c = WarmUp.config({ permits: 1, periodMillis: 1000, maxBurstMillis: 5000 })
- * WarmUp.resync(c, { stored: 0, nextFree: 0, at: 0 }, 2500) // { stored: 2.5, nextFree: 2500, at: 0 }
+ * WarmUp.resync(c, { stored: 0, ahead: 500, at: 0 }, 3000) // { stored: 2.5, ahead: 0, at: 3000 }
  * ```
  *
  * @since 0.1.0
  */
 export const resync = (c: Config, s: State, t: number): State => {
-  if (!(t > s.nextFree)) return s
-  const fullAt = s.nextFree + (c.maxPermits - s.stored) * c.coolDownInterval
-  const stored = t >= fullAt ? c.maxPermits : Math.min(c.maxPermits, s.stored + (t - s.nextFree) / c.coolDownInterval)
-  return { stored, nextFree: t, at: s.at }
+  // Idle time since `nextFree`: an integer difference less a small fraction.
+  const idle = (t - s.at) - s.ahead
+  if (!(idle > 0)) return s
+  const stored = idle >= (c.maxPermits - s.stored) * c.coolDownInterval
+    ? c.maxPermits
+    : Math.min(c.maxPermits, s.stored + idle / c.coolDownInterval)
+  return { stored, ahead: 0, at: t }
 }
 
-// When the store is full and nothing is owed.
-const freshAt = (c: Config, s: State): number =>
-  s.stored >= c.maxPermits ? s.nextFree : s.nextFree + (c.maxPermits - s.stored) * c.coolDownInterval
+// How far after `s.at` the store is full and nothing is owed.
+const freshIn = (c: Config, s: State): number =>
+  s.stored >= c.maxPermits ? s.ahead : s.ahead + (c.maxPermits - s.stored) * c.coolDownInterval
 
-// The whole milliseconds from `now` until time `t`: the least `r` with
-// `now + r >= t`. `t - now` can round when the two are far apart, so the
-// ceiling is checked against the sum the caller will form.
-const millisUntil = (now: number, t: number): number => {
-  let r = Math.ceil(t - now)
-  if (now + r < t) r++
-  else if (r > 0 && now + r - 1 >= t) r--
-  return r
-}
-
-const resetMillis = (c: Config, s: State, now: number): number => {
-  const fresh = freshAt(c, s)
-  return fresh <= (now > s.at ? now : s.at) ? 0 : millisUntil(now, fresh)
-}
+// Whole milliseconds from `now` until `at + offset` (`at` an integer time,
+// `offset` fractional and small), 0 if the effective time `max(now, at)` is
+// there already.
+const millisUntil = (now: number, at: number, offset: number): number =>
+  offset <= (now > at ? now - at : 0) ? 0 : Math.ceil(offset) + (at - now)
 
 /**
  * Decides one request (Guava's `tryAcquire(cost)` with no timeout).
@@ -269,27 +281,28 @@ const resetMillis = (c: Config, s: State, now: number): number => {
  */
 export const step = (c: Config, s: State, now: number, cost: number): Outcome<State> => {
   const t = now > s.at ? now : s.at
-  if (s.nextFree > t) {
+  if (s.ahead > t - s.at) {
     return {
       allowed: false,
       state: s,
       remaining: 0,
-      retryAfter: millisUntil(now, s.nextFree),
-      resetAfter: resetMillis(c, s, now),
+      retryAfter: millisUntil(now, s.at, s.ahead),
+      resetAfter: millisUntil(now, s.at, freshIn(c, s)),
       limit: c.permits
     }
   }
+  // Admitted: after the resync `nextFree` is `t` (or was `t` exactly already).
   const r = resync(c, s, t)
   const spend = Math.min(cost, r.stored)
   const fresh = cost - spend
   const wait = storedPermitsToWaitTime(c, r.stored, spend) + fresh * c.stableInterval
-  const next: State = { stored: r.stored - spend, nextFree: r.nextFree + wait, at: t }
+  const next: State = { stored: r.stored - spend, ahead: wait, at: t }
   return {
     allowed: true,
     state: next,
-    remaining: next.nextFree > t ? 0 : c.warmupMillis > 0 ? 1 : Math.floor(next.stored) + 1,
+    remaining: wait > 0 ? 0 : c.warmupMillis > 0 ? 1 : Math.floor(next.stored) + 1,
     retryAfter: 0,
-    resetAfter: resetMillis(c, next, now),
+    resetAfter: millisUntil(now, t, freshIn(c, next)),
     limit: c.permits
   }
 }
@@ -311,12 +324,11 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
  * @since 0.1.0
  */
 export const waitTime = (c: Config, s: State, now: number, queued: number, _cost: number): number => {
-  const t = now > s.at ? now : s.at
-  if (queued <= 0) return s.nextFree <= t ? 0 : millisUntil(now, s.nextFree)
-  const r = resync(c, s, t)
+  if (queued <= 0) return millisUntil(now, s.at, s.ahead)
+  const r = resync(c, s, now > s.at ? now : s.at)
   const spend = Math.min(queued, r.stored)
-  const free = r.nextFree + storedPermitsToWaitTime(c, r.stored, spend) + (queued - spend) * c.stableInterval
-  return free <= t ? 0 : millisUntil(now, free)
+  const free = r.ahead + storedPermitsToWaitTime(c, r.stored, spend) + (queued - spend) * c.stableInterval
+  return millisUntil(now, r.at, free)
 }
 
 /**
@@ -327,12 +339,12 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, _cost
  * import { WarmUp } from "tollgate"
  *
  * const c = WarmUp.config({ permits: 1, periodMillis: 1000, maxBurstMillis: 2000 })
- * WarmUp.settledAt(c, { stored: 0, nextFree: 500, at: 0 }) // 2500
+ * WarmUp.settledAt(c, { stored: 0, ahead: 500, at: 0 }) // 2500
  * ```
  *
  * @since 0.1.0
  */
-export const settledAt = (c: Config, s: State): number => Math.max(s.at, Math.ceil(freshAt(c, s)))
+export const settledAt = (c: Config, s: State): number => s.at + Math.ceil(freshIn(c, s))
 
 /**
  * The smooth rate limiter as an {@link Algorithm}.
