@@ -2,18 +2,6 @@ import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import * as WarmUp from "../../src/algorithm/WarmUp.ts"
 
-// The least r in [0, hi] with ok(r), for ok monotone in r; Infinity if none.
-const least = (ok: (r: number) => boolean, hi: number): number => {
-  if (!ok(hi)) return Infinity
-  let lo = 0
-  while (lo < hi) {
-    const mid = Math.floor((lo + hi) / 2)
-    if (ok(mid)) hi = mid
-    else lo = mid + 1
-  }
-  return lo
-}
-
 // Exact rationals, so that the model below is Guava's math without rounding.
 interface Q {
   readonly n: bigint
