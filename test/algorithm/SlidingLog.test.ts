@@ -204,4 +204,12 @@ describe("SlidingLog", () => {
     assert.deepStrictEqual(far.state.log, [Number.MAX_SAFE_INTEGER])
     assert.strictEqual(SlidingLog.countAt(c, far.state, Number.MAX_SAFE_INTEGER), 1)
   })
+
+  it("keeps floor(limit) times for a fractional limit", () => {
+    const c = SlidingLog.config({ limit: 2.5, windowMillis: 100, countBlocked: true })
+    let s = SlidingLog.initial(c, 0)
+    for (let t = 0; t < 50; t += 10) s = SlidingLog.step(c, s, t, 1).state
+    assert.deepStrictEqual(s.log, [30, 40])
+    assert.strictEqual(SlidingLog.step(c, s, 130, 1).allowed, true)
+  })
 })

@@ -163,4 +163,14 @@ describe("SlidingWindow", () => {
     assert.strictEqual(SlidingWindow.waitTime(c, s, 0, 1, 1), 0)
     assert.strictEqual(SlidingWindow.waitTime(c, s, 0, 6, 2), 250) // spills: 4 per window from 100 on, 6 more units
   })
+
+  it("takes a fractional limit as it is: the estimate stays at or below 2.5", () => {
+    const c = SlidingWindow.config({ limit: 2.5, windowMillis: 100 })
+    let s = SlidingWindow.step(c, SlidingWindow.initial(c, 0), 0, 2).state
+    assert.strictEqual(SlidingWindow.step(c, s, 99, 1).allowed, false)
+    s = SlidingWindow.step(c, s, 150, 1).state // 2 × 0.5 + 1 = 2
+    const o = SlidingWindow.step(c, s, 150, 1)
+    assert.strictEqual(o.allowed, false)
+    assert.strictEqual(o.retryAfter, 25) // 2 × (100 − y) / 100 + 1 + 1 ≤ 2.5 from y = 75
+  })
 })

@@ -342,4 +342,14 @@ describe("WarmUp", () => {
     assert.strictEqual(far.state.stored, 2)
     assert.strictEqual(far.remaining, 3)
   })
+
+  it("handles fractional rates: one permit every three seconds", () => {
+    const c = WarmUp.config({ permits: 1, periodMillis: 3000, maxBurstMillis: 1000 })
+    assert.closeTo(c.maxPermits, 1 / 3, 1e-15)
+    const s = WarmUp.step(c, WarmUp.initial(c, 0), 0, 1).state
+    assert.strictEqual(WarmUp.step(c, s, 2999, 1).retryAfter, 1)
+    const next = WarmUp.step(c, s, 3000, 1)
+    assert.strictEqual(next.allowed, true)
+    assert.strictEqual(next.resetAfter, 4000) // pays 3 s, then stores its third of a permit in 1 s
+  })
 })
