@@ -5,9 +5,12 @@
  * baseline for the service's POST API), all on this machine in the same run. Every server runs
  * in its own child process on 127.0.0.1; autocannon runs in this one.
  *
- *   npm run bench:http                       10 s per scenario, 50 connections
- *   npm run bench:http -- --duration=3 --connections=20
+ *   npm run bench:http                       2 rounds of 5 s per scenario, 50 connections
+ *   npm run bench:http -- --duration=3 --connections=20 --rounds=3
  *   npm run bench:http -- --json             also print the results as JSON
+ *
+ * The scenarios run in rounds, interleaved, and each reports its best round
+ * (the machine is shared: the best run is the one least disturbed).
  */
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -22,8 +25,9 @@ const option = (name: string, fallback: number): number => {
   if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`)
   return value
 }
-const duration = option("duration", 10)
+const duration = option("duration", 5)
 const connections = option("connections", 50)
+const rounds = option("rounds", 2)
 
 interface Server {
   readonly url: string
@@ -65,9 +69,14 @@ interface Row {
   readonly errors: number
 }
 
+const warmedUp = new Set<string>()
+
 const drive = async (name: string, options: autocannon.Options): Promise<Row> => {
-  // a short warm-up (JIT, connection setup), then the measured run
-  await autocannon({ ...options, duration: Math.min(2, duration) })
+  // a short warm-up (JIT, connection setup) before the first measured run
+  if (!warmedUp.has(name)) {
+    warmedUp.add(name)
+    await autocannon({ ...options, duration: 2 })
+  }
   const result = await autocannon({ ...options, connections, duration })
   return {
     name,
@@ -99,46 +108,50 @@ const main = async () => {
     servers.push(tollgate)
 
     console.log(
-      `bench:http: ${duration} s per scenario, ${connections} connections, ${cpus().length} cores, node ${process.version}`
+      `bench:http: ${rounds} rounds of ${duration} s per scenario (best round shown), ${connections} connections, ` +
+        `${cpus().length} cores, node ${process.version}`
     )
-    rows.push(await drive("effect/http hello world (GET /)", { url: hello.url + "/" }))
-    rows.push(
-      await drive("effect/http POST /json (reads a JSON body)", {
+    let n = 0
+    const scenarios: ReadonlyArray<readonly [string, autocannon.Options]> = [
+      ["effect/http hello world (GET /)", { url: hello.url + "/" }],
+      ["effect/http POST /json (reads a JSON body)", {
         url: hello.url + "/json",
         method: "POST",
         headers: json,
         body: JSON.stringify({ key: "hot" })
-      })
-    )
-    rows.push(await drive("hello world + RateLimitMiddleware", { url: helloLimited.url + "/" }))
-    rows.push(await drive("tollgate GET /healthz", { url: tollgate.url + "/healthz" }))
-    rows.push(
-      await drive("tollgate POST /v1/consume, 1 hot key (allowed)", {
+      }],
+      ["hello world + RateLimitMiddleware", { url: helloLimited.url + "/" }],
+      ["tollgate GET /healthz", { url: tollgate.url + "/healthz" }],
+      ["tollgate POST /v1/consume, 1 hot key (allowed)", {
         url: tollgate.url + "/v1/consume",
         method: "POST",
         headers: json,
         body: JSON.stringify({ key: "hot" })
-      })
-    )
-    rows.push(
-      await drive("tollgate POST /v1/consume, 1 key (denied)", {
+      }],
+      ["tollgate POST /v1/consume, 1 key (denied)", {
         url: tollgate.url + "/v1/consume",
         method: "POST",
         headers: json,
         body: JSON.stringify({ key: "hot", policy: "tight" })
-      })
-    )
-    let n = 0
-    rows.push(
-      await drive("tollgate POST /v1/consume, 10k keys", {
+      }],
+      ["tollgate POST /v1/consume, 10k keys", {
         url: tollgate.url + "/v1/consume",
         requests: [{
           method: "POST",
           headers: json,
           setupRequest: (request) => ({ ...request, body: JSON.stringify({ key: `user:${n++ % 10_000}` }) })
         }]
-      })
-    )
+      }]
+    ]
+    const best = new Map<string, Row>()
+    for (let round = 0; round < rounds; round++) {
+      for (const [name, options] of scenarios) {
+        const row = await drive(name, options)
+        const previous = best.get(name)
+        if (previous === undefined || row.requestsPerSecond > previous.requestsPerSecond) best.set(name, row)
+      }
+    }
+    for (const [name] of scenarios) rows.push(best.get(name)!)
   } finally {
     await Promise.all(servers.map(stop))
   }
