@@ -27,6 +27,8 @@
  *   unchanged state with a step of cost 0 (the contract has no `peek`).
  * - `maxCost` is the smallest part's; above it `retryAfter` is `Infinity`.
  * - Backwards clocks and huge jumps are handled by each part.
+ * - `release` gives the units back to every part that can release (a part
+ *   without `release`, such as the warm-up limiter, keeps its state).
  * - With no parts everything is admitted (`limit` and `remaining` are
  *   `Infinity`, `binding` is -1); the caller should not build that.
  *
@@ -269,6 +271,26 @@ export const maxCost = (c: Config): number => {
 }
 
 /**
+ * Gives `amount` units back to every part that can release.
+ *
+ * @example
+ * ```ts
+ * import { Composite, FixedWindow } from "tollgate"
+ *
+ * const c = Composite.config([Composite.part(FixedWindow.algorithm, FixedWindow.config({ limit: 10, windowMillis: 1000 }))])
+ * Composite.release(c, [{ start: 0, count: 3 }], 10, 1) // [{ start: 0, count: 2 }]
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const release = (c: Config, s: State, now: number, amount: number): State => {
+  if (!(amount > 0)) return s
+  return c.parts.map((p, i) =>
+    p.algorithm.release === undefined ? s[i] : p.algorithm.release(p.config, s[i], now, amount) as unknown
+  )
+}
+
+/**
  * The composite as an {@link Algorithm}; its `step` returns {@link Bound}
  * outcomes.
  *
@@ -288,5 +310,6 @@ export const algorithm: Algorithm<Config, State> = {
   step,
   waitTime,
   settledAt,
-  maxCost
+  maxCost,
+  release
 }

@@ -23,7 +23,8 @@
  *   `Infinity` until enough is released; with `replenish`, a deficit covered
  *   by released units gets its exact time.
  * - `release` of more than is out is capped (a double release cannot mint
- *   units); `release` of 0 or less changes nothing.
+ *   units); `release` of 0 or less changes nothing. With `replenish`, a
+ *   refund flows back at the rate like any release.
  * - `resetAfter` and `settledAt` are `Infinity` while anything is out: a key
  *   with holders must never be forgotten, or the units they hold would be
  *   handed out twice. Once all is back (and replenished), the key is exactly
@@ -259,8 +260,7 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
 export const settledAt = (c: Config, s: State): number => s.at + resetMillis(c, s, s, s.at)
 
 /**
- * The concurrency limit as an {@link Algorithm}; {@link release} is the
- * extra operation the actor needs.
+ * The concurrency limit as an {@link Algorithm}, with its {@link release}.
  *
  * @example
  * ```ts
@@ -278,5 +278,6 @@ export const algorithm: Algorithm<Config, State> = {
   step,
   waitTime,
   settledAt,
-  maxCost: (c) => c.capacity
+  maxCost: (c) => c.capacity,
+  release
 }

@@ -27,6 +27,8 @@
  *   the current window's start counts as its start. (Only admitted requests
  *   move the window, so going back can never mint capacity.)
  * - A huge jump just lands in a fresh window: no overflow, no NaN.
+ * - `release` (a refund) takes `amount` off the window in force, never below
+ *   0; units of a window that has ended are gone already.
  * - `waitTime` with waiters ahead assumes their units fill each window to the
  *   limit (they are not split at window ends in reality, so the figure is a
  *   lower bound); with no waiters ahead it is exact.
@@ -205,6 +207,25 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
 export const settledAt = (c: Config, s: State): number => s.count > 0 ? s.start + c.windowMillis : s.start
 
 /**
+ * Gives `amount` units back to the window in force (a refund), never below 0.
+ *
+ * @example
+ * ```ts
+ * import { FixedWindow } from "tollgate"
+ *
+ * const c = FixedWindow.config({ limit: 10, windowMillis: 1000, align: true })
+ * FixedWindow.release(c, { start: 0, count: 4 }, 500, 3) // { start: 0, count: 1 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const release = (c: Config, s: State, now: number, amount: number): State => {
+  if (!(amount > 0)) return s
+  const w = windowAt(c, s, now)
+  return { start: w.start, count: Math.max(0, w.count - amount) }
+}
+
+/**
  * The fixed window as an {@link Algorithm}.
  *
  * @example
@@ -223,5 +244,6 @@ export const algorithm: Algorithm<Config, State> = {
   step,
   waitTime,
   settledAt,
-  maxCost: (c) => c.limit
+  maxCost: (c) => c.limit,
+  release
 }

@@ -42,6 +42,8 @@
  *   admitted time), as in the token bucket: it never mints capacity. redis-cell
  *   compares with the raw clock instead, which is stricter by the step back.
  * - A huge jump just drains `ahead` to 0: no overflow, no NaN.
+ * - `release` (a refund) moves the TAT back by `amount × T`, never before
+ *   "now": exactly what the refunded request took, never more than fresh.
  *
  * @since 0.1.0
  */
@@ -228,6 +230,24 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
 export const settledAt = (c: Config, s: State): number => s.at + millisFor(c, s, s.at, s.ahead)
 
 /**
+ * Gives `amount` units back (a refund): the TAT moves back by `amount × T`,
+ * never before the clock.
+ *
+ * @example
+ * ```ts
+ * import { Gcra } from "tollgate"
+ *
+ * const c = Gcra.config({ maxBurst: 4, count: 1, periodMillis: 1000 })
+ * const taken = Gcra.step(c, Gcra.initial(c, 0), 0, 3).state // ahead 3000
+ * Gcra.release(c, taken, 0, 2) // { ahead: 1000, at: 0 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const release = (c: Config, s: State, now: number, amount: number): State =>
+  amount > 0 ? { ahead: Math.max(0, aheadAt(c, s, now) - amount * c.periodMillis), at: now > s.at ? now : s.at } : s
+
+/**
  * GCRA as an {@link Algorithm}.
  *
  * @example
@@ -246,5 +266,6 @@ export const algorithm: Algorithm<Config, State> = {
   step,
   waitTime,
   settledAt,
-  maxCost: (c) => c.limit
+  maxCost: (c) => c.limit,
+  release
 }

@@ -40,6 +40,8 @@
  *   anchor. nginx treats a step back of up to 60 s as 0 ms and a longer one as
  *   1 ms; standing still is the conservative half of that.
  * - A huge jump just empties the bucket: no overflow, no NaN.
+ * - `release` (a refund, say a request that gave up while delayed) takes
+ *   `amount` units out of the bucket, never below empty.
  *
  * @since 0.1.0
  */
@@ -233,6 +235,22 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
 export const settledAt = (c: Config, s: State): number => s.at + millisFor(c, s, s.at, s.level)
 
 /**
+ * Gives `amount` units back (a refund): they leave the bucket, never below empty.
+ *
+ * @example
+ * ```ts
+ * import { LeakyBucket } from "tollgate"
+ *
+ * const c = LeakyBucket.config({ tokens: 1, periodMillis: 1000, burst: 2 })
+ * LeakyBucket.release(c, { level: 3000, at: 0 }, 0, 1) // { level: 2000, at: 0 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const release = (c: Config, s: State, now: number, amount: number): State =>
+  amount > 0 ? { level: Math.max(0, levelAt(c, s, now) - amount * c.periodMillis), at: now > s.at ? now : s.at } : s
+
+/**
  * The leaky bucket as an {@link Algorithm}; its `step` returns {@link Shaped}
  * outcomes.
  *
@@ -252,5 +270,6 @@ export const algorithm: Algorithm<Config, State> = {
   step,
   waitTime,
   settledAt,
-  maxCost: (c) => c.capacity
+  maxCost: (c) => c.capacity,
+  release
 }

@@ -40,6 +40,9 @@
  * - Time that goes backwards stands still at the anchor `at` (the newest time
  *   in the state): units are always logged in order and never expire early.
  * - A huge jump expires the whole log: no overflow, no NaN.
+ * - `release` (a refund) removes the newest `amount` units still in the
+ *   window. It does not rewind the `minGap` clock (the log does not know when
+ *   the admission before the refunded one was).
  * - `waitTime` with waiters ahead assumes each of their units takes the next
  *   slot to free up; that is exact for waiters of one unit and a lower bound
  *   otherwise (and it ignores `minGap` between the waiters).
@@ -289,6 +292,28 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
 export const settledAt = (c: Config, s: State): number => freshAt(c, s)
 
 /**
+ * Gives `amount` units back (a refund): the newest units in the window leave
+ * the log.
+ *
+ * @example
+ * ```ts
+ * import { SlidingLog } from "tollgate"
+ *
+ * const c = SlidingLog.config({ limit: 3, windowMillis: 1000 })
+ * SlidingLog.release(c, { log: [0, 500, 500], last: 500, at: 500 }, 600, 2) // { log: [0], last: 500, at: 600 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const release = (c: Config, s: State, now: number, amount: number): State => {
+  if (!(amount > 0)) return s
+  const e = now > s.at ? now : s.at
+  const from = firstLive(c, s.log, e)
+  const keep = Math.max(from, s.log.length - Math.floor(amount))
+  return { log: s.log.slice(from, keep), last: s.last, at: e }
+}
+
+/**
  * The sliding log as an {@link Algorithm}.
  *
  * @example
@@ -307,5 +332,6 @@ export const algorithm: Algorithm<Config, State> = {
   step,
   waitTime,
   settledAt,
-  maxCost: (c) => c.limit
+  maxCost: (c) => c.limit,
+  release
 }

@@ -30,6 +30,8 @@
  *   admitted time): the previous window's weight never grows back, so going
  *   back never mints capacity (nor does it take any).
  * - A huge jump lands in a window with no history: no overflow, no NaN.
+ * - `release` (a refund) takes `amount` off the current window's count, then
+ *   off the previous one's (the newest units first), never below 0.
  * - `waitTime` with waiters ahead assumes their units are admitted as early as
  *   the estimate allows and, once they spill into later windows, that those
  *   windows fill evenly (a slight over-estimate there); with no waiters ahead
@@ -242,6 +244,29 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
 export const settledAt = (c: Config, s: State): number => freshAt(c, s)
 
 /**
+ * Gives `amount` units back (a refund): from the current window's count, then
+ * from the previous one's.
+ *
+ * @example
+ * ```ts
+ * import { SlidingWindow } from "tollgate"
+ *
+ * const c = SlidingWindow.config({ limit: 10, windowMillis: 1000 })
+ * SlidingWindow.release(c, { start: 1000, current: 2, previous: 5, at: 1200 }, 1200, 3)
+ * // { start: 1000, current: 0, previous: 4, at: 1200 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const release = (c: Config, s: State, now: number, amount: number): State => {
+  if (!(amount > 0)) return s
+  const r = rollTo(c, s, now)
+  const current = Math.max(0, r.current - amount)
+  const previous = Math.max(0, r.previous - (amount - (r.current - current)))
+  return { start: r.start, current, previous, at: r.at }
+}
+
+/**
  * The sliding window counter as an {@link Algorithm}.
  *
  * @example
@@ -260,5 +285,6 @@ export const algorithm: Algorithm<Config, State> = {
   step,
   waitTime,
   settledAt,
-  maxCost: (c) => c.limit
+  maxCost: (c) => c.limit,
+  release
 }

@@ -43,6 +43,8 @@
  * - Guava's clock is monotonic; here time that goes backwards stands still at
  *   the anchor `at` (the latest admitted time) and stores nothing.
  * - `setRate` (rescaling the store) is not modelled: a new rate is a new policy.
+ * - There is no `release` (refund): Guava has none, and with "pay later" a
+ *   refund would have to guess which reservation it undoes.
  *
  * Edge cases:
  *
