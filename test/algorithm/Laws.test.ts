@@ -32,6 +32,8 @@ interface Case {
   readonly releases?: boolean
   /** A settled key behaves exactly as a new one. */
   readonly forgets: boolean
+  /** Releasing what a request took undoes it exactly; releasing everything makes the key new. */
+  readonly refunds?: boolean
 }
 
 const tb = (options: Parameters<typeof TokenBucket.config>[0]) => TokenBucket.config(options)
@@ -43,7 +45,8 @@ const cases: ReadonlyArray<Case> = [
     config: tb({ capacity: 5, tokens: 2, periodMillis: 100 }),
     scale: 200,
     costs: 6,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "token bucket, 1000 per ms",
@@ -51,7 +54,8 @@ const cases: ReadonlyArray<Case> = [
     config: tb({ capacity: 3000, tokens: 1000, periodMillis: 1 }),
     scale: 5,
     costs: 3500,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "token bucket, fractional",
@@ -59,7 +63,8 @@ const cases: ReadonlyArray<Case> = [
     config: tb({ capacity: 2.5, tokens: 0.5, periodMillis: 100 }),
     scale: 500,
     costs: 3,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "gcra",
@@ -67,7 +72,8 @@ const cases: ReadonlyArray<Case> = [
     config: Gcra.config({ maxBurst: 4, count: 2, periodMillis: 100 }),
     scale: 200,
     costs: 6,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "gcra, T = 0.2 ms",
@@ -75,7 +81,8 @@ const cases: ReadonlyArray<Case> = [
     config: Gcra.config({ maxBurst: 2, count: 5000, periodMillis: 1000 }),
     scale: 3,
     costs: 4,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "gcra, T = 1000/3 ms",
@@ -83,7 +90,8 @@ const cases: ReadonlyArray<Case> = [
     config: Gcra.config({ maxBurst: 0, count: 3, periodMillis: 1000 }),
     scale: 1000,
     costs: 2,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "leaky bucket",
@@ -91,7 +99,8 @@ const cases: ReadonlyArray<Case> = [
     config: LeakyBucket.config({ tokens: 1, periodMillis: 50, burst: 3 }),
     scale: 150,
     costs: 5,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "leaky bucket, delay 2",
@@ -99,7 +108,8 @@ const cases: ReadonlyArray<Case> = [
     config: LeakyBucket.config({ tokens: 3, periodMillis: 100, burst: 5, delay: 2 }),
     scale: 150,
     costs: 7,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "leaky bucket, nodelay",
@@ -107,7 +117,8 @@ const cases: ReadonlyArray<Case> = [
     config: LeakyBucket.config({ tokens: 2, periodMillis: 100, burst: 4, nodelay: true }),
     scale: 150,
     costs: 6,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "fixed window, first hit",
@@ -115,7 +126,8 @@ const cases: ReadonlyArray<Case> = [
     config: FixedWindow.config({ limit: 5, windowMillis: 100 }),
     scale: 150,
     costs: 6,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "fixed window, aligned",
@@ -123,7 +135,8 @@ const cases: ReadonlyArray<Case> = [
     config: FixedWindow.config({ limit: 5, windowMillis: 100, align: true }),
     scale: 150,
     costs: 6,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "fixed window, fractional limit",
@@ -131,7 +144,8 @@ const cases: ReadonlyArray<Case> = [
     config: FixedWindow.config({ limit: 2.5, windowMillis: 30, align: true }),
     scale: 50,
     costs: 3,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "sliding window",
@@ -139,7 +153,8 @@ const cases: ReadonlyArray<Case> = [
     config: SlidingWindow.config({ limit: 5, windowMillis: 100 }),
     scale: 150,
     costs: 6,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "sliding window, odd sizes",
@@ -147,7 +162,8 @@ const cases: ReadonlyArray<Case> = [
     config: SlidingWindow.config({ limit: 3, windowMillis: 7 }),
     scale: 12,
     costs: 4,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "sliding log",
@@ -155,7 +171,8 @@ const cases: ReadonlyArray<Case> = [
     config: SlidingLog.config({ limit: 4, windowMillis: 100 }),
     scale: 150,
     costs: 5,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "sliding log, minGap",
@@ -215,7 +232,8 @@ const cases: ReadonlyArray<Case> = [
     ]),
     scale: 200,
     costs: 4,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "composite: gcra and sliding log with countBlocked",
@@ -227,7 +245,8 @@ const cases: ReadonlyArray<Case> = [
     scale: 100,
     costs: 5,
     logsDenials: true,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "concurrency",
@@ -236,7 +255,8 @@ const cases: ReadonlyArray<Case> = [
     scale: 50,
     costs: 4,
     releases: true,
-    forgets: true
+    forgets: true,
+    refunds: true
   },
   {
     name: "concurrency, replenished",
@@ -362,6 +382,57 @@ describe("algorithm laws", () => {
           { numRuns: 200 }
         )
       })
+
+      if (k.refunds) {
+        it("release undoes a request exactly, and releasing everything makes the key new", () => {
+          const release = k.algorithm.release!
+          fc.assert(
+            fc.property(
+              start,
+              steps(k, true),
+              fc.integer({ min: 1, max: k.costs }),
+              steps(k, false),
+              (t0, before, cost, after) => {
+                const A = k.algorithm
+                const c = k.config as never
+                let s: unknown = A.initial(c, t0)
+                let now = t0
+                let latest = t0
+                for (const { cost, delta } of before) {
+                  now += delta
+                  latest = Math.max(latest, now)
+                  s = A.step(c, s as never, now, cost).state
+                }
+                const o = A.step(c, s as never, now, cost)
+                // Each pair: a released state, and the state it must decide
+                // exactly like from `now` on (or from `latest`, not before any
+                // anchor, when it is compared with a new key).
+                const pairs: ReadonlyArray<readonly [unknown, unknown, number]> = [
+                  [release(c, s as never, now, 0), s, now],
+                  [release(c, A.initial(c, latest) as never, latest, cost), A.initial(c, latest), latest],
+                  [release(c, s as never, latest, 1e9), A.initial(c, latest), latest],
+                  ...(o.allowed ? [[release(c, o.state as never, now, cost), s, now] as const] : [])
+                ]
+                for (const [released, expected, from] of pairs) {
+                  assertNoNaN(released, "released")
+                  let x = released
+                  let y = expected
+                  let t = from
+                  for (const { cost, delta } of after) {
+                    const a = A.step(c, x as never, t, cost)
+                    const b = A.step(c, y as never, t, cost)
+                    assert.deepStrictEqual(figures(a), figures(b))
+                    x = a.state
+                    y = b.state
+                    t += delta
+                  }
+                }
+              }
+            ),
+            { numRuns: 200 }
+          )
+        })
+      }
 
       if (k.forgets) {
         it("forgetting a settled key changes no later decision", () => {
