@@ -439,7 +439,7 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
     })
   }
   return yield* resolve({ file, fileName, env, adminToken })
-})
+}).pipe(Effect.withSpan("ServiceConfig.load"))
 
 /**
  * The resolved configuration, as a service.

@@ -1,10 +1,19 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber, Layer, Metric, Queue } from "effect"
-import { HttpClient, HttpClientRequest, HttpRouter, HttpServerResponse } from "effect/http"
+import { Clock, Duration, Effect, Fiber, Layer, Metric, Option, Queue, Result } from "effect"
+import {
+  FetchHttpClient,
+  HttpClient,
+  HttpClientRequest,
+  HttpRouter,
+  HttpServer,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import { RateLimiter as ClientRateLimiter } from "effect/persistence"
 import { TestClock } from "effect/testing"
-import { RateLimitHeaders, RateLimitMiddleware } from "../../src/http/index.ts"
+import { createServer } from "node:http"
+import { ClientAddress, RateLimitHeaders, RateLimitMiddleware } from "../../src/http/index.ts"
 import { Policy, RateLimiter } from "../../src/index.ts"
 
 const bucket = (capacity: number, tokens: number, per: Duration.Input) =>
@@ -22,8 +31,18 @@ const get = (path: string, headers?: Record<string, string>) =>
 const statuses = (path: string, n: number, headers?: Record<string, string>) =>
   Effect.forEach(Array.from({ length: n }), () => Effect.map(get(path, headers), (r) => r.status))
 
+// NodeHttpServer.layerTest, listening on 127.0.0.1 only (layerTest listens on every interface).
+const ServerTest = HttpServer.layerTestClient.pipe(
+  Layer.provide(
+    Layer.fresh(FetchHttpClient.layer).pipe(
+      Layer.provide(Layer.succeed(FetchHttpClient.RequestInit)({ keepalive: false }))
+    )
+  ),
+  Layer.provideMerge(NodeHttpServer.layer(createServer, { host: "127.0.0.1", port: 0 }))
+)
+
 const provideTest = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  effect.pipe(Effect.provide(NodeHttpServer.layerTest), Effect.provideService(Metric.MetricRegistry, new Map()))
+  effect.pipe(Effect.provide(ServerTest), Effect.provideService(Metric.MetricRegistry, new Map()))
 
 describe("RateLimitMiddleware: headers and 429", () => {
   it.effect("allowed responses carry RateLimit and RateLimit-Policy; the first denial is a 429 with Retry-After", () =>
@@ -378,5 +397,59 @@ describe("RateLimitHeaders", () => {
     if (slow._tag === "TokenBucket") {
       assert.deepStrictEqual(RateLimitHeaders.quotaOf("p", slow), { name: "p", limit: 1000, windowSeconds: 3600 })
     }
+  })
+})
+
+describe("ClientAddress", () => {
+  const requestFrom = (peer: string | undefined, headers: Record<string, string> = {}) =>
+    HttpServerRequest.fromWeb(new Request("http://app.test/", { headers })).modify({
+      remoteAddress: peer === undefined ? Option.none() : Option.some(peer)
+    })
+  const resolver = (options?: ClientAddress.Options) => Result.getOrThrow(ClientAddress.make(options))
+
+  it("the socket's peer, IPv4-mapped IPv6 as IPv4, IPv6 by /64 (or per address)", () => {
+    const resolve = resolver()
+    assert.strictEqual(resolve(requestFrom("203.0.113.7")), "203.0.113.7")
+    assert.strictEqual(resolve(requestFrom("::ffff:203.0.113.7")), "203.0.113.7")
+    assert.strictEqual(resolve(requestFrom("2001:db8:1:2:3:4:5:6")), "2001:db8:1:2::/64")
+    assert.strictEqual(resolver({ ipv6PrefixLength: 128 })(requestFrom("2001:db8::5")), "2001:db8::5")
+    assert.isUndefined(resolve(requestFrom(undefined)))
+    // no trusted proxies: headers are ignored
+    assert.strictEqual(resolve(requestFrom("203.0.113.7", { "x-forwarded-for": "192.0.2.1" })), "203.0.113.7")
+  })
+
+  it("behind trusted proxies: walks the configured header from the right", () => {
+    const resolve = resolver({ trustedProxies: ["10.0.0.0/8", "::ffff:192.168.0.1"] })
+    const via = (xff: string, peer = "10.0.0.1") => resolve(requestFrom(peer, { "x-forwarded-for": xff }))
+    assert.strictEqual(via("192.0.2.1"), "192.0.2.1")
+    assert.strictEqual(via("6.6.6.6, 192.0.2.1"), "192.0.2.1") // the client's own entry is ignored
+    assert.strictEqual(via("192.0.2.1, 10.9.9.9"), "192.0.2.1") // a second trusted proxy is skipped
+    assert.strictEqual(via("192.0.2.1", "192.168.0.1"), "192.0.2.1") // a trusted proxy given as a mapped address
+    assert.strictEqual(via("192.0.2.1", "198.51.100.1"), "198.51.100.1") // an untrusted peer's header is ignored
+    assert.strictEqual(via("unknown"), "10.0.0.1") // garbage from a trusted proxy: key on that proxy
+    assert.strictEqual(via("10.0.0.7, 10.0.0.8"), "10.0.0.7") // every hop trusted: the leftmost
+    assert.strictEqual(via("[2001:db8::1]:443"), "2001:db8::/64")
+  })
+
+  it("Forwarded (RFC 7239): quoted values, ports, several elements and parameters", () => {
+    const resolve = resolver({ trustedProxies: ["10.0.0.1"], forwardedHeader: "forwarded" })
+    const via = (forwarded: string) => resolve(requestFrom("10.0.0.1", { forwarded }))
+    assert.strictEqual(via("for=192.0.2.43"), "192.0.2.43")
+    assert.strictEqual(via("for=\"192.0.2.43:8080\";proto=https;by=10.0.0.1"), "192.0.2.43")
+    assert.strictEqual(via("for=6.6.6.6, for=192.0.2.43"), "192.0.2.43")
+    assert.strictEqual(via("for=\"[2001:db8:cafe::17]:4711\""), "2001:db8:cafe::/64")
+    assert.strictEqual(via("for=_hidden"), "10.0.0.1")
+    // X-Forwarded-For is not the configured header
+    assert.strictEqual(resolve(requestFrom("10.0.0.1", { "x-forwarded-for": "192.0.2.9" })), "10.0.0.1")
+  })
+
+  it("bad options name the field", () => {
+    const failure = (options: ClientAddress.Options) => {
+      const result = ClientAddress.make(options)
+      return Result.isFailure(result) ? result.failure.field : undefined
+    }
+    assert.strictEqual(failure({ trustedProxies: ["10.0.0.0/8", "not-an-ip"] }), "trustedProxies[1]")
+    assert.strictEqual(failure({ trustedProxies: ["10.0.0.1/8"] }), "trustedProxies[0]") // host bits set
+    assert.strictEqual(failure({ ipv6PrefixLength: 0 }), "ipv6PrefixLength")
   })
 })
