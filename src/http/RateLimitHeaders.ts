@@ -107,8 +107,9 @@ const ceilSeconds = (d: Duration.Duration): number => {
 
 /**
  * The quota a policy advertises: a token bucket's capacity, and the seconds
- * it takes to refill from empty (`capacity / rate`, rounded up). Policies of
- * other kinds advertise the limit their decisions carry and no window.
+ * it takes to refill from empty (`capacity / rate`, rounded up). `undefined`
+ * for kinds without a fixed window: they advertise the limit their decisions
+ * carry and no window.
  *
  * @example
  * ```ts
@@ -121,17 +122,17 @@ const ceilSeconds = (d: Duration.Duration): number => {
  *
  * @since 0.1.0
  */
-export const quotaOf = (name: string, policy: Policy.Valid): Quota => {
-  switch (policy._tag) {
-    case "TokenBucket": {
-      const perSecond = policy.refill.tokens / (Duration.toMillis(policy.refill.per) / 1000)
-      return {
-        name,
-        limit: sfInteger(policy.capacity),
-        windowSeconds: Math.max(1, sfInteger(Math.ceil(policy.capacity / perSecond)))
-      }
+export const quotaOf = (name: string, policy: Policy.Valid): Quota | undefined => {
+  if (policy._tag === "TokenBucket") {
+    const perSecond = policy.refill.tokens / (Duration.toMillis(policy.refill.per) / 1000)
+    return {
+      name,
+      limit: sfInteger(policy.capacity),
+      windowSeconds: Math.max(1, sfInteger(Math.ceil(policy.capacity / perSecond)))
     }
   }
+  // Other kinds: the caller advertises the limit its decisions carry.
+  return undefined
 }
 
 /**

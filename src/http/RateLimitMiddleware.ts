@@ -180,8 +180,9 @@ export const make = (limiter: RateLimiter["Service"], options?: Options): Effect
     }
 
     const policy = options?.policy
-    const quotaOf: (decision: Decision) => RateLimitHeaders.Quota = policy !== undefined && policy._tag !== "Invalid"
-      ? ((quota) => () => quota)(RateLimitHeaders.quotaOf(name, policy))
+    const fixed = policy !== undefined && policy._tag !== "Invalid" ? RateLimitHeaders.quotaOf(name, policy) : undefined
+    const quotaOf: (decision: Decision) => RateLimitHeaders.Quota = fixed !== undefined
+      ? () => fixed
       : (decision) => ({ name, limit: decision.limit })
     const legacy = options?.legacyHeaders === true
 

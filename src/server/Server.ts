@@ -20,14 +20,13 @@ import * as ServiceConfig from "./ServiceConfig.ts"
 import * as Tollgate from "./Tollgate.ts"
 
 const describePolicies = (settings: ServiceConfig.Settings): string =>
-  [...settings.policies].map(([name, policy]) => {
-    switch (policy._tag) {
-      case "TokenBucket":
-        return `${name} (token bucket: ${policy.capacity} burst, ${policy.refill.tokens} per ${
-          Duration.format(policy.refill.per)
-        })`
-    }
-  }).join(", ")
+  [...settings.policies].map(([name, policy]) =>
+    policy._tag === "TokenBucket"
+      ? `${name} (token bucket: ${policy.capacity} burst, ${policy.refill.tokens} per ${
+        Duration.format(policy.refill.per)
+      })`
+      : `${name} (${(policy as { readonly _tag: string })._tag})`
+  ).join(", ")
 
 const logStartup = ServiceConfig.ServiceConfig.use((settings) =>
   Effect.logInfo(
