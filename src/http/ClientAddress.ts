@@ -26,6 +26,13 @@ import { InvalidPolicy } from "../Errors.ts"
 /**
  * Options of {@link make}.
  *
+ * @example
+ * ```ts
+ * import type { ClientAddress } from "tollgate/http"
+ *
+ * const options: ClientAddress.Options = { trustedProxies: ["10.0.0.0/8"], forwardedHeader: "x-forwarded-for" }
+ * ```
+ *
  * @since 0.1.0
  */
 export interface Options {
@@ -51,6 +58,14 @@ export interface Options {
 /**
  * Resolves a request's client address, formatted (`"203.0.113.7"`,
  * `"2001:db8::/64"`), or `undefined` when the transport has none.
+ *
+ * @example
+ * ```ts
+ * import { Result } from "effect"
+ * import { ClientAddress } from "tollgate/http"
+ *
+ * const resolve: ClientAddress.Resolver = Result.getOrThrow(ClientAddress.make())
+ * ```
  *
  * @since 0.1.0
  */

@@ -38,6 +38,13 @@ export const kinds = {
 /**
  * A problem slug.
  *
+ * @example
+ * ```ts
+ * import type { Problem } from "tollgate/http"
+ *
+ * const kind: Problem.Kind = "rate-limited"
+ * ```
+ *
  * @since 0.1.0
  */
 export type Kind = keyof typeof kinds

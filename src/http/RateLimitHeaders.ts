@@ -24,6 +24,13 @@ import type * as Policy from "../Policy.ts"
 /**
  * What `RateLimit-Policy` says about a policy.
  *
+ * @example
+ * ```ts
+ * import type { RateLimitHeaders } from "tollgate/http"
+ *
+ * const quota: RateLimitHeaders.Quota = { name: "api", limit: 100, windowSeconds: 10 }
+ * ```
+ *
  * @since 0.1.0
  */
 export interface Quota {
@@ -190,6 +197,13 @@ export const retryAfterValue = (retryAfter: Duration.Duration): string => String
 /**
  * Options of {@link make}.
  *
+ * @example
+ * ```ts
+ * import type { RateLimitHeaders } from "tollgate/http"
+ *
+ * const options: RateLimitHeaders.Options = { legacy: true }
+ * ```
+ *
  * @since 0.1.0
  */
 export interface Options {
@@ -232,6 +246,13 @@ export const make = (quota: Quota, decision: Decision, options?: Options): Recor
 /**
  * One item of a parsed `RateLimit` or `RateLimit-Policy` field: the policy's
  * name and its integer parameters.
+ *
+ * @example
+ * ```ts
+ * import type { RateLimitHeaders } from "tollgate/http"
+ *
+ * const item: RateLimitHeaders.Item = { name: "default", params: { r: 0, t: 30 } }
+ * ```
  *
  * @since 0.1.0
  */

@@ -34,6 +34,14 @@ import * as RateLimitHeaders from "./RateLimitHeaders.ts"
  * - a function: its result is the key; `undefined` lets the request through
  *   unlimited (health checks, internal callers).
  *
+ * @example
+ * ```ts
+ * import type { RateLimitMiddleware } from "tollgate/http"
+ *
+ * const byApiKey: RateLimitMiddleware.KeySource = { header: "x-api-key" }
+ * const byPath: RateLimitMiddleware.KeySource = (request) => `path:${request.url}`
+ * ```
+ *
  * @since 0.1.0
  */
 export type KeySource =
@@ -45,6 +53,18 @@ export type KeySource =
 
 /**
  * Options of the middleware.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ * import type { RateLimitMiddleware } from "tollgate/http"
+ *
+ * const options: RateLimitMiddleware.Options = {
+ *   name: "search",
+ *   policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }),
+ *   cost: 2
+ * }
+ * ```
  *
  * @since 0.1.0
  */
@@ -75,6 +95,16 @@ export interface Options {
 
 /**
  * The middleware: wraps an HTTP handler.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { HttpServerResponse } from "effect/http"
+ * import type { RateLimitMiddleware } from "tollgate/http"
+ *
+ * declare const limit: RateLimitMiddleware.Middleware
+ * const app = limit(Effect.succeed(HttpServerResponse.text("hello")))
+ * ```
  *
  * @since 0.1.0
  */

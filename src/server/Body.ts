@@ -71,6 +71,15 @@ export class BodyTooLarge extends Schema.TaggedError<BodyTooLarge>()("BodyTooLar
 /**
  * The errors of reading a body.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Body } from "tollgate/server"
+ *
+ * declare const read: Effect.Effect<unknown, Body.BodyError>
+ * const status = read.pipe(Effect.as(200), Effect.catchTag("BodyTooLarge", () => Effect.succeed(413)))
+ * ```
+ *
  * @since 0.1.0
  */
 export type BodyError = InvalidBody | MalformedJson | BodyTooLarge

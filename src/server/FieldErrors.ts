@@ -12,6 +12,13 @@ import { Predicate, Schema, SchemaIssue } from "effect"
 /**
  * One invalid field.
  *
+ * @example
+ * ```ts
+ * import type { FieldErrors } from "tollgate/server"
+ *
+ * const error: FieldErrors.FieldError = { field: "cost", value: "0", reason: "must be a positive integer" }
+ * ```
+ *
  * @since 0.1.0
  */
 export const FieldError = Schema.Struct({

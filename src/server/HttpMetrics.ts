@@ -10,6 +10,14 @@ import { Effect, Metric } from "effect"
 /**
  * Requests answered, labelled `route` and `status`.
  *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { HttpMetrics } from "tollgate/server"
+ *
+ * const effect = Metric.update(Metric.withAttributes(HttpMetrics.requests, { route: "/v1/consume", status: "200" }), 1)
+ * ```
+ *
  * @since 0.1.0
  */
 export const requests = Metric.counter("tollgate_http_requests_total", {
@@ -20,6 +28,14 @@ export const requests = Metric.counter("tollgate_http_requests_total", {
 /**
  * Requests waiting in `/v1/wait` now.
  *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { HttpMetrics } from "tollgate/server"
+ *
+ * const effect = Metric.value(HttpMetrics.waiting)
+ * ```
+ *
  * @since 0.1.0
  */
 export const waiting = Metric.gauge("tollgate_http_waiting", {
@@ -28,6 +44,14 @@ export const waiting = Metric.gauge("tollgate_http_waiting", {
 
 /**
  * API requests being handled now (their body read, their decision awaited).
+ *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { HttpMetrics } from "tollgate/server"
+ *
+ * const effect = Metric.value(HttpMetrics.inFlight)
+ * ```
  *
  * @since 0.1.0
  */

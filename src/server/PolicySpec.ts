@@ -18,6 +18,14 @@ const Positive = Schema.Finite.check(Schema.isGreaterThan(0))
  * A duration: a string such as `"1 second"`, `"500 millis"`, `"1 hour"`, or a
  * number of milliseconds. Checked for sense by the policy constructors.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { PolicySpec } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(PolicySpec.DurationInput)("1 second")
+ * ```
+ *
  * @since 0.1.0
  */
 export const DurationInput = Schema.Union([Schema.NonEmptyString, Positive]).annotate({
@@ -82,6 +90,13 @@ export const PolicySpec = Schema.Union([TokenBucket]).annotate({
 
 /**
  * Any policy, as configuration.
+ *
+ * @example
+ * ```ts
+ * import type { PolicySpec } from "tollgate/server"
+ *
+ * const spec: PolicySpec.PolicySpec = { kind: "tokenBucket", capacity: 5, refill: { tokens: 1, per: "1 second" } }
+ * ```
  *
  * @since 0.1.0
  */

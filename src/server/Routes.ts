@@ -31,6 +31,15 @@ import * as Tollgate from "./Tollgate.ts"
 /**
  * Every error a route can end with.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Routes } from "tollgate/server"
+ *
+ * declare const error: Routes.RouteError
+ * const response = Routes.problemOf(error)
+ * ```
+ *
  * @since 0.1.0
  */
 export type RouteError =

@@ -52,6 +52,14 @@ const policyNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 /**
  * A policy's name: letters, digits, `.`, `_`, `-`; 1 to 64 characters.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.PolicyName)("per-ip")
+ * ```
+ *
  * @since 0.1.0
  */
 export const PolicyName = Schema.String.check(
@@ -68,12 +76,28 @@ const KeyPrefix = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(
  * A rule: keys that start with `prefix` use `policy` (the longest matching
  * prefix wins).
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.Rule)({ prefix: "ip:", policy: "per-ip" })
+ * ```
+ *
  * @since 0.1.0
  */
 export const Rule = Schema.Struct({ prefix: KeyPrefix, policy: PolicyName })
 
 /**
  * Size and time limits on requests.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.Limits)({ maxBodyBytes: 4096, maxKeyLength: 256, maxWait: 30000 })
+ * ```
  *
  * @since 0.1.0
  */
@@ -88,6 +112,14 @@ export const Limits = Schema.Struct({
 
 /**
  * Options of the in-process limiter behind the service.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.LimiterOptions)({ idleTimeout: "1 minute", mailboxCapacity: 1024 })
+ * ```
  *
  * @since 0.1.0
  */
@@ -124,6 +156,13 @@ export const ConfigFile = Schema.Struct({
 /**
  * The configuration file's contents.
  *
+ * @example
+ * ```ts
+ * import type { ServiceConfig } from "tollgate/server"
+ *
+ * const file: ServiceConfig.ConfigFile = { defaultPolicy: "default", rules: [{ prefix: "ip:", policy: "default" }] }
+ * ```
+ *
  * @since 0.1.0
  */
 export type ConfigFile = typeof ConfigFile.Type
@@ -153,6 +192,14 @@ const IntFromString = (minimum: number, maximum: number) =>
  * The environment variables the service reads (besides `TOLLGATE_ADMIN_TOKEN`,
  * read as `Config.Redacted`). They override the file.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.Env)({ PORT: "8080", TOLLGATE_RULES: "ip:=per-ip" })
+ * ```
+ *
  * @since 0.1.0
  */
 export const Env = Schema.Struct({
@@ -173,12 +220,27 @@ const envNames = Object.keys(Env.fields) as ReadonlyArray<keyof typeof Env.field
 /**
  * The environment, as read (strings).
  *
+ * @example
+ * ```ts
+ * import type { ServiceConfig } from "tollgate/server"
+ *
+ * const env: ServiceConfig.RawEnv = { PORT: "0", HOST: "127.0.0.1" }
+ * ```
+ *
  * @since 0.1.0
  */
 export type RawEnv = { readonly [K in keyof typeof Env.fields]?: string | undefined }
 
 /**
  * The resolved configuration.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * const program = ServiceConfig.ServiceConfig.use((settings: ServiceConfig.Settings) => Effect.succeed(settings.port))
+ * ```
  *
  * @since 0.1.0
  */
@@ -211,6 +273,13 @@ export interface Settings {
 /**
  * The built-in policy when none is configured: bursts of 100, then 10 per second.
  *
+ * @example
+ * ```ts
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * ServiceConfig.builtinDefault.capacity // 100
+ * ```
+ *
  * @since 0.1.0
  */
 export const builtinDefault: PolicySpec.PolicySpec = {
@@ -224,6 +293,13 @@ const MIN_ADMIN_TOKEN_LENGTH = 16
 /**
  * What {@link resolve} takes: the parsed file (if any), the raw environment
  * and the admin token.
+ *
+ * @example
+ * ```ts
+ * import type { ServiceConfig } from "tollgate/server"
+ *
+ * const input: ServiceConfig.Input = { env: { PORT: "0" }, file: { defaultPolicy: "default" } }
+ * ```
  *
  * @since 0.1.0
  */

@@ -40,6 +40,13 @@ export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownP
 /**
  * A request for a key.
  *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const request: Tollgate.Request = { key: "user:42", cost: 2, policy: "default" }
+ * ```
+ *
  * @since 0.1.0
  */
 export interface Request {
@@ -52,6 +59,15 @@ export interface Request {
 /**
  * A decision as the API reports it: durations in whole milliseconds (rounded
  * up), `null` for "never".
+ *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const result: Tollgate.Result = {
+ *   allowed: true, remaining: 99, retryAfter: 0, resetAfter: 100, limit: 100, policy: "default"
+ * }
+ * ```
  *
  * @since 0.1.0
  */
@@ -68,6 +84,13 @@ export interface Result {
  * The outcome of `wait`: admitted after `waited` ms, or not admissible within
  * `maxWait` (then `retryAfter` says when it would be).
  *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const waited: Tollgate.WaitResult = { allowed: true, waited: 120, policy: "default" }
+ * ```
+ *
  * @since 0.1.0
  */
 export type WaitResult =
@@ -76,6 +99,15 @@ export type WaitResult =
 
 /**
  * The errors of a call.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * declare const call: Effect.Effect<void, Tollgate.CallError>
+ * const handled = call.pipe(Effect.catchTag("UnknownPolicy", () => Effect.void))
+ * ```
  *
  * @since 0.1.0
  */
