@@ -232,6 +232,10 @@ export const storedPermitsToWaitTime = (c: Config, stored: number, take: number)
   return wait + c.stableInterval * rest
 }
 
+// How far after `s.at` the store is full and nothing is owed.
+const freshIn = (c: Config, s: State): number =>
+  s.stored >= c.maxPermits ? s.ahead : s.ahead + (c.maxPermits - s.stored) * c.coolDownInterval
+
 /**
  * The state resynchronised to effective time `t` (Guava's `resync`): if `t` is
  * past `nextFree`, the idle time since becomes stored permits and `nextFree`
@@ -251,15 +255,13 @@ export const resync = (c: Config, s: State, t: number): State => {
   // Idle time since `nextFree`: an integer difference less a small fraction.
   const idle = (t - s.at) - s.ahead
   if (!(idle > 0)) return s
-  const stored = idle >= (c.maxPermits - s.stored) * c.coolDownInterval
+  // Full once `t` has reached the very sum that `settledAt` rounds up, so a
+  // key is exactly full (exactly a new one) from its settled time on.
+  const stored = t - s.at >= freshIn(c, s)
     ? c.maxPermits
     : Math.min(c.maxPermits, s.stored + idle / c.coolDownInterval)
   return { stored, ahead: 0, at: t }
 }
-
-// How far after `s.at` the store is full and nothing is owed.
-const freshIn = (c: Config, s: State): number =>
-  s.stored >= c.maxPermits ? s.ahead : s.ahead + (c.maxPermits - s.stored) * c.coolDownInterval
 
 // Whole milliseconds from `now` until `at + offset` (`at` an integer time,
 // `offset` fractional and small), 0 if the effective time `max(now, at)` is

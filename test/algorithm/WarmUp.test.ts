@@ -352,4 +352,14 @@ describe("WarmUp", () => {
     assert.strictEqual(next.allowed, true)
     assert.strictEqual(next.resetAfter, 4000) // pays 3 s, then stores its third of a permit in 1 s
   })
+
+  it("is exactly full at its settled time, whatever the float rounding", () => {
+    // Intervals of 33⅓ ms: the time to full is not a whole number of ms.
+    const c = WarmUp.config({ permits: 3, periodMillis: 100, maxBurstMillis: 100, initialPermits: 3 })
+    let s = WarmUp.initial(c, 0)
+    for (const [now, cost] of [[0, 5], [101, 1], [101, 3]] as const) s = WarmUp.step(c, s, now, cost).state
+    const settled = WarmUp.settledAt(c, s)
+    assert.strictEqual(WarmUp.resync(c, s, settled).stored, c.maxPermits)
+    assert.isTrue(WarmUp.resync(c, s, settled - 1).stored < c.maxPermits)
+  })
 })
