@@ -84,6 +84,7 @@ describe("overload", () => {
         )
         const counts = tally(exits, "hot")
         const stats = yield* limiter.stats
+        console.log(`overload, acquires: ${JSON.stringify({ counts, peak })}`)
         assert.strictEqual(exits.length, CALLERS)
         assert.strictEqual(counts.allowed + counts.mailbox, CALLERS)
         assert.isAbove(counts.mailbox, 0, "the mailbox did overflow")
@@ -136,6 +137,7 @@ describe("overload", () => {
           const exits = (yield* Fiber.joinAll(callers)) as ReadonlyArray<Exit.Exit<unknown, unknown>>
           const counts = tally(exits, "hot")
           const stats = yield* limiter.stats
+          console.log(`overload, waits (fastPath: ${fastPath}): ${JSON.stringify({ counts, peak })}`)
           const total = counts.allowed + counts.denied + counts.admitted + counts.mailbox + counts.waiters +
             counts.exceeded
           assert.strictEqual(total, CALLERS)

@@ -41,6 +41,7 @@ for (const fastPath of [true, false]) {
             assert.isFalse(yield* limiter.acquire(`user:${i}`))
           }
           const during = yield* limiter.stats
+          console.log(`reaping (fastPath: ${fastPath}): ${JSON.stringify({ keys, peak, bound, actorsPeak })}`)
           assert.isAtMost(peak, bound, `peak live buckets ${peak} above ${bound}`)
           assert.isAbove(during.reaped, keys / 2, "the sweep reaped as keys arrived")
           // the stream stops: after 1.5 x IDLE every bucket is gone
