@@ -9,24 +9,113 @@
  */
 import { Duration, Effect, Predicate } from "effect"
 import type { Algorithm } from "./algorithm/Algorithm.ts"
+import * as CompositeAlgorithm from "./algorithm/Composite.ts"
+import * as ConcurrencyAlgorithm from "./algorithm/Concurrency.ts"
+import * as FixedWindowAlgorithm from "./algorithm/FixedWindow.ts"
+import * as GcraAlgorithm from "./algorithm/Gcra.ts"
+import * as LeakyBucketAlgorithm from "./algorithm/LeakyBucket.ts"
+import * as SlidingLogAlgorithm from "./algorithm/SlidingLog.ts"
+import * as SlidingWindowAlgorithm from "./algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "./algorithm/TokenBucket.ts"
+import * as WarmUpAlgorithm from "./algorithm/WarmUp.ts"
 import { InvalidPolicy } from "./Errors.ts"
 
 /**
- * A token bucket policy: `capacity` tokens, refilled continuously at
- * `refill.tokens` per `refill.per`.
+ * A policy's headline quota, as HTTP's `RateLimit-Policy` advertises it:
+ * `limit` units per `windowMillis`.
  *
  * @since 0.1.0
  */
-export interface TokenBucket {
-  readonly _tag: "TokenBucket"
+export interface Quota {
+  readonly limit: number
+  readonly windowMillis: number
+}
+
+/**
+ * What every valid policy carries: which algorithm, its validated
+ * configuration, and its quota.
+ *
+ * @since 0.1.0
+ */
+export interface Base<Tag extends string, C, S> {
+  readonly _tag: Tag
+  readonly algorithm: Algorithm<C, S>
+  readonly config: C
+  readonly quota: Quota
+  readonly error: undefined
+}
+
+/**
+ * A token bucket policy: `capacity` tokens, refilled at `refill.tokens` per
+ * `refill.per`, continuously (greedy) or in whole periods (interval).
+ *
+ * @since 0.1.0
+ */
+export interface TokenBucket extends Base<"TokenBucket", TokenBucketAlgorithm.Config, TokenBucketAlgorithm.State> {
   readonly capacity: number
   readonly refill: { readonly tokens: number; readonly per: Duration.Duration }
   readonly initialTokens: number
-  readonly algorithm: Algorithm<TokenBucketAlgorithm.Config, TokenBucketAlgorithm.State>
-  readonly config: TokenBucketAlgorithm.Config
-  readonly error: undefined
 }
+
+/**
+ * A GCRA policy (redis-cell's `CL.THROTTLE`).
+ *
+ * @since 0.1.0
+ */
+export interface Gcra extends Base<"Gcra", GcraAlgorithm.Config, GcraAlgorithm.State> {}
+
+/**
+ * A leaky bucket shaper (nginx `limit_req`).
+ *
+ * @since 0.1.0
+ */
+export interface LeakyBucket extends Base<"LeakyBucket", LeakyBucketAlgorithm.Config, LeakyBucketAlgorithm.State> {}
+
+/**
+ * A fixed window counter.
+ *
+ * @since 0.1.0
+ */
+export interface FixedWindow extends Base<"FixedWindow", FixedWindowAlgorithm.Config, FixedWindowAlgorithm.State> {}
+
+/**
+ * A sliding window counter (the previous window weighted).
+ *
+ * @since 0.1.0
+ */
+export interface SlidingWindow
+  extends Base<"SlidingWindow", SlidingWindowAlgorithm.Config, SlidingWindowAlgorithm.State>
+{}
+
+/**
+ * An exact sliding log.
+ *
+ * @since 0.1.0
+ */
+export interface SlidingLog extends Base<"SlidingLog", SlidingLogAlgorithm.Config, SlidingLogAlgorithm.State> {}
+
+/**
+ * A smooth rate, with or without warm-up (Guava's SmoothWarmingUp / SmoothBursty).
+ *
+ * @since 0.1.0
+ */
+export interface Smooth extends Base<"Smooth", WarmUpAlgorithm.Config, WarmUpAlgorithm.State> {}
+
+/**
+ * Several limits on one key, all of which must admit (Bucket4j's bandwidths).
+ *
+ * @since 0.1.0
+ */
+export interface All extends Base<"All", CompositeAlgorithm.Config, CompositeAlgorithm.State> {
+  readonly parts: ReadonlyArray<Valid>
+}
+
+/**
+ * A concurrency limit: units come back through `release` (capped release).
+ *
+ * @since 0.1.0
+ */
+export interface Concurrency extends Base<"Concurrency", ConcurrencyAlgorithm.Config, ConcurrencyAlgorithm.State> {}
 
 /**
  * A policy whose options did not validate.
@@ -39,18 +128,27 @@ export interface Invalid {
 }
 
 /**
- * Any policy.
- *
- * @since 0.1.0
- */
-export type Policy = TokenBucket | Invalid
-
-/**
  * A policy that validated.
  *
  * @since 0.1.0
  */
-export type Valid = Exclude<Policy, Invalid>
+export type Valid =
+  | TokenBucket
+  | Gcra
+  | LeakyBucket
+  | FixedWindow
+  | SlidingWindow
+  | SlidingLog
+  | Smooth
+  | All
+  | Concurrency
+
+/**
+ * Any policy.
+ *
+ * @since 0.1.0
+ */
+export type Policy = Valid | Invalid
 
 /**
  * Options of {@link tokenBucket}.
@@ -60,10 +158,18 @@ export type Valid = Exclude<Policy, Invalid>
 export interface TokenBucketOptions {
   /** Most tokens the bucket holds: the largest burst. A positive finite number. */
   readonly capacity: number
-  /** `tokens` are added every `per`, continuously (0.5 per second and 1000 per hour both work). */
+  /** `tokens` are added every `per` (0.5 per second and 1000 per hour both work). */
   readonly refill: { readonly tokens: number; readonly per: Duration.Input }
   /** Tokens a new key starts with; defaults to `capacity` (the bucket starts full). */
   readonly initialTokens?: number | undefined
+  /**
+   * `"greedy"` (the default) adds tokens continuously; `"interval"` adds
+   * `refill.tokens` at once at the end of each whole period (Bucket4j's
+   * `refillIntervally`).
+   */
+  readonly mode?: "greedy" | "interval" | undefined
+  /** With `mode: "interval"`: periods start at multiples of `per` on the clock, not at the key's first request. */
+  readonly aligned?: boolean | undefined
 }
 
 const show = (value: unknown): string => {
@@ -114,16 +220,14 @@ export const positiveMillis = (input: unknown): number | undefined => {
  * @since 0.1.0
  */
 export const tokenBucket = (options: TokenBucketOptions): Policy => {
-  const { capacity, initialTokens, refill } = options ?? {}
+  const { aligned, capacity, initialTokens, mode, refill } = options ?? {}
   if (!isPositiveFinite(capacity)) return invalid("capacity", capacity, "must be a positive finite number")
   if (refill === undefined || refill === null) return invalid("refill", refill, "is required")
   if (!isPositiveFinite(refill.tokens)) {
     return invalid("refill.tokens", refill.tokens, "must be a positive finite number")
   }
   const periodMillis = positiveMillis(refill.per)
-  if (periodMillis === undefined) {
-    return invalid("refill.per", refill.per, "must be a positive finite duration such as \"1 second\"")
-  }
+  if (periodMillis === undefined) return invalid("refill.per", refill.per, durationReason)
   if (
     initialTokens !== undefined &&
     !(Predicate.isNumber(initialTokens) && Number.isFinite(initialTokens) && initialTokens >= 0)
@@ -133,10 +237,21 @@ export const tokenBucket = (options: TokenBucketOptions): Policy => {
   if (initialTokens !== undefined && initialTokens > capacity) {
     return invalid("initialTokens", initialTokens, `must not exceed capacity (${capacity})`)
   }
+  if (mode !== undefined && mode !== "greedy" && mode !== "interval") {
+    return invalid("mode", mode, "must be \"greedy\" or \"interval\"")
+  }
+  if (aligned !== undefined && !Predicate.isBoolean(aligned)) return invalid("aligned", aligned, "must be a boolean")
   if (!Number.isFinite(capacity * periodMillis)) {
     return invalid("capacity", capacity, "capacity * refill.per overflows")
   }
-  const config = TokenBucketAlgorithm.config({ capacity, tokens: refill.tokens, periodMillis, initialTokens })
+  const config = TokenBucketAlgorithm.config({
+    capacity,
+    tokens: refill.tokens,
+    periodMillis,
+    initialTokens,
+    interval: mode === "interval",
+    aligned
+  })
   return Object.freeze({
     _tag: "TokenBucket",
     capacity,
@@ -144,6 +259,352 @@ export const tokenBucket = (options: TokenBucketOptions): Policy => {
     initialTokens: config.initialTokens,
     algorithm: TokenBucketAlgorithm.algorithm,
     config,
+    quota: { limit: capacity, windowMillis: (capacity / refill.tokens) * periodMillis },
+    error: undefined
+  })
+}
+
+const durationReason = "must be a positive finite duration such as \"1 second\""
+
+const checkPositive = (field: string, value: unknown): Invalid | undefined =>
+  isPositiveFinite(value) ? undefined : invalid(field, value, "must be a positive finite number")
+
+const checkCount = (field: string, value: unknown): Invalid | undefined =>
+  Predicate.isNumber(value) && Number.isSafeInteger(value) && value > 0
+    ? undefined
+    : invalid(field, value, "must be a positive integer")
+
+const checkNonNegative = (field: string, value: unknown): Invalid | undefined =>
+  value === undefined || (Predicate.isNumber(value) && Number.isFinite(value) && value >= 0)
+    ? undefined
+    : invalid(field, value, "must be a finite number >= 0")
+
+const checkBoolean = (field: string, value: unknown): Invalid | undefined =>
+  value === undefined || Predicate.isBoolean(value) ? undefined : invalid(field, value, "must be a boolean")
+
+const millisOf = (field: string, value: unknown): number | Invalid => {
+  const millis = positiveMillis(value)
+  return millis === undefined ? invalid(field, value, durationReason) : millis
+}
+
+const make = <P extends Valid>(policy: P): P => Object.freeze(policy)
+
+/**
+ * GCRA, the generic cell rate algorithm (redis-cell's `CL.THROTTLE`):
+ * `rate.count` per `rate.per`, with bursts of `maxBurst` beyond the request in
+ * progress (so `maxBurst + 1` at once, the reported `limit`). Exact above one
+ * request per millisecond.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * // 30 per minute, bursts of 15 (redis-cell's CL.THROTTLE key 15 30 60)
+ * const policy = Policy.gcra({ rate: { count: 30, per: "1 minute" }, maxBurst: 15 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const gcra = (options: {
+  readonly rate: { readonly count: number; readonly per: Duration.Input }
+  readonly maxBurst?: number | undefined
+}): Policy => {
+  const count = options?.rate?.count
+  const maxBurst = options?.maxBurst ?? 0
+  const bad = checkPositive("rate.count", count) ?? checkNonNegative("maxBurst", maxBurst)
+  if (bad !== undefined) return bad
+  const periodMillis = millisOf("rate.per", options.rate.per)
+  if (!Predicate.isNumber(periodMillis)) return periodMillis
+  const config = GcraAlgorithm.config({ maxBurst, count: count!, periodMillis })
+  return make<Gcra>({
+    _tag: "Gcra",
+    algorithm: GcraAlgorithm.algorithm,
+    config,
+    quota: { limit: config.limit, windowMillis: (config.limit / count!) * periodMillis },
+    error: undefined
+  })
+}
+
+/**
+ * A leaky bucket shaper, as nginx `limit_req`: requests are let through at
+ * `rate`; up to `burst` more may queue (a request that finds the queue full is
+ * refused at once); the first `delay` of those are not delayed, and with
+ * `nodelay` none are (the accounting stays the same). `wait`/`limit` sleep the
+ * delay an admitted request is given; `consume` reports it as `delay`.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * // limit_req zone=one rate=10r/s burst=20 delay=8
+ * const policy = Policy.leakyBucket({ rate: { tokens: 10, per: "1 second" }, burst: 20, delay: 8 })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const leakyBucket = (options: {
+  readonly rate: { readonly tokens: number; readonly per: Duration.Input }
+  readonly burst?: number | undefined
+  readonly delay?: number | undefined
+  readonly nodelay?: boolean | undefined
+}): Policy => {
+  const tokens = options?.rate?.tokens
+  const bad = checkPositive("rate.tokens", tokens) ?? checkNonNegative("burst", options.burst) ??
+    checkNonNegative("delay", options.delay) ?? checkBoolean("nodelay", options.nodelay)
+  if (bad !== undefined) return bad
+  const periodMillis = millisOf("rate.per", options.rate.per)
+  if (!Predicate.isNumber(periodMillis)) return periodMillis
+  const config = LeakyBucketAlgorithm.config({
+    tokens: tokens!,
+    periodMillis,
+    burst: options.burst,
+    delay: options.delay,
+    nodelay: options.nodelay
+  })
+  return make<LeakyBucket>({
+    _tag: "LeakyBucket",
+    algorithm: LeakyBucketAlgorithm.algorithm,
+    config,
+    quota: { limit: config.capacity, windowMillis: (config.capacity / tokens!) * periodMillis },
+    error: undefined
+  })
+}
+
+/**
+ * A fixed window: at most `limit` units per `window`. The window starts at
+ * the key's first hit, or, `aligned`, at multiples of `window` on the clock
+ * (bursts of up to twice the limit are possible across a boundary).
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.fixedWindow({ limit: 100, window: "1 minute", aligned: true })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const fixedWindow = (options: {
+  readonly limit: number
+  readonly window: Duration.Input
+  readonly aligned?: boolean | undefined
+}): Policy => {
+  const bad = checkCount("limit", options?.limit) ?? checkBoolean("aligned", options.aligned)
+  if (bad !== undefined) return bad
+  const windowMillis = millisOf("window", options.window)
+  if (!Predicate.isNumber(windowMillis)) return windowMillis
+  return make<FixedWindow>({
+    _tag: "FixedWindow",
+    algorithm: FixedWindowAlgorithm.algorithm,
+    config: FixedWindowAlgorithm.config({ limit: options.limit, windowMillis, align: options.aligned }),
+    quota: { limit: options.limit, windowMillis },
+    error: undefined
+  })
+}
+
+/**
+ * A sliding window counter (Cloudflare's): the previous window's count,
+ * weighted by how much of it the sliding window still covers, plus the
+ * current one, at most `limit`.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.slidingWindow({ limit: 100, window: "1 minute" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const slidingWindow = (options: { readonly limit: number; readonly window: Duration.Input }): Policy => {
+  const bad = checkCount("limit", options?.limit)
+  if (bad !== undefined) return bad
+  const windowMillis = millisOf("window", options.window)
+  if (!Predicate.isNumber(windowMillis)) return windowMillis
+  return make<SlidingWindow>({
+    _tag: "SlidingWindow",
+    algorithm: SlidingWindowAlgorithm.algorithm,
+    config: SlidingWindowAlgorithm.config({ limit: options.limit, windowMillis }),
+    quota: { limit: options.limit, windowMillis },
+    error: undefined
+  })
+}
+
+/**
+ * An exact sliding log: at most `limit` units in any window of length
+ * `window`, remembering at most `limit` timestamps. `minGap` spaces admitted
+ * requests; `countBlocked` logs refused attempts too, so a caller who keeps
+ * hammering stays blocked.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const logins = Policy.slidingLog({ limit: 5, window: "15 minutes", minGap: "2 seconds", countBlocked: true })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const slidingLog = (options: {
+  readonly limit: number
+  readonly window: Duration.Input
+  readonly minGap?: Duration.Input | undefined
+  readonly countBlocked?: boolean | undefined
+}): Policy => {
+  const bad = checkCount("limit", options?.limit) ?? checkBoolean("countBlocked", options.countBlocked)
+  if (bad !== undefined) return bad
+  const windowMillis = millisOf("window", options.window)
+  if (!Predicate.isNumber(windowMillis)) return windowMillis
+  const minGap = options.minGap === undefined ? 0 : millisOf("minGap", options.minGap)
+  if (!Predicate.isNumber(minGap)) return minGap
+  return make<SlidingLog>({
+    _tag: "SlidingLog",
+    algorithm: SlidingLogAlgorithm.algorithm,
+    config: SlidingLogAlgorithm.config({
+      limit: options.limit,
+      windowMillis,
+      minGap,
+      countBlocked: options.countBlocked
+    }),
+    quota: { limit: options.limit, windowMillis },
+    error: undefined
+  })
+}
+
+/**
+ * A smooth rate, as Guava's `RateLimiter`: `permits` per `per`, evenly spaced.
+ * With `warmup`, a cold key ramps up to the stable rate over that period
+ * (SmoothWarmingUp, `coldFactor` 3 by default); without, idle time is stored
+ * up to `maxBurst` worth of permits (SmoothBursty, 1 second by default).
+ * "Pay later": a request goes at once when the limiter is free and its cost
+ * delays the next one, so any cost can succeed.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const warm = Policy.smooth({ permits: 100, per: "1 second", warmup: "10 seconds" })
+ * const bursty = Policy.smooth({ permits: 5, per: "1 second" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const smooth = (options: {
+  readonly permits: number
+  readonly per: Duration.Input
+  readonly warmup?: Duration.Input | undefined
+  readonly coldFactor?: number | undefined
+  readonly maxBurst?: Duration.Input | undefined
+  readonly initialPermits?: number | undefined
+}): Policy => {
+  const bad = checkPositive("permits", options?.permits) ?? checkNonNegative("initialPermits", options.initialPermits)
+  if (bad !== undefined) return bad
+  if (options.coldFactor !== undefined && !(isPositiveFinite(options.coldFactor) && options.coldFactor >= 1)) {
+    return invalid("coldFactor", options.coldFactor, "must be a finite number >= 1")
+  }
+  const periodMillis = millisOf("per", options.per)
+  if (!Predicate.isNumber(periodMillis)) return periodMillis
+  const warmupMillis = options.warmup === undefined ? undefined : millisOf("warmup", options.warmup)
+  if (warmupMillis !== undefined && !Predicate.isNumber(warmupMillis)) return warmupMillis
+  const maxBurstMillis = options.maxBurst === undefined ? undefined : millisOf("maxBurst", options.maxBurst)
+  if (maxBurstMillis !== undefined && !Predicate.isNumber(maxBurstMillis)) return maxBurstMillis
+  return make<Smooth>({
+    _tag: "Smooth",
+    algorithm: WarmUpAlgorithm.algorithm,
+    config: WarmUpAlgorithm.config({
+      permits: options.permits,
+      periodMillis,
+      warmupMillis,
+      coldFactor: options.coldFactor,
+      maxBurstMillis,
+      initialPermits: options.initialPermits
+    }),
+    quota: { limit: options.permits, windowMillis: periodMillis },
+    error: undefined
+  })
+}
+
+/**
+ * Several limits on one key, checked atomically (Bucket4j's bandwidths): a
+ * request is admitted only if every limit admits it, and takes from all or
+ * none; the decision reports the most restrictive limit.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.all(
+ *   Policy.tokenBucket({ capacity: 100, refill: { tokens: 100, per: "1 minute" } }),
+ *   Policy.tokenBucket({ capacity: 1000, refill: { tokens: 1000, per: "1 hour" } })
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const all = (...parts: ReadonlyArray<Policy>): Policy => {
+  if (parts.length === 0) return invalid("all", "[]", "needs at least one policy")
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]
+    if (!isPolicy(part)) return invalid(`all[${i}]`, typeof part, "must be a Policy")
+    if (part._tag === "Invalid") {
+      return {
+        _tag: "Invalid",
+        error: new InvalidPolicy({ ...part.error, field: `all[${i}].${part.error.field}` })
+      }
+    }
+  }
+  const valid = parts as ReadonlyArray<Valid>
+  const config = CompositeAlgorithm.config(
+    valid.map((p) => CompositeAlgorithm.part(p.algorithm as Algorithm<any, any>, p.config))
+  )
+  // The headline quota is the one that allows the least per unit of time.
+  const quota = valid.map((p) => p.quota).reduce((a, b) => a.limit / a.windowMillis <= b.limit / b.windowMillis ? a : b)
+  return make<All>({
+    _tag: "All",
+    algorithm: CompositeAlgorithm.algorithm,
+    config,
+    parts: valid,
+    quota,
+    error: undefined
+  })
+}
+
+/**
+ * A concurrency limit (Seastar's shared bucket): at most `capacity` units out
+ * at once; units come back only through `release` (or `withPermit`, which
+ * releases on success, failure and interruption). With `replenish`, released
+ * units flow back at that rate instead of at once (capped release).
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.concurrency({ capacity: 10 })
+ * const capped = Policy.concurrency({ capacity: 10, replenish: { tokens: 5, per: "1 second" } })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const concurrency = (options: {
+  readonly capacity: number
+  readonly replenish?: { readonly tokens: number; readonly per: Duration.Input } | undefined
+}): Policy => {
+  const bad = checkPositive("capacity", options?.capacity)
+  if (bad !== undefined) return bad
+  let replenish: { tokens: number; periodMillis: number } | undefined
+  if (options.replenish !== undefined) {
+    const tokens = options.replenish.tokens
+    const badTokens = checkPositive("replenish.tokens", tokens)
+    if (badTokens !== undefined) return badTokens
+    const periodMillis = millisOf("replenish.per", options.replenish.per)
+    if (!Predicate.isNumber(periodMillis)) return periodMillis
+    replenish = { tokens, periodMillis }
+  }
+  return make<Concurrency>({
+    _tag: "Concurrency",
+    algorithm: ConcurrencyAlgorithm.algorithm,
+    config: ConcurrencyAlgorithm.config({ capacity: options.capacity, replenish }),
+    quota: { limit: options.capacity, windowMillis: replenish === undefined ? 1000 : replenish.periodMillis },
     error: undefined
   })
 }
@@ -182,15 +643,56 @@ export const validate = (policy: Policy): Effect.Effect<Valid, InvalidPolicy> =>
  */
 export const share = (policy: Valid, fraction: number): Valid => {
   if (fraction === 1) return policy
-  switch (policy._tag) {
-    case "TokenBucket": {
-      const shared = tokenBucket({
-        capacity: policy.capacity * fraction,
-        refill: { tokens: policy.refill.tokens * fraction, per: policy.refill.per },
-        initialTokens: policy.initialTokens * fraction
+  const scaled = scale(policy, fraction)
+  return scaled._tag === "Invalid" ? policy : scaled
+}
+
+const scale = (p: Valid, f: number): Policy => {
+  switch (p._tag) {
+    case "TokenBucket":
+      return tokenBucket({
+        capacity: p.capacity * f,
+        refill: { tokens: p.refill.tokens * f, per: p.refill.per },
+        initialTokens: p.initialTokens * f,
+        mode: p.config.interval ? "interval" : "greedy",
+        aligned: p.config.aligned
       })
-      return shared._tag === "Invalid" ? policy : shared
-    }
+    case "Gcra":
+      return gcra({
+        rate: { count: p.config.count * f, per: p.config.periodMillis },
+        maxBurst: Math.max(0, p.config.limit * f - 1)
+      })
+    case "LeakyBucket":
+      return leakyBucket({
+        rate: { tokens: p.config.tokens * f, per: p.config.periodMillis },
+        burst: p.config.burst * f,
+        delay: p.config.delay === Infinity ? undefined : p.config.delay * f,
+        nodelay: p.config.delay === Infinity
+      })
+    case "FixedWindow":
+      return fixedWindow({
+        limit: Math.max(1, Math.floor(p.config.limit * f)),
+        window: p.config.windowMillis,
+        aligned: p.config.align
+      })
+    case "SlidingWindow":
+      return slidingWindow({ limit: Math.max(1, Math.floor(p.config.limit * f)), window: p.config.windowMillis })
+    case "SlidingLog":
+      return slidingLog({
+        limit: Math.max(1, Math.floor(p.config.limit * f)),
+        window: p.config.windowMillis,
+        minGap: p.config.minGap > 0 ? p.config.minGap : undefined,
+        countBlocked: p.config.countBlocked
+      })
+    case "Concurrency":
+      return concurrency({
+        capacity: Math.max(1, Math.floor(p.config.capacity * f)),
+        replenish: p.config.gradual ? { tokens: p.config.tokens * f, per: p.config.periodMillis } : undefined
+      })
+    case "All":
+      return all(...p.parts.map((part) => share(part, f)))
+    case "Smooth":
+      return p
   }
 }
 
@@ -200,4 +702,5 @@ export const share = (policy: Valid, fraction: number): Valid => {
  * @since 0.1.0
  */
 export const isPolicy = (u: unknown): u is Policy =>
-  Predicate.hasProperty(u, "_tag") && (u._tag === "TokenBucket" || u._tag === "Invalid")
+  Predicate.hasProperty(u, "_tag") && Predicate.hasProperty(u, "error") &&
+  (u._tag === "Invalid" || (Predicate.hasProperty(u, "algorithm") && Predicate.hasProperty(u, "config")))

@@ -12,11 +12,67 @@
 export * as Algorithm from "./algorithm/Algorithm.ts"
 
 /**
+ * Several limits on one key, all or none.
+ *
+ * @since 0.1.0
+ */
+export * as Composite from "./algorithm/Composite.ts"
+
+/**
+ * A concurrency limit with capped release.
+ *
+ * @since 0.1.0
+ */
+export * as Concurrency from "./algorithm/Concurrency.ts"
+
+/**
+ * The fixed window counter.
+ *
+ * @since 0.1.0
+ */
+export * as FixedWindow from "./algorithm/FixedWindow.ts"
+
+/**
+ * GCRA (theoretical arrival time).
+ *
+ * @since 0.1.0
+ */
+export * as Gcra from "./algorithm/Gcra.ts"
+
+/**
+ * The leaky bucket shaper.
+ *
+ * @since 0.1.0
+ */
+export * as LeakyBucket from "./algorithm/LeakyBucket.ts"
+
+/**
+ * The exact sliding log.
+ *
+ * @since 0.1.0
+ */
+export * as SlidingLog from "./algorithm/SlidingLog.ts"
+
+/**
+ * The sliding window counter.
+ *
+ * @since 0.1.0
+ */
+export * as SlidingWindow from "./algorithm/SlidingWindow.ts"
+
+/**
  * The pure token bucket.
  *
  * @since 0.1.0
  */
 export * as TokenBucket from "./algorithm/TokenBucket.ts"
+
+/**
+ * Guava's smooth rate, with and without warm-up.
+ *
+ * @since 0.1.0
+ */
+export * as WarmUp from "./algorithm/WarmUp.ts"
 
 /**
  * The bucket actor.

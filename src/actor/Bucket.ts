@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { type Cause, type Clock, Deferred, Duration, Effect, Exit, type Fiber, Latch, Queue, Ref } from "effect"
-import type { Carry, Outcome } from "../algorithm/Algorithm.ts"
+import type { Algorithm, Carry, Outcome } from "../algorithm/Algorithm.ts"
 import * as Decision from "../Decision.ts"
 import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../Errors.ts"
 import type { Recorder } from "../Metrics.ts"
@@ -301,7 +301,7 @@ export const decide = (
   cost: number,
   now: number,
   payload?: Reconfiguration
-): Exit.Exit<any, any> => {
+): Effect.Effect<any, any> => {
   const { algorithm, config } = bucket.policy
   const ref = bucket.state.ref
   switch (kind) {
@@ -323,18 +323,30 @@ export const decide = (
   const outcome = bucket.line.length === 0
     ? algorithm.step(config as never, ref.current as never, now, cost)
     : behindLine(bucket, ref.current, now, cost)
-  if (kind === Kind.Peek) return Exit.succeed(Decision.peek(outcome, cost))
-  bucket.lastActive = now
-  if (outcome.allowed) {
-    ref.current = outcome.state
-    bucket.recorder.allowed++
-  } else {
-    bucket.recorder.denied++
+  if (kind === Kind.Peek) {
+    return Exit.succeed(Decision.fromOutcome(
+      bucket.line.length === 0
+        ? Decision.peekOutcome(algorithm as Algorithm<unknown, unknown>, config, ref.current, now, cost)
+        : outcome
+    ))
   }
-  return kind === Kind.Acquire
-    ? (outcome.allowed ? exitTrue : exitFalse)
-    : Exit.succeed(Decision.fromOutcome(outcome))
+  bucket.lastActive = now
+  // A denial usually leaves the state as it was, but some algorithms record
+  // it (a sliding log's countBlocked), so the outcome's state is kept either way.
+  ref.current = outcome.state
+  if (outcome.allowed) bucket.recorder.allowed++
+  else bucket.recorder.denied++
+  if (kind === Kind.Consume) return Exit.succeed(Decision.fromOutcome(outcome))
+  if (!outcome.allowed) return exitFalse
+  // A shaper admits now and spaces the caller out: it proceeds after `delay`.
+  return outcome.delay !== undefined && outcome.delay > 0 ? sleepThen(outcome.delay, true) : exitTrue
 }
+
+const sleepThen = <A>(millis: number, value: A): Effect.Effect<A> =>
+  Effect.as(Effect.sleep(Duration.millis(millis)), value)
+
+// What an admitted waiter is answered: go now, or after a shaper's delay.
+const admitted = (delay: number): Effect.Effect<void> => delay > 0 ? Effect.sleep(Duration.millis(delay)) : exitVoid
 
 const cannotRelease = (bucket: Bucket): string =>
   `its policy (${bucket.policy.algorithm.name}) has no release: units come back by themselves`
@@ -375,24 +387,32 @@ const reconfigure = (bucket: Bucket, to: Reconfiguration, now: number): void => 
  *
  * @since 0.1.0
  */
-export const admitNow = (bucket: Bucket, cost: number, now: number): boolean => {
-  if (bucket.line.length > 0) return false
+export const admitNow = (bucket: Bucket, cost: number, now: number): number => {
+  if (bucket.line.length > 0) return -1
   const { algorithm, config } = bucket.policy
   const outcome = algorithm.step(config as never, bucket.state.ref.current as never, now, cost)
-  if (!outcome.allowed) return false
+  if (!outcome.allowed) return -1
   bucket.state.ref.current = outcome.state
   bucket.lastActive = now
   bucket.recorder.allowed++
-  return true
+  return outcome.delay ?? 0
 }
+
+/**
+ * The reply to a `wait` admitted at once with a shaper's `delay` (see
+ * {@link admitNow}): go now, or after the delay.
+ *
+ * @since 0.1.0
+ */
+export const admittedAfter = (delay: number): Effect.Effect<void> => admitted(delay)
 
 // Replies are completed only after the batch's state is committed: completing
 // a Deferred resumes its caller synchronously, on this stack, and that caller
 // may come straight back to this bucket (even through the fast path).
 const replies: Array<Deferred.Deferred<any, any>> = []
-const exits: Array<Exit.Exit<any, any>> = []
+const exits: Array<Effect.Effect<any, any>> = []
 
-const reply = (deferred: Deferred.Deferred<any, any>, exit: Exit.Exit<any, any>): void => {
+const reply = (deferred: Deferred.Deferred<any, any>, exit: Effect.Effect<any, any>): void => {
   replies.push(deferred)
   exits.push(exit)
 }
@@ -407,7 +427,15 @@ const flush = (from: number): void => {
 // A waiter: admitted now, refused at once (past maxWait, line full), or queued.
 const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
   const reserving = request.kind === Kind.Reserve
-  if (admitNow(bucket, request.cost, now)) return reply(request.reply, reserving ? exitReservedNow : exitVoid)
+  const delay = admitNow(bucket, request.cost, now)
+  if (delay >= 0) {
+    return reply(
+      request.reply,
+      reserving
+        ? (delay > 0 ? Exit.succeed<Reserved>({ delay, entry: undefined, bucket: undefined }) : exitReservedNow)
+        : admitted(delay)
+    )
+  }
   const { algorithm, config } = bucket.policy
   const wait = algorithm.waitTime(
     config as never,
@@ -469,7 +497,7 @@ const admitLine = (bucket: Bucket, now: number): void => {
     bucket.lineCost -= w.cost
     bucket.recorder.allowed++
     head++
-    reply(w.reply, exitVoid)
+    reply(w.reply, admitted(outcome.delay ?? 0))
   }
   if (head > 0) {
     bucket.line.splice(0, head)

@@ -189,7 +189,7 @@ const answer = (bucket: Bucket.Bucket, request: Bucket.Request, op: Op, r: Reply
   if (request.kind === Bucket.Kind.Acquire) return allowed ? Bucket.exitTrue : Bucket.exitFalse
   const decision: Decision.Decision = {
     allowed,
-    remaining: behind ? 0 : r.remaining + (request.kind === Bucket.Kind.Peek && allowed ? request.cost : 0),
+    remaining: behind ? 0 : r.remaining,
     retryAfter: r.retryAfter === Infinity ? Duration.infinity : Duration.millis(r.retryAfter),
     resetAfter: Duration.millis(r.resetAfter),
     limit: r.limit,

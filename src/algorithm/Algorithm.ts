@@ -28,6 +28,8 @@ export interface Outcome<S> {
   readonly resetAfter: number
   /** The policy's headline limit (the capacity of a token bucket). */
   readonly limit: number
+  /** For shapers (the leaky bucket): milliseconds an admitted request waits before it proceeds. */
+  readonly delay?: number | undefined
 }
 
 /**

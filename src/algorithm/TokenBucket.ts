@@ -11,6 +11,11 @@
  * Time that goes backwards adds nothing: the refill anchor `at` only moves
  * forwards, so a clock that steps back and forth can never mint tokens.
  *
+ * Refill is greedy (continuous) by default. In interval mode (Bucket4j's
+ * `refillIntervally`) the whole `tokens` arrive at once at the end of each
+ * period: periods count from the key's anchor (phase kept as the anchor
+ * moves), or, `aligned`, from multiples of the period on the clock.
+ *
  * @since 0.1.0
  */
 import type { Algorithm, Carry, Outcome } from "./Algorithm.ts"
@@ -31,6 +36,10 @@ export interface Config {
   readonly initialTokens: number
   /** `capacity * periodMillis`: the scaled level of a full bucket. */
   readonly full: number
+  /** Whole periods at once (interval mode) instead of continuous refill. */
+  readonly interval: boolean
+  /** In interval mode: periods aligned to multiples of `periodMillis` on the clock. */
+  readonly aligned: boolean
 }
 
 /**
@@ -62,13 +71,25 @@ export const config = (options: {
   readonly tokens: number
   readonly periodMillis: number
   readonly initialTokens?: number | undefined
+  readonly interval?: boolean | undefined
+  readonly aligned?: boolean | undefined
 }): Config => ({
   capacity: options.capacity,
   tokens: options.tokens,
   periodMillis: options.periodMillis,
   initialTokens: options.initialTokens ?? options.capacity,
-  full: options.capacity * options.periodMillis
+  full: options.capacity * options.periodMillis,
+  interval: options.interval === true,
+  aligned: options.interval === true && options.aligned === true
 })
+
+// Whole periods that ended in (s.at, now]; 0 when time did not move forwards.
+const periods = (c: Config, s: State, now: number): number =>
+  now <= s.at
+    ? 0
+    : c.aligned
+    ? Math.floor(now / c.periodMillis) - Math.floor(s.at / c.periodMillis)
+    : Math.floor((now - s.at) / c.periodMillis)
 
 /**
  * The scaled level at `now`. Backwards or repeated time adds nothing.
@@ -76,7 +97,14 @@ export const config = (options: {
  * @since 0.1.0
  */
 export const levelAt = (c: Config, s: State, now: number): number =>
-  now <= s.at ? s.level : Math.min(c.full, s.level + (now - s.at) * c.tokens)
+  now <= s.at
+    ? s.level
+    : Math.min(c.full, s.level + (c.interval ? periods(c, s, now) * c.periodMillis : now - s.at) * c.tokens)
+
+// The anchor after a refill at `now`: now (greedy, aligned), or the end of the
+// last whole period (interval), so the phase of the periods is kept.
+const anchorAt = (c: Config, s: State, now: number): number =>
+  now <= s.at ? s.at : c.interval && !c.aligned ? s.at + periods(c, s, now) * c.periodMillis : now
 
 /**
  * Whole tokens in the bucket at `now`.
@@ -88,8 +116,17 @@ export const tokensAt = (c: Config, s: State, now: number): number => levelAt(c,
 // Milliseconds from `now` until the scaled level has grown by `deficit` (ceil:
 // at that instant it has). Refill starts at `s.at`, which is later than `now`
 // only when the clock went backwards.
-const millisFor = (c: Config, s: State, now: number, deficit: number): number =>
-  deficit <= 0 ? 0 : Math.ceil(deficit / c.tokens) + (s.at > now ? s.at - now : 0)
+const millisFor = (c: Config, s: State, now: number, deficit: number): number => {
+  if (deficit <= 0) return 0
+  if (!c.interval) return Math.ceil(deficit / c.tokens) + (s.at > now ? s.at - now : 0)
+  // k more whole periods; the first ends at the next boundary after max(now, at)
+  const k = Math.ceil(deficit / (c.tokens * c.periodMillis))
+  const from = now > s.at ? now : s.at
+  const next = c.aligned
+    ? (Math.floor(from / c.periodMillis) + 1) * c.periodMillis
+    : anchorAt(c, s, from) + c.periodMillis
+  return next + (k - 1) * c.periodMillis - now
+}
 
 /**
  * Decides one request.
@@ -112,7 +149,7 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
     const next = level - need
     return {
       allowed: true,
-      state: { level: next, at: now > s.at ? now : s.at },
+      state: { level: next, at: anchorAt(c, s, now) },
       remaining: Math.floor(next / c.periodMillis),
       retryAfter: 0,
       resetAfter: millisFor(c, s, now, c.full - next),
@@ -175,7 +212,7 @@ export const settledAt = (c: Config, s: State): number => s.at + millisFor(c, s,
  */
 export const release = (c: Config, s: State, now: number, amount: number): State => ({
   level: Math.min(c.full, levelAt(c, s, now) + amount * c.periodMillis),
-  at: now > s.at ? now : s.at
+  at: anchorAt(c, s, now)
 })
 
 /**
@@ -199,7 +236,7 @@ export const reconfigure = (from: Config, s: State, to: Config, now: number, car
   if (carry === "reset") return initial(to, now)
   const tokens = tokensAt(from, s, now)
   const kept = carry === "as-is" ? Math.min(to.capacity, tokens) : (tokens / from.capacity) * to.capacity
-  return { level: kept * to.periodMillis, at: now > s.at ? now : s.at }
+  return { level: Math.min(to.full, kept * to.periodMillis), at: now > s.at ? now : s.at }
 }
 
 /**

@@ -129,18 +129,11 @@ const ceilSeconds = (d: Duration.Duration): number => {
  *
  * @since 0.1.0
  */
-export const quotaOf = (name: string, policy: Policy.Valid): Quota | undefined => {
-  if (policy._tag === "TokenBucket") {
-    const perSecond = policy.refill.tokens / (Duration.toMillis(policy.refill.per) / 1000)
-    return {
-      name,
-      limit: sfInteger(policy.capacity),
-      windowSeconds: Math.max(1, sfInteger(Math.ceil(policy.capacity / perSecond)))
-    }
-  }
-  // Other kinds: the caller advertises the limit its decisions carry.
-  return undefined
-}
+export const quotaOf = (name: string, policy: Policy.Valid): Quota | undefined => ({
+  name,
+  limit: sfInteger(policy.quota.limit),
+  windowSeconds: Math.max(1, sfInteger(Math.ceil(policy.quota.windowMillis / 1000)))
+})
 
 /**
  * The `RateLimit-Policy` field value.

@@ -6,6 +6,8 @@
  * @since 0.1.0
  */
 import { Clock, Effect } from "effect"
+import type { Algorithm } from "../algorithm/Algorithm.ts"
+import { peekOutcome } from "../Decision.ts"
 import type * as Policy from "../Policy.ts"
 import { type Op, OpKind, type Reply, type Store } from "./Store.ts"
 
@@ -40,8 +42,10 @@ export const applyOps = (
     switch (op.kind) {
       case OpKind.Take:
       case OpKind.Peek: {
-        const outcome = algorithm.step(c, current() as never, now, op.cost)
-        if (op.kind === OpKind.Take) state = outcome.allowed ? outcome.state : current()
+        const outcome = op.kind === OpKind.Take
+          ? algorithm.step(c, current() as never, now, op.cost)
+          : peekOutcome(algorithm as Algorithm<unknown, unknown>, c, current(), now, op.cost)
+        if (op.kind === OpKind.Take) state = outcome.state
         replies.push({
           allowed: outcome.allowed,
           remaining: outcome.remaining,

@@ -10,9 +10,10 @@
  *
  * @since 0.1.0
  */
-import { Clock, Deferred, Effect, type Exit, Fiber, FiberSet, Queue } from "effect"
+import { Clock, Deferred, Effect, type Exit, Fiber, FiberSet, Predicate, Queue } from "effect"
 import * as Bucket from "../actor/Bucket.ts"
 import * as Remote from "../actor/Remote.ts"
+import type { Algorithm } from "../algorithm/Algorithm.ts"
 import * as Decision from "../Decision.ts"
 import { type BucketFailed, type InvalidPolicy, InvalidRequest, LimiterShutdown, Overloaded } from "../Errors.ts"
 import * as Metrics from "../Metrics.ts"
@@ -249,9 +250,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       if (fastPath && bucket.pending === 0 && bucket.line.length === 0) {
         const now = clock.currentTimeMillisUnsafe()
         if (kind === Bucket.Kind.Wait || kind === Bucket.Kind.Reserve) {
-          const admitted = Bucket.guard(bucket, now, () => Bucket.admitNow(bucket!, cost, now))
-          if (admitted === true) return (kind === Bucket.Kind.Wait ? Effect.void : reservedNow) as Effect.Effect<A>
-          if (admitted !== false) return admitted
+          const b = bucket
+          const delay = Bucket.guard(b, now, () => Bucket.admitNow(b, cost, now))
+          if (!Predicate.isNumber(delay)) return delay
+          if (delay >= 0) {
+            return (kind === Bucket.Kind.Wait
+              ? Bucket.admittedAfter(delay)
+              : delay > 0
+              ? Effect.succeed<Bucket.Reserved>({ delay, entry: undefined, bucket: undefined })
+              : reservedNow) as Effect.Effect<A>
+          }
         } else {
           const b = bucket
           return Bucket.guard(b, now, () => Bucket.decide(b, kind, cost, now, payload)) as Effect.Effect<A, SubmitError>
@@ -305,9 +313,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     if (kind !== Bucket.Kind.Peek) return Effect.void
     const { algorithm, config } = policy
     const now = clock.currentTimeMillisUnsafe()
-    return Effect.succeed(
-      Decision.peek(algorithm.step(config as never, algorithm.initial(config as never, now), now, cost), cost)
-    )
+    const alg = algorithm as Algorithm<unknown, unknown>
+    return Effect.succeed(Decision.fromOutcome(Decision.peekOutcome(alg, config, alg.initial(config, now), now, cost)))
   }
 
   // At maxBuckets, a new key may take the place of a bucket that is safe to

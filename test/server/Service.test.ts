@@ -334,9 +334,9 @@ describe("service: configuration", () => {
       assert.strictEqual(badCapacity.code, 1)
       assert.include(badCapacity.output, "policies.default.capacity = -1")
 
-      const badKind = yield* startFailing({ config: { policies: { default: { kind: "leakyBucket", capacity: 1 } } } })
+      const badKind = yield* startFailing({ config: { policies: { default: { kind: "fancyBucket", capacity: 1 } } } })
       assert.strictEqual(badKind.code, 1)
-      assert.include(badKind.output, "policies.default = {\"kind\":\"leakyBucket\"")
+      assert.include(badKind.output, "policies.default = {\"kind\":\"fancyBucket\"")
       assert.include(badKind.output, "\"tokenBucket\"")
 
       const badRule = yield* startFailing({ config: { ...config, rules: [{ prefix: "ip:", policy: "per-ipp" }] } })
