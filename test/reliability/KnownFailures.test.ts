@@ -94,3 +94,15 @@ describe("known failures: options", () => {
       }
     }))
 })
+
+describe("known failures: policies", () => {
+  const concurrency = (Policy as unknown as Record<string, ((options: unknown) => any) | undefined>).concurrency
+  // skipped where Policy.concurrency does not exist
+  const test = typeof concurrency === "function" ? it.effect.fails : it.effect.skip
+  test("#6 Policy.concurrency with replenish: null is an Invalid policy naming replenish, not a throw", () =>
+    Effect.gen(function*() {
+      const policy = yield* Effect.try(() => concurrency!({ capacity: 5, replenish: null })) // throws a TypeError
+      assert.strictEqual(policy._tag, "Invalid")
+      assert.strictEqual(policy.error.field, "replenish")
+    }))
+})
