@@ -147,6 +147,8 @@ export class Bucket {
   readonly key: string
   /** The key's policy; changed only by `Reconfigure`. */
   policy: Policy.Valid
+  /** The largest cost the policy can ever grant (cached: checked on every request). */
+  maxCost: number
   readonly limits: Limits
   readonly clock: Clock.Clock
   readonly recorder: Recorder
@@ -164,6 +166,7 @@ export class Bucket {
   ) {
     this.key = key
     this.policy = policy
+    this.maxCost = policy.algorithm.maxCost(policy.config as never)
     this.limits = limits
     this.clock = clock
     this.recorder = recorder
@@ -362,6 +365,7 @@ const reconfigure = (bucket: Bucket, to: Reconfiguration, now: number): void => 
     ? next.algorithm.reconfigure(from.config as never, ref.current as never, next.config as never, now, to.carry)
     : next.algorithm.initial(next.config as never, now)
   bucket.policy = next
+  bucket.maxCost = next.algorithm.maxCost(next.config as never)
   const max = next.algorithm.maxCost(next.config as never)
   for (const w of bucket.line) {
     if (w.cost > max && !w.cancelled) {
@@ -565,12 +569,22 @@ export const guard = <A>(bucket: Bucket, now: number, f: () => A): A | Exit.Exit
   try {
     return f()
   } catch (defect) {
-    const exit = Exit.fail(new BucketFailed({ key: bucket.key, defect: String(defect) }))
-    const from = replies.length
-    restart(bucket, now, exit)
-    flush(from)
-    return exit
+    return fail(bucket, now, defect)
   }
+}
+
+/**
+ * After a defect on the caller's fiber: restarts the bucket and answers the
+ * call with `BucketFailed`.
+ *
+ * @since 0.1.0
+ */
+export const fail = (bucket: Bucket, now: number, defect: unknown): Exit.Exit<never, BucketFailed> => {
+  const exit = Exit.fail(new BucketFailed({ key: bucket.key, defect: String(defect) }))
+  const from = replies.length
+  restart(bucket, now, exit)
+  flush(from)
+  return exit
 }
 
 const serveNow = (bucket: Bucket, batch: ReadonlyArray<Request>): void =>

@@ -206,7 +206,10 @@ const serveSegment = Effect.fnUntraced(function*(
 ) {
   const ops = requests.map((r) => opFor(bucket, r))
   for (const r of requests) {
-    if (r.kind === Bucket.Kind.Reconfigure) bucket.policy = r.payload!.policy
+    if (r.kind === Bucket.Kind.Reconfigure) {
+      bucket.policy = r.payload!.policy
+      bucket.maxCost = bucket.policy.algorithm.maxCost(bucket.policy.config as never)
+    }
     // The key's state changes under the line: the head asks again now.
     if (r.kind === Bucket.Kind.Reconfigure || r.kind === Bucket.Kind.Reset || r.kind === Bucket.Kind.Release) {
       bucket.wakeAt = 0

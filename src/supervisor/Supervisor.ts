@@ -241,7 +241,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           return Effect.fail(new Overloaded({ key, reason: "buckets", capacity: maxBuckets }))
         }
         bucket = startBucket(key, policy)
-      } else {
+      } else if (cost > bucket.maxCost) {
         const invalid = costError(bucket.policy, cost, kind)
         if (invalid !== undefined) return Effect.fail(invalid)
       }
@@ -261,8 +261,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
               : reservedNow) as Effect.Effect<A>
           }
         } else {
-          const b = bucket
-          return Bucket.guard(b, now, () => Bucket.decide(b, kind, cost, now, payload)) as Effect.Effect<A, SubmitError>
+          // Inline rather than through `guard`: this is the hot path, and a
+          // closure per call shows in the profile.
+          try {
+            return Bucket.decide(bucket, kind, cost, now, payload) as Effect.Effect<A>
+          } catch (defect) {
+            return Bucket.fail(bucket, now, defect)
+          }
         }
       }
       const request = new Bucket.Request(kind, cost, maxWait, Deferred.makeUnsafe(), payload)
