@@ -323,6 +323,18 @@ export const decide = (
       reconfigure(bucket, payload!, now)
       return exitVoid
   }
+  if (kind === Kind.Acquire && algorithm.take !== undefined && bucket.line.length === 0) {
+    // acquire needs no figures: the algorithm's shortcut, when it has one
+    const next = algorithm.take(config as never, ref.current as never, now, cost)
+    bucket.lastActive = now
+    if (next === undefined) {
+      bucket.recorder.denied++
+      return exitFalse
+    }
+    ref.current = next
+    bucket.recorder.allowed++
+    return exitTrue
+  }
   const outcome = bucket.line.length === 0
     ? algorithm.step(config as never, ref.current as never, now, cost)
     : behindLine(bucket, ref.current, now, cost)

@@ -66,6 +66,13 @@ export interface Algorithm<C, S> {
   /** The largest cost that can ever succeed. */
   readonly maxCost: (config: C) => number
   /**
+   * Optional shortcut for `step(...).allowed ? step(...).state : undefined`:
+   * the state after admitting `cost`, or `undefined` when denied, without the
+   * figures. Must agree with `step` exactly (a law test checks it); the
+   * limiter uses it for `acquire`, which needs no figures.
+   */
+  readonly take?: ((config: C, state: S, now: number, cost: number) => S | undefined) | undefined
+  /**
    * Gives `amount` units back (a refund, or a permit returned), never above
    * what the policy holds when fresh. Algorithms without it cannot release.
    */

@@ -169,6 +169,26 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
 }
 
 /**
+ * The state after admitting `cost` at `now`, or `undefined` if it is denied:
+ * `step` without the figures, for callers that only need the answer.
+ *
+ * @example
+ * ```ts
+ * import { TokenBucket } from "tollgate"
+ *
+ * const c = TokenBucket.config({ capacity: 1, tokens: 1, periodMillis: 1000 })
+ * const next = TokenBucket.take(c, TokenBucket.initial(c, 0), 0, 1) // { level: 0, at: 0 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const take = (c: Config, s: State, now: number, cost: number): State | undefined => {
+  const level = levelAt(c, s, now)
+  const need = cost * c.periodMillis
+  return level >= need ? { level: level - need, at: anchorAt(c, s, now) } : undefined
+}
+
+/**
  * The state of a key never seen before.
  *
  * @since 0.1.0
@@ -251,6 +271,7 @@ export const algorithm: Algorithm<Config, State> = {
   waitTime,
   settledAt,
   maxCost: (c) => c.capacity,
+  take,
   release,
   reconfigure
 }
