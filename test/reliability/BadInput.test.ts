@@ -213,7 +213,15 @@ const badPolicies: ReadonlyArray<[string, unknown, string, string]> = [
   ["initialTokens negative", { capacity: 5, refill: { tokens: 1, per }, initialTokens: -1 }, "initialTokens", "-1"],
   ["initialTokens above capacity", { capacity: 5, refill: { tokens: 1, per }, initialTokens: 6 }, "initialTokens", "6"],
   ["initialTokens a string", { capacity: 5, refill: { tokens: 1, per }, initialTokens: "1" }, "initialTokens", "\"1\""],
-  ["initialTokens null", { capacity: 5, refill: { tokens: 1, per }, initialTokens: null }, "initialTokens", "null"]
+  ["initialTokens null", { capacity: 5, refill: { tokens: 1, per }, initialTokens: null }, "initialTokens", "null"],
+  ["mode unknown", { capacity: 5, refill: { tokens: 1, per }, mode: "sometimes" }, "mode", "\"sometimes\""],
+  ["mode null", { capacity: 5, refill: { tokens: 1, per }, mode: null }, "mode", "null"],
+  [
+    "aligned a string",
+    { capacity: 5, refill: { tokens: 1, per }, mode: "interval", aligned: "yes" },
+    "aligned",
+    "\"yes\""
+  ]
 ]
 
 const policy = perSecond(5, 1)

@@ -245,7 +245,8 @@ class Model {
     }
   }
 
-  // What peek (cost 1) answers: consume's decision, nothing taken.
+  // What peek (cost 1) answers: whether consume would be allowed and its
+  // retryAfter; remaining and resetAfter as they stand, nothing taken.
   peek(i: number): ModelDecision {
     const t = this.now
     const k = this.keys[i]
@@ -429,7 +430,7 @@ const peekOf = (k: Key, t: number): ModelDecision => {
       allowed: true,
       remaining: Math.floor(level / k.unit),
       retryAfter: 0,
-      resetAfter: k.millisFor(t, k.full - (level - k.unit)),
+      resetAfter: k.millisFor(t, k.full - level), // as it stands: nothing taken
       limit: k.spec.capacity
     }
   }
