@@ -1,0 +1,285 @@
+/**
+ * A `Store` on Redis: every process that points at the same Redis (and
+ * prefix) shares each key's limit. Each algorithm's `MemoryStore.applyOps`
+ * runs as one Lua script, so a batch of operations on a key is applied
+ * atomically and in order, with exactly the in-process arithmetic (the
+ * conformance suite runs the same random batches through both and requires
+ * identical replies). The bucket actor in front of each key sends a whole
+ * batch in one `EVALSHA` (coalescing), so a hot key costs one round trip per
+ * batch, not one per request.
+ *
+ * Supported algorithms: token bucket, GCRA, leaky bucket, fixed window,
+ * sliding window, sliding log, concurrency, warm-up/bursty and composites of
+ * them (see `supported`). A policy of any other algorithm fails its calls
+ * with `StoreUnavailable`, whose reason says so.
+ *
+ * Built over effect's `Redis` service (`effect/persistence`); `layer` brings
+ * its own node-redis client through `NodeRedis.layer`.
+ *
+ * @since 0.1.0
+ */
+import { NodeRedis } from "@effect/platform-node"
+import { Clock, Duration, Effect, Layer, Predicate } from "effect"
+import { Redis } from "effect/persistence"
+import { InvalidPolicy } from "../Errors.ts"
+import type * as Policy from "../Policy.ts"
+import * as Scripts from "./redis/scripts.ts"
+import { CurrentStore, type Op, type Reply, type Store, StoreUnavailable } from "./Store.ts"
+
+/**
+ * Options of {@link make}.
+ *
+ * @since 0.1.0
+ */
+export interface Options {
+  /** Prepended to every key: the namespace of this limiter in Redis. Default `"tollgate:"`. */
+  readonly prefix?: string | undefined
+  /**
+   * Whose time decides. `"server"` (the default): the script reads Redis's
+   * `TIME`, so instances whose clocks disagree still agree on every key.
+   * `"client"`: the caller's Effect `Clock` is sent with each call (what
+   * `TestClock` tests use; instances must then keep their clocks in step).
+   */
+  readonly clock?: "server" | "client" | undefined
+  /**
+   * How long a key is kept after its state has settled (when forgetting it
+   * can no longer change a decision). Default 0: Redis drops it then. Longer
+   * keeps a full bucket's anchor (which only matters to clocks that step
+   * back); `Duration.infinity` keeps every key.
+   */
+  readonly keepSettled?: Duration.Input | undefined
+}
+
+/**
+ * Options of {@link layer}: the store's, plus where Redis is.
+ *
+ * @since 0.1.0
+ */
+export interface LayerOptions extends Options {
+  /** `redis://[[user]:password@]host[:port][/db]`. Default `redis://localhost:6379`. */
+  readonly url?: string | undefined
+  /** More node-redis client options (TLS, credentials, timeouts) for `NodeRedis.layer`. */
+  readonly client?: Omit<NonNullable<Parameters<typeof NodeRedis.layer>[0]>, "url"> | undefined
+}
+
+/**
+ * The names of the algorithms this store runs; a policy of any other
+ * algorithm fails its calls with `StoreUnavailable`.
+ *
+ * @example
+ * ```ts
+ * import { RedisStore } from "tollgate"
+ *
+ * RedisStore.supported // ["token-bucket", "gcra", "leaky-bucket", ...]
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const supported: ReadonlyArray<string> = Scripts.supported
+
+/**
+ * Whether this store runs the policy's algorithm (every part of it, for a
+ * composite). Check it at startup to fail early rather than on first use.
+ *
+ * @example
+ * ```ts
+ * import { Policy, RedisStore } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+ * RedisStore.supports(policy) // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const supports = (policy: Policy.Valid): boolean =>
+  !Predicate.isString(Scripts.forPolicy(policy.algorithm, policy.config))
+
+const validate = (options: Options) => {
+  const prefix = options.prefix ?? "tollgate:"
+  if (!Predicate.isString(prefix)) {
+    return new InvalidPolicy({ field: "prefix", value: typeof prefix, reason: "must be a string" })
+  }
+  const clock = options.clock ?? "server"
+  if (clock !== "server" && clock !== "client") {
+    return new InvalidPolicy({ field: "clock", value: String(clock), reason: "must be server or client" })
+  }
+  let keep = 0
+  if (options.keepSettled !== undefined) {
+    const duration = Duration.fromInput(options.keepSettled)
+    keep = duration._tag === "Some" ? Duration.toMillis(duration.value) : NaN
+    if (!(keep >= 0)) {
+      return new InvalidPolicy({
+        field: "keepSettled",
+        value: String(options.keepSettled),
+        reason: "must be a duration >= 0"
+      })
+    }
+  }
+  return { prefix, server: clock === "server", keep: keep === Infinity ? "inf" : String(keep) } as const
+}
+
+const unavailable = (reason: string) => new StoreUnavailable({ store: "redis", reason })
+
+const describe = (error: Redis.RedisError): string => {
+  const cause = error.cause
+  return Predicate.isError(cause) ? cause.message : String(cause)
+}
+
+// `allowed remaining retryAfter resetAfter limit` per op; `inf` is Infinity.
+const decode = (raw: unknown, count: number): ReadonlyArray<Reply> | undefined => {
+  if (!Predicate.isString(raw)) return undefined
+  const fields = raw.split(" ")
+  if (fields.length !== count * 5) return undefined
+  const replies: Array<Reply> = []
+  for (let i = 0; i < fields.length; i += 5) {
+    replies.push({
+      allowed: fields[i] === "1",
+      remaining: number(fields[i + 1]),
+      retryAfter: number(fields[i + 2]),
+      resetAfter: number(fields[i + 3]),
+      limit: number(fields[i + 4])
+    })
+  }
+  return replies
+}
+
+const number = (s: string): number => s === "inf" ? Infinity : s === "-inf" ? -Infinity : Number(s)
+
+const encodeOps = (ops: ReadonlyArray<Op>): string => {
+  let out = ""
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]
+    out += (i === 0 ? "" : " ") + op.kind + " " + op.cost + " " + op.queued
+  }
+  return out
+}
+
+/**
+ * Makes a store over the `Redis` service in context.
+ *
+ * @example
+ * ```ts
+ * import { NodeRedis } from "@effect/platform-node"
+ * import { Effect, Layer } from "effect"
+ * import { Policy, RateLimiter, RedisStore, Store } from "tollgate"
+ *
+ * const StoreLive = Layer.effect(Store.CurrentStore, RedisStore.make({ prefix: "api:" })).pipe(
+ *   Layer.provide(NodeRedis.layer({ url: "redis://localhost:6379" }))
+ * )
+ * const Limiter = RateLimiter.layer({
+ *   policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
+ * }).pipe(Layer.provide(StoreLive))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Redis.Redis> = Effect.fnUntraced(
+  function*(options: Options = {}) {
+    const settings = validate(options)
+    if (settings instanceof InvalidPolicy) return yield* settings
+    const { keep, prefix, server } = settings
+    const redis = yield* Redis.Redis
+    const clock = yield* Clock.Clock
+    // Policies are immutable values, shared by every key they apply to.
+    const encoded = new WeakMap<Policy.Valid, Scripts.Encoded | string>()
+    const encode = (policy: Policy.Valid) => {
+      let e = encoded.get(policy)
+      if (e === undefined) {
+        e = Scripts.forPolicy(policy.algorithm, policy.config)
+        encoded.set(policy, e)
+      }
+      return e
+    }
+    // EVALSHA; after a NOSCRIPT (a restarted or flushed server), load the
+    // script and run it again.
+    const evalSha = (script: Scripts.Script, args: ReadonlyArray<string>) =>
+      redis.send<unknown>("EVALSHA", script.sha, "1", ...args).pipe(
+        Effect.catchIf(
+          (error) => describe(error).includes("NOSCRIPT"),
+          () =>
+            Effect.andThen(
+              redis.send<string>("SCRIPT", "LOAD", script.lua),
+              redis.send<unknown>("EVALSHA", script.sha, "1", ...args)
+            )
+        ),
+        Effect.mapError((error) => unavailable(describe(error)))
+      )
+
+    const apply = Effect.fn("RedisStore.apply")(function*(key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>) {
+      const e = encode(policy)
+      if (Predicate.isString(e)) return yield* unavailable(e)
+      const now = server ? "" : String(clock.currentTimeMillisUnsafe())
+      const raw = yield* evalSha(e.script, [prefix + key, now, keep, e.policy, encodeOps(ops)])
+      const replies = decode(raw, ops.length)
+      if (replies === undefined) return yield* unavailable(`unexpected reply from the ${e.script.name} script`)
+      return replies
+    })
+    return { name: "redis", apply }
+  }
+)
+
+/**
+ * The store as the limiter's `Store.CurrentStore`, over the `Redis` service
+ * the application already provides.
+ *
+ * @example
+ * ```ts
+ * import { NodeRedis } from "@effect/platform-node"
+ * import { Layer } from "effect"
+ * import { Policy, RateLimiter, RedisStore } from "tollgate"
+ *
+ * const Limiter = RateLimiter.layer({
+ *   policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
+ * }).pipe(
+ *   Layer.provide(RedisStore.layerRedis({ prefix: "api:" })),
+ *   Layer.provide(NodeRedis.layer({ url: "redis://localhost:6379" }))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layerRedis = (options?: Options): Layer.Layer<never, InvalidPolicy, Redis.Redis> =>
+  Layer.effect(CurrentStore, make(options))
+
+// After the first connection: reconnect for ever, backing off to about a
+// second, so a restarted server is used again soon after it is back. (The
+// default of `NodeRedis` stops reconnecting after a socket timeout.)
+const reconnect = (connected: { value: boolean }) => (retries: number, cause: Error): number | Error =>
+  connected.value ? Math.min(50 * 2 ** retries, 1000) + Math.floor(Math.random() * 100) : cause
+
+/**
+ * The store as the limiter's `Store.CurrentStore`, with its own node-redis
+ * client (`NodeRedis.layer`). Building it fails with `RedisError` when Redis
+ * cannot be reached; once connected, the client reconnects for ever, and
+ * while it is disconnected calls fail at once (no offline queue), so the
+ * limiter's `fallback` decides.
+ *
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { Policy, RateLimiter, RedisStore } from "tollgate"
+ *
+ * const Limiter = RateLimiter.layer({
+ *   policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } }),
+ *   fallback: { mode: "local", share: 1 / 3, timeout: "100 millis" }
+ * }).pipe(Layer.provide(RedisStore.layer({ url: "redis://localhost:6379", prefix: "api:" })))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer = (options: LayerOptions = {}): Layer.Layer<never, InvalidPolicy | Redis.RedisError> =>
+  Layer.unwrap(Effect.sync(() => {
+    const connected = { value: false }
+    const { client, url } = options
+    const socket = client?.socket
+    const redis = NodeRedis.layer({
+      disableOfflineQueue: true,
+      ...client,
+      ...(url === undefined ? {} : { url }),
+      socket: { ...socket, reconnectStrategy: socket?.reconnectStrategy ?? reconnect(connected) } as never
+    })
+    return layerRedis(options).pipe(
+      Layer.tap(() => Effect.sync(() => (connected.value = true))),
+      Layer.provide(redis)
+    )
+  }))

@@ -1,0 +1,129 @@
+/**
+ * The end of every tollgate script: `MemoryStore.applyOps` in Lua. It reads
+ * the key's state, applies the batch of operations in order with the
+ * policy's module from `ALG`, writes the state back with a TTL, and answers
+ * every operation.
+ *
+ * - `KEYS[1]`: the key (with the store's prefix).
+ * - `ARGV[1]`: now in milliseconds, or `""` to read the server's `TIME`.
+ * - `ARGV[2]`: how long (ms, or `inf`) a settled key is kept before it is
+ *   forgotten.
+ * - `ARGV[3]`: `code canRelease config…`, the policy.
+ * - `ARGV[4]`: `kind cost queued` for each operation.
+ *
+ * The reply is one string, `allowed remaining retryAfter resetAfter limit`
+ * for each operation (`allowed` is 1 or 0, numbers as `%.17g`, `inf` for
+ * Infinity).
+ *
+ * State: one string, `code numbers…`. A key with no state reads as fresh and
+ * only a Take gives it state; Reset and Release leave an absent key absent; a
+ * state of another algorithm reads as no state. After the batch the key
+ * expires when its state has settled (`settledAt + keep`), at least 1 ms from
+ * now, and is deleted at once if that is already past; a state that never
+ * settles (a concurrency limit with units out) gets no TTL.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * The Lua source of the driver.
+ *
+ * @example
+ * ```ts
+ * import { lua } from "./driver.ts"
+ *
+ * lua.includes("redis.call(\"TIME\")") // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const lua = `
+local key = KEYS[1]
+local now
+if ARGV[1] == "" then
+  local time = redis.call("TIME")
+  now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
+else
+  now = num(ARGV[1])
+end
+local keep = num(ARGV[2])
+local ca = nums(ARGV[3])
+local code = ca[1]
+local canRelease = ca[2] == 1
+local A = ALG[code]
+local c = A.config(ca, 3)
+
+local raw = redis.call("GET", key)
+local state = nil
+if raw then
+  local sa = nums(raw)
+  if sa[1] == code then state = A.decode(c, sa, 2) end
+end
+local dirty = false
+local function current()
+  if state == nil then return A.initial(c, now) end
+  return state
+end
+local function reply(allowed, remaining, retry, reset, limit)
+  local a = "0"
+  if allowed then a = "1" end
+  return a .. " " .. fmt(remaining) .. " " .. fmt(retry) .. " " .. fmt(reset) .. " " .. fmt(limit)
+end
+
+local out, n = {}, 0
+local op = nums(ARGV[4])
+for i = 1, #op, 3 do
+  local kind, cost, queued = op[i], op[i + 1], op[i + 2]
+  local r
+  if kind == 0 then
+    local cur = current()
+    local o = A.step(c, cur, now, cost)
+    -- a denial keeps the state it produced (the same one, or an attempt logged)
+    if state == nil or o.state ~= cur then dirty = true end
+    state = o.state
+    r = reply(o.allowed, o.remaining, o.retry, o.reset, o.limit)
+  elseif kind == 1 then
+    -- Decision.peekOutcome: allowed and retryAfter for the cost, the rest as it stands
+    local cur = current()
+    local o = A.step(c, cur, now, cost)
+    local asIs = A.step(c, cur, now, 0)
+    r = reply(o.allowed, asIs.remaining, o.retry, asIs.reset, o.limit)
+  elseif kind == 2 then
+    if state ~= nil then
+      state = A.initial(c, now)
+      dirty = true
+    end
+    r = reply(true, 0, 0, 0, A.maxCost(c))
+  elseif kind == 3 then
+    if state ~= nil and canRelease then
+      state = A.release(c, state, now, cost)
+      dirty = true
+    end
+    r = reply(true, 0, 0, 0, A.maxCost(c))
+  else
+    local limit = A.maxCost(c)
+    local cur = current()
+    r = reply(false, 0, A.waitTime(c, cur, now, queued, cost), A.waitTime(c, cur, now, queued, limit), limit)
+  end
+  n = n + 1
+  out[n] = r
+end
+
+if dirty then
+  local ttl = A.settledAt(c, state) + keep - now
+  if ttl <= 0 then
+    if raw then redis.call("DEL", key) end
+  else
+    local encoded = { fmt(code) }
+    A.encode(c, state, encoded)
+    local value = concat(encoded, " ")
+    if ttl == huge then
+      redis.call("SET", key, value)
+    else
+      -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
+      redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
+    end
+  end
+end
+return concat(out, " ")
+`

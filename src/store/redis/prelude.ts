@@ -1,0 +1,70 @@
+/**
+ * The start of every tollgate script: the helpers the algorithm modules
+ * share. The modules mirror the TypeScript algorithms expression by
+ * expression, so these helpers reproduce JavaScript's semantics where Lua's
+ * differ: `Math.max`/`Math.min` (+0 beats -0), `%` (`math.fmod`, which is
+ * C's `fmod` and JavaScript's remainder alike) and number formatting
+ * (`%.17g`, so a double survives the trip through a string exactly; Lua's
+ * `tostring` keeps only 14 digits).
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * The Lua source of the shared helpers and the table `ALG` of algorithm
+ * modules, indexed by code.
+ *
+ * @example
+ * ```ts
+ * import { lua } from "tollgate/store/redis/prelude"
+ *
+ * lua.includes("local function jmax") // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const lua = `
+local floor, ceil, fmod, huge = math.floor, math.ceil, math.fmod, math.huge
+local format, gmatch, concat = string.format, string.gmatch, table.concat
+
+-- JavaScript's Math.max and Math.min of two numbers (never NaN here).
+local function jmax(a, b)
+  if a > b then return a end
+  if b > a then return b end
+  if a == 0 and 1 / a < 0 then return b end
+  return a
+end
+local function jmin(a, b)
+  if a < b then return a end
+  if b < a then return b end
+  if a == 0 and 1 / a > 0 then return b end
+  return a
+end
+
+-- Numbers travel as text: "%.17g" round-trips every double; "inf" is Infinity.
+local function fmt(x)
+  if x == huge then return "inf" end
+  if x == -huge then return "-inf" end
+  return format("%.17g", x)
+end
+local function num(s)
+  if s == "inf" then return huge end
+  if s == "-inf" then return -huge end
+  return tonumber(s)
+end
+local function nums(s)
+  local a, n = {}, 0
+  for w in gmatch(s, "%S+") do
+    n = n + 1
+    a[n] = num(w)
+  end
+  return a
+end
+
+-- t - (((t % w) + w) % w): the start of the aligned window holding t.
+local function alignedStart(w, t)
+  return t - fmod(fmod(t, w) + w, w)
+end
+
+local ALG = {}
+`

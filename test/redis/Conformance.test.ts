@@ -1,0 +1,387 @@
+/**
+ * The Redis scripts against `MemoryStore.applyOps`, the reference: the same
+ * random batches of operations (fast-check), at the same fixed timestamps
+ * (the store's client clock), must get identical replies, to the last bit
+ * (`deepStrictEqual`, so even -0 against 0 would fail), for every algorithm
+ * the store runs. Timestamps are epoch-sized and step back now and then.
+ *
+ * Two regimes: keys kept for ever (`keepSettled: infinity`), compared with
+ * `applyOps` alone; and keys forgotten 10 minutes after they settle, compared
+ * with `applyOps` plus that rule, with the TTL Redis holds checked too.
+ */
+import { assert, expect } from "@effect/vitest"
+import { Clock, Duration, Effect } from "effect"
+import { Redis } from "effect/persistence"
+import * as fc from "fast-check"
+import type { Algorithm } from "../../src/algorithm/Algorithm.ts"
+import * as Composite from "../../src/algorithm/Composite.ts"
+import * as Concurrency from "../../src/algorithm/Concurrency.ts"
+import * as FixedWindow from "../../src/algorithm/FixedWindow.ts"
+import * as Gcra from "../../src/algorithm/Gcra.ts"
+import * as LeakyBucket from "../../src/algorithm/LeakyBucket.ts"
+import * as SlidingLog from "../../src/algorithm/SlidingLog.ts"
+import * as SlidingWindow from "../../src/algorithm/SlidingWindow.ts"
+import * as TokenBucket from "../../src/algorithm/TokenBucket.ts"
+import * as WarmUp from "../../src/algorithm/WarmUp.ts"
+import * as Policy from "../../src/Policy.ts"
+import { applyOps } from "../../src/store/MemoryStore.ts"
+import * as RedisStore from "../../src/store/RedisStore.ts"
+import { type Op, OpKind, type Reply } from "../../src/store/Store.ts"
+import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
+
+interface Case {
+  readonly name: string
+  readonly policy: Policy.Valid
+  /** About a period or a window: the scale of the random time steps. */
+  readonly scale: number
+  /** Costs are drawn from 1 to this (above the limit on purpose). */
+  readonly costs: number
+}
+
+// `applyOps` and the store only read `algorithm` and `config`.
+const policy = <C>(algorithm: Algorithm<C, any>, config: C): Policy.Valid =>
+  ({ _tag: "TokenBucket", algorithm, config }) as unknown as Policy.Valid
+const tb = TokenBucket.config
+const part = Composite.part
+
+const cases: ReadonlyArray<Case> = [
+  {
+    name: "token bucket (Policy.tokenBucket)",
+    policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per: "100 millis" } }) as Policy.Valid,
+    scale: 200,
+    costs: 6
+  },
+  {
+    name: "token bucket starting empty",
+    policy: Policy.tokenBucket({
+      capacity: 8,
+      refill: { tokens: 3, per: "2 seconds" },
+      initialTokens: 0
+    }) as Policy.Valid,
+    scale: 3000,
+    costs: 9
+  },
+  {
+    name: "token bucket, 1000 per ms",
+    policy: policy(TokenBucket.algorithm, tb({ capacity: 3000, tokens: 1000, periodMillis: 1 })),
+    scale: 5,
+    costs: 3500
+  },
+  {
+    name: "token bucket, fractional",
+    policy: policy(TokenBucket.algorithm, tb({ capacity: 2.5, tokens: 0.5, periodMillis: 100, initialTokens: 1.5 })),
+    scale: 500,
+    costs: 3
+  },
+  {
+    name: "token bucket, 1/3 per second",
+    policy: Policy.tokenBucket({ capacity: 4, refill: { tokens: 1, per: "3 seconds" } }) as Policy.Valid,
+    scale: 4000,
+    costs: 5
+  },
+  {
+    name: "token bucket, interval refill",
+    policy: Policy.tokenBucket({
+      capacity: 6,
+      refill: { tokens: 2, per: "70 millis" },
+      mode: "interval",
+      initialTokens: 1
+    }) as Policy.Valid,
+    scale: 150,
+    costs: 7
+  },
+  {
+    name: "token bucket, interval refill aligned to the clock",
+    policy: Policy.tokenBucket({
+      capacity: 5,
+      refill: { tokens: 3, per: "90 millis" },
+      mode: "interval",
+      aligned: true
+    }) as Policy.Valid,
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "token bucket, fractional interval refill",
+    policy: policy(
+      TokenBucket.algorithm,
+      tb({ capacity: 3.5, tokens: 0.75, periodMillis: 33, initialTokens: 0.5, interval: true })
+    ),
+    scale: 100,
+    costs: 4
+  },
+  {
+    name: "gcra (Policy.gcra)",
+    policy: Policy.gcra({ rate: { count: 30, per: "1 second" }, maxBurst: 5 }) as Policy.Valid,
+    scale: 300,
+    costs: 7
+  },
+  {
+    name: "gcra",
+    policy: policy(Gcra.algorithm, Gcra.config({ maxBurst: 4, count: 2, periodMillis: 100 })),
+    scale: 200,
+    costs: 6
+  },
+  {
+    name: "gcra, T = 0.2 ms",
+    policy: policy(Gcra.algorithm, Gcra.config({ maxBurst: 2, count: 5000, periodMillis: 1000 })),
+    scale: 3,
+    costs: 4
+  },
+  {
+    name: "gcra, T = 1000/3 ms",
+    policy: policy(Gcra.algorithm, Gcra.config({ maxBurst: 0, count: 3, periodMillis: 1000 })),
+    scale: 1000,
+    costs: 2
+  },
+  {
+    name: "leaky bucket",
+    policy: policy(LeakyBucket.algorithm, LeakyBucket.config({ tokens: 1, periodMillis: 50, burst: 3 })),
+    scale: 150,
+    costs: 5
+  },
+  {
+    name: "leaky bucket, nodelay",
+    policy: policy(
+      LeakyBucket.algorithm,
+      LeakyBucket.config({ tokens: 2, periodMillis: 100, burst: 4, nodelay: true })
+    ),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "fixed window, first hit",
+    policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 5, windowMillis: 100 })),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "fixed window, aligned",
+    policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 5, windowMillis: 100, align: true })),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "fixed window, fractional limit",
+    policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 2.5, windowMillis: 30, align: true })),
+    scale: 50,
+    costs: 3
+  },
+  {
+    name: "sliding window",
+    policy: policy(SlidingWindow.algorithm, SlidingWindow.config({ limit: 5, windowMillis: 100 })),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "sliding window, odd sizes",
+    policy: policy(SlidingWindow.algorithm, SlidingWindow.config({ limit: 3, windowMillis: 7 })),
+    scale: 12,
+    costs: 4
+  },
+  {
+    name: "sliding log",
+    policy: policy(SlidingLog.algorithm, SlidingLog.config({ limit: 4, windowMillis: 100 })),
+    scale: 150,
+    costs: 5
+  },
+  {
+    name: "sliding log, minGap and countBlocked",
+    policy: policy(
+      SlidingLog.algorithm,
+      SlidingLog.config({ limit: 3, windowMillis: 50, minGap: 5, countBlocked: true })
+    ),
+    scale: 60,
+    costs: 4
+  },
+  {
+    name: "concurrency",
+    policy: policy(Concurrency.algorithm, Concurrency.config({ capacity: 4 })),
+    scale: 100,
+    costs: 5
+  },
+  {
+    name: "concurrency, replenished",
+    policy: policy(
+      Concurrency.algorithm,
+      Concurrency.config({ capacity: 5, replenish: { tokens: 2, periodMillis: 100 } })
+    ),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "bursty",
+    policy: policy(WarmUp.algorithm, WarmUp.config({ permits: 2, periodMillis: 100, maxBurstMillis: 200 })),
+    scale: 150,
+    costs: 5
+  },
+  {
+    name: "warming up",
+    policy: policy(WarmUp.algorithm, WarmUp.config({ permits: 1, periodMillis: 10, warmupMillis: 100 })),
+    scale: 60,
+    costs: 4
+  },
+  {
+    name: "warming up, cold factor 5, 3 per 7 ms",
+    policy: policy(WarmUp.algorithm, WarmUp.config({ permits: 3, periodMillis: 7, warmupMillis: 50, coldFactor: 5 })),
+    scale: 40,
+    costs: 4
+  },
+  {
+    name: "Policy.all: sliding window, leaky bucket and smooth",
+    policy: Policy.all(
+      Policy.slidingWindow({ limit: 4, window: "80 millis" }),
+      Policy.leakyBucket({ rate: { tokens: 1, per: "20 millis" }, burst: 2 }),
+      Policy.smooth({ permits: 3, per: "60 millis" })
+    ) as Policy.Valid,
+    scale: 100,
+    costs: 5
+  },
+  {
+    name: "composite: token bucket and fixed window",
+    policy: policy(
+      Composite.algorithm,
+      Composite.config([
+        part(TokenBucket.algorithm, tb({ capacity: 4, tokens: 1, periodMillis: 50 })),
+        part(FixedWindow.algorithm, FixedWindow.config({ limit: 6, windowMillis: 300, align: true }))
+      ])
+    ),
+    scale: 150,
+    costs: 5
+  },
+  {
+    name: "composite: gcra, sliding log (countBlocked) and a nested composite",
+    policy: policy(
+      Composite.algorithm,
+      Composite.config([
+        part(Gcra.algorithm, Gcra.config({ maxBurst: 3, count: 1, periodMillis: 40 })),
+        part(SlidingLog.algorithm, SlidingLog.config({ limit: 5, windowMillis: 200, countBlocked: true })),
+        part(
+          Composite.algorithm,
+          Composite.config([
+            part(SlidingWindow.algorithm, SlidingWindow.config({ limit: 3, windowMillis: 90 })),
+            part(WarmUp.algorithm, WarmUp.config({ permits: 2, periodMillis: 30 }))
+          ])
+        )
+      ])
+    ),
+    scale: 120,
+    costs: 4
+  }
+]
+
+interface Batch {
+  readonly advance: number
+  readonly ops: ReadonlyArray<Op>
+}
+
+const batches = (c: Case, { jumps }: { readonly jumps: boolean }): fc.Arbitrary<ReadonlyArray<Batch>> => {
+  const cost = fc.integer({ min: 1, max: c.costs })
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    { weight: 8, arbitrary: cost.map((cost) => ({ kind: OpKind.Take, cost, queued: 0 })) },
+    {
+      weight: 2,
+      arbitrary: fc.integer({ min: 0, max: c.costs }).map((cost) => ({ kind: OpKind.Peek, cost, queued: 0 }))
+    },
+    { weight: 1, arbitrary: fc.constant({ kind: OpKind.Reset, cost: 0, queued: 0 }) },
+    { weight: 2, arbitrary: cost.map((cost) => ({ kind: OpKind.Release, cost, queued: 0 })) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant(OpKind.WaitTime),
+        cost,
+        queued: fc.integer({ min: 0, max: 3 * c.costs })
+      })
+    }
+  )
+  const advance = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: c.scale }) },
+    { weight: 2, arbitrary: fc.integer({ min: 0, max: 4 * c.scale }) },
+    { weight: 1, arbitrary: fc.integer({ min: -c.scale, max: -1 }) }, // the clock steps back
+    { weight: jumps ? 1 : 0, arbitrary: fc.integer({ min: 500_000, max: 700_000 }) } // past keepSettled
+  )
+  return fc.array(fc.record({ advance, ops: fc.array(op, { minLength: 1, maxLength: 8 }) }), {
+    minLength: 1,
+    maxLength: 12
+  })
+}
+
+const T0 = 1_760_000_000_000 // an epoch-sized start
+let serial = 0
+
+// The Take/Reset/Release rule of the script: did the batch write the state?
+const reference = (p: Policy.Valid, stored: unknown, now: number, ops: ReadonlyArray<Op>) => {
+  let state = stored
+  let dirty = false
+  const replies: Array<Reply> = []
+  for (const op of ops) {
+    const before = state
+    const [[reply], after] = applyOps(p, state, now, [op])
+    replies.push(reply)
+    state = after
+    if (op.kind === OpKind.Take && (before === undefined || after !== before)) dirty = true
+    if (op.kind === OpKind.Reset && before !== undefined) dirty = true
+    if (op.kind === OpKind.Release && before !== undefined && p.algorithm.release !== undefined) dirty = true
+  }
+  return { replies, state, dirty }
+}
+
+const KEEP = 600_000
+
+describeRedis("Redis scripts conform to MemoryStore.applyOps", (it) => {
+  for (const regime of ["kept for ever", "forgotten 10 minutes after settling"] as const) {
+    const forever = regime === "kept for ever"
+    for (const c of cases) {
+      it.effect(`${c.name}, ${regime}`, () =>
+        Effect.gen(function*() {
+          const prefix = uniquePrefix("conformance")
+          const redis = yield* Redis.Redis
+          const { clock, time } = settableClock(T0)
+          const store = yield* RedisStore.make({
+            prefix,
+            clock: "client",
+            keepSettled: forever ? Duration.infinity : Duration.millis(KEEP)
+          }).pipe(Effect.provideService(Clock.Clock, clock))
+          const context = yield* Effect.context<never>()
+          const run = Effect.runPromiseWith(context)
+          yield* Effect.promise(() =>
+            fc.assert(
+              fc.asyncProperty(batches(c, { jumps: !forever }), (batches) =>
+                run(Effect.gen(function*() {
+                  const key = `k${serial++}`
+                  let now = T0
+                  let state: unknown = undefined
+                  for (const batch of batches) {
+                    now += batch.advance
+                    time.now = now
+                    const expected = reference(c.policy, state, now, batch.ops)
+                    state = expected.state
+                    const replies = yield* store.apply(key, c.policy, batch.ops)
+                    assert.deepStrictEqual(
+                      replies,
+                      expected.replies,
+                      `at ${now - T0} ms, ops ${JSON.stringify(batch.ops)}`
+                    )
+                    if (forever || !expected.dirty) continue
+                    const settled = c.policy.algorithm.settledAt(c.policy.config as never, state as never)
+                    const ttl = yield* redis.send<number>("PTTL", prefix + key)
+                    if (settled + KEEP - now <= 0) {
+                      state = undefined
+                      assert.strictEqual(ttl, -2, "a settled key is deleted")
+                    } else if (settled === Infinity) {
+                      assert.strictEqual(ttl, -1, "a key that never settles has no TTL")
+                    } else {
+                      // PTTL counts down in real time from Math.ceil(settled + KEEP - now)
+                      expect(ttl).toBeLessThanOrEqual(Math.ceil(settled + KEEP - now))
+                      expect(ttl).toBeGreaterThan(Math.ceil(settled + KEEP - now) - 5_000)
+                    }
+                  }
+                }))),
+              { numRuns: Number(process.env.CONFORMANCE_RUNS ?? 40) }
+            )
+          )
+          yield* cleanup(prefix)
+        }))
+    }
+  }
+})

@@ -1,0 +1,79 @@
+/**
+ * What the Redis tests share: the server they run against (`REDIS_URL`, set
+ * by `.ci/run`), skipping with a clear message when there is none, and a
+ * namespace per test file that is removed afterwards.
+ */
+import { NodeRedis } from "@effect/platform-node"
+import { describe, it, layer, type Vitest } from "@effect/vitest"
+import { Clock, Effect, Layer } from "effect"
+import { Redis } from "effect/persistence"
+
+/** The Redis the tests use, or undefined (then they are skipped). */
+export const url: string | undefined = process.env.REDIS_URL === "" ? undefined : process.env.REDIS_URL
+
+const skipped = "REDIS_URL is not set: Redis tests skipped (.ci/run starts a redis-server and sets it)"
+if (url === undefined) console.warn(skipped)
+
+/** A prefix no other test run uses. */
+export const uniquePrefix = (name: string): string =>
+  `tollgate-test:${name}:${process.pid}:${Math.random().toString(36).slice(2, 8)}:`
+
+/** Deletes every key under `prefix`. */
+export const cleanup = (prefix: string) =>
+  Effect.gen(function*() {
+    const redis = yield* Redis.Redis
+    let cursor = "0"
+    do {
+      const [next, keys] = yield* redis.send<[string, Array<string>]>(
+        "SCAN",
+        cursor,
+        "MATCH",
+        `${prefix}*`,
+        "COUNT",
+        "1000"
+      )
+      if (keys.length > 0) yield* redis.send("DEL", ...keys)
+      cursor = next
+    } while (cursor !== "0")
+  })
+
+/**
+ * A suite with the `Redis` service, or a skipped one that says why when there
+ * is no server.
+ */
+export const describeRedis = (
+  name: string,
+  body: (it: Vitest.MethodsNonLive<Redis.Redis | NodeRedis.NodeRedis>) => void
+): void => {
+  if (url === undefined) {
+    describe.skip(`${name} (${skipped})`, () => {
+      it("needs a Redis server", () => {})
+    })
+    return
+  }
+  // Built with the live services: a TestClock jumping to epoch-sized times
+  // would run the client's timers millions of times over.
+  layer(NodeRedis.layer({ url }) as Layer.Layer<Redis.Redis | NodeRedis.NodeRedis, unknown>, {
+    timeout: "10 seconds",
+    excludeTestServices: true
+  })(
+    name,
+    body
+  )
+}
+
+/** A clock that reads `time.now` (set it at will, backwards too); it never sleeps. */
+export const settableClock = (start: number) => {
+  const time = { now: start }
+  const nanos = () => BigInt(time.now) * 1_000_000n
+  const clock: Clock.Clock = {
+    currentTimeMillisUnsafe: () => time.now,
+    currentTimeMillis: Effect.sync(() => time.now),
+    currentTimeNanosUnsafe: nanos,
+    currentTimeNanos: Effect.sync(nanos),
+    monotonicTimeNanosUnsafe: nanos,
+    monotonicTimeNanos: Effect.sync(nanos),
+    sleep: () => Effect.never
+  }
+  return { time, clock } as const
+}
