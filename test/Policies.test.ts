@@ -174,6 +174,30 @@ for (const fastPath of [true, false]) {
         )
       }))
 
+    it.effect("concurrency: a waiter waits for a release up to its maxWait", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make(Policy.concurrency({ capacity: 1 }))
+        assert.isTrue(yield* limiter.acquire("k"))
+        const patient = yield* Effect.exit(limiter.wait("k", { maxWait: "2 seconds" })).pipe(
+          Effect.forkChild({ startImmediately: true })
+        )
+        const hasty = yield* Effect.exit(limiter.wait("k", { maxWait: "500 millis" })).pipe(
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* settle
+        yield* TestClock.adjust("500 millis")
+        const gaveUp = yield* Fiber.join(hasty)
+        assert.isTrue(
+          gaveUp._tag === "Failure" &&
+            gaveUp.cause.reasons.some((r) => r._tag === "Fail" && r.error._tag === "RateLimitExceeded")
+        )
+        yield* TestClock.adjust("500 millis")
+        yield* limiter.release("k")
+        yield* settle
+        assert.strictEqual((yield* Fiber.join(patient))._tag, "Success")
+        assert.isFalse(yield* limiter.acquire("k"))
+      }))
+
     it.effect("token bucket in interval mode adds whole periods at once", () =>
       Effect.gen(function*() {
         const limiter = yield* make(

@@ -65,6 +65,11 @@ export type Kind = typeof Kind[keyof typeof Kind]
 export class Request {
   /** Set when the caller was interrupted: the actor skips it and it takes nothing. */
   cancelled = false
+  /**
+   * For a waiter whose turn depends on a release (a concurrency limit with
+   * every unit out): when it gives up with `RateLimitExceeded`.
+   */
+  deadline = Infinity
   readonly kind: Kind
   readonly cost: number
   readonly maxWait: number
@@ -137,6 +142,8 @@ export class Bucket {
   lineCost = 0
   /** When the head of the line can be admitted (valid while the line is non-empty). */
   wakeAt = 0
+  /** The earliest deadline of a waiter in line (Infinity when none has one). */
+  nextDeadline = Infinity
   /** The mailbox, while the actor runs. */
   mailbox: Queue.Queue<Request, Cause.Done> | undefined = undefined
   /** The actor's fiber, while it runs. */
@@ -461,7 +468,10 @@ const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
     request.cost
   )
   bucket.lastActive = now
-  if (wait > request.maxWait) {
+  // Infinity with a release: the turn comes when units come back, not with
+  // time; such a waiter may wait up to its maxWait for it.
+  const onRelease = wait === Infinity && algorithm.release !== undefined && request.kind === Kind.Wait
+  if (wait > request.maxWait && !onRelease) {
     bucket.recorder.denied++
     return reply(
       request.reply,
@@ -478,6 +488,10 @@ const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
   // A reservation's place in line is a waiter nobody awaits; the caller was
   // told when it is admitted and acts then.
   const entry = reserving ? new Request(Kind.Wait, request.cost, request.maxWait, Deferred.makeUnsafe()) : request
+  if (onRelease && request.maxWait !== Infinity) {
+    entry.deadline = now + request.maxWait
+    if (entry.deadline < bucket.nextDeadline) bucket.nextDeadline = entry.deadline
+  }
   bucket.line.push(entry)
   bucket.lineCost += request.cost
   bucket.recorder.waiting++
@@ -498,6 +512,22 @@ export const removeCancelled = (bucket: Bucket): void => {
   }
   bucket.recorder.waiting -= bucket.line.length - j
   bucket.line.length = j
+}
+
+// Waiters past their deadline give up: they took nothing.
+const expire = (bucket: Bucket, now: number): void => {
+  if (bucket.nextDeadline > now) return
+  let next = Infinity
+  for (const w of bucket.line) {
+    if (w.cancelled) continue
+    if (w.deadline <= now) {
+      w.cancelled = true
+      bucket.recorder.denied++
+      reply(w.reply, Exit.fail(new RateLimitExceeded({ key: bucket.key, retryAfter: Duration.infinity })))
+    } else if (w.deadline < next) next = w.deadline
+  }
+  bucket.nextDeadline = next
+  removeCancelled(bucket)
 }
 
 // Admits the head of the line while it fits, in arrival order.
@@ -545,7 +575,10 @@ export const serve = (bucket: Bucket, batch: ReadonlyArray<Request>, now: number
       if (request.kind === Kind.Wait || request.kind === Kind.Reserve) enqueueWaiter(bucket, request, now)
       else reply(request.reply, decide(bucket, request.kind, request.cost, now, request.payload))
     }
-    if (bucket.line.length > 0) admitLine(bucket, now)
+    if (bucket.line.length > 0) {
+      expire(bucket, now)
+      admitLine(bucket, now)
+    }
   } catch (defect) {
     // Only this key is hurt: the request that failed, those after it in the
     // batch and those in line get BucketFailed; the bucket starts afresh.
@@ -664,7 +697,7 @@ export const run: (bucket: Bucket, mailbox: Queue.Queue<Request, Cause.Done>) =>
           if (hibernate(bucket, mailbox)) return
           serveNow(bucket, yield* Queue.takeAll(mailbox))
         } else {
-          const delay = bucket.wakeAt - bucket.clock.currentTimeMillisUnsafe()
+          const delay = Math.min(bucket.wakeAt, bucket.nextDeadline) - bucket.clock.currentTimeMillisUnsafe()
           if (delay <= 0) {
             serveNow(bucket, empty)
             yield* Effect.yieldNow
