@@ -79,9 +79,5 @@ export const failureOf = (exit: Exit.Exit<unknown, unknown>): any => {
   return { _tag: exit.cause.reasons.map((r) => r._tag).join("+") || "Empty" }
 }
 
-/** The tag of a failed exit's typed error ("ok" for a success). */
-export const tagOf = (exit: Exit.Exit<unknown, unknown>): string =>
-  Exit.isSuccess(exit) ? "ok" : String(failureOf(exit)?._tag)
-
 /** Whether a fiber has ended, without waiting. */
 export const isDone = (fiber: Fiber.Fiber<unknown, unknown>): boolean => fiber.pollUnsafe() !== undefined
