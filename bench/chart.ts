@@ -8,6 +8,7 @@ import type { ContenderId, ThroughputResult } from "./types.ts"
 
 const colors: Record<ContenderId, string> = {
   plain: "#9aa0a6",
+  "effect-floor": "#c58af9",
   rlf: "#444444",
   effect: "#e8710a",
   tollgate: "#1a73e8",
@@ -18,6 +19,7 @@ const colors: Record<ContenderId, string> = {
 /** Short names for the chart and the summary table. */
 export const shortNames: Record<ContenderId, string> = {
   plain: "plain JS (floor)",
+  "effect-floor": "Effect floor (Effect.sync)",
   rlf: "rate-limiter-flexible",
   effect: "effect/persistence",
   tollgate: "tollgate",

@@ -201,6 +201,28 @@ const effectRunner = (
       )
 }
 
+/**
+ * The Effect floor: the same plain bucket, decided inside `Effect.sync` in the
+ * same Effect loop as tollgate. The least any Effect-returning `acquire` can
+ * cost here; the gap between it and tollgate is tollgate's own work.
+ */
+export const effectFloor: Contender = {
+  id: "effect-floor",
+  label: "plain JS bucket inside Effect.sync (the Effect floor)",
+  make: (spec, order, callers) => {
+    const limiter = new PlainLimiter(spec)
+    const decide = (key: string) => Effect.sync(() => limiter.tryAcquire(key))
+    return Promise.resolve({
+      run: effectRunner(decide, new Cursor(order.keys), callers),
+      prime: (keys) => effectRunner(decide, new Cursor(keys), 1)(keys.length),
+      close: () => {
+        limiter.buckets.clear()
+        return Promise.resolve()
+      }
+    })
+  }
+}
+
 // ---------------------------------------------------------------------------
 // effect/persistence RateLimiter
 

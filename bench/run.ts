@@ -19,6 +19,7 @@ import {
   allowSpec,
   type Contender,
   denySpec,
+  effectFloor,
   effectPersistence,
   hasFastPathOption,
   plain,
@@ -112,9 +113,8 @@ const reference: ContenderId = variants[variants.length - 1].id
 const wanted = (id: ContenderId) =>
   contenderFilter === undefined ||
   contenderFilter.some((f) => id === f || (f === "tollgate" && id.startsWith("tollgate")))
-const contenders: ReadonlyArray<Contender> = [plain, rlf, effectPersistence, ...variants.map(tollgate)].filter((c) =>
-  wanted(c.id)
-)
+const contenders: ReadonlyArray<Contender> = [plain, effectFloor, rlf, effectPersistence, ...variants.map(tollgate)]
+  .filter((c) => wanted(c.id))
 const runs = (id: string) => only === undefined || only.includes(id)
 
 log(

@@ -3,7 +3,14 @@
  */
 
 /** Contender ids. The tollgate ids depend on whether `fastPath` exists. */
-export type ContenderId = "plain" | "rlf" | "effect" | "tollgate" | "tollgate-nofast" | "tollgate-fast"
+export type ContenderId =
+  | "plain"
+  | "effect-floor"
+  | "rlf"
+  | "effect"
+  | "tollgate"
+  | "tollgate-nofast"
+  | "tollgate-fast"
 
 export interface Meta {
   readonly date: string
