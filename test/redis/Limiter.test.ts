@@ -1,0 +1,306 @@
+/**
+ * The limiter with its state on Redis decides exactly as the in-process
+ * limiter does (random workloads, the same transcript), coalesces a hot key,
+ * lets waiters wait their turn, shares one limit between limiters whose
+ * clocks disagree (server clock), gives keys the TTLs they need, reloads its
+ * scripts after a flush, and refuses algorithms it has no script for.
+ */
+import { assert, expect } from "@effect/vitest"
+import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Redis } from "effect/persistence"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
+import type { Algorithm } from "../../src/algorithm/Algorithm.ts"
+import * as TokenBucket from "../../src/algorithm/TokenBucket.ts"
+import * as Policy from "../../src/Policy.ts"
+import { RateLimiter } from "../../src/RateLimiter.ts"
+import * as RedisStore from "../../src/store/RedisStore.ts"
+import * as Store from "../../src/store/Store.ts"
+import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
+
+type Op =
+  | { readonly _tag: "acquire"; readonly key: number; readonly cost: number }
+  | { readonly _tag: "consume"; readonly key: number; readonly cost: number }
+  | { readonly _tag: "peek"; readonly key: number; readonly cost: number }
+  | { readonly _tag: "wait"; readonly key: number; readonly cost: number }
+  | { readonly _tag: "release"; readonly key: number; readonly cost: number }
+  | { readonly _tag: "burst"; readonly key: number; readonly count: number }
+  | { readonly _tag: "reset"; readonly key: number }
+  | { readonly _tag: "advance"; readonly millis: number }
+
+const policies: ReadonlyArray<Policy.Valid> = [
+  Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }),
+  Policy.tokenBucket({ capacity: 8, refill: { tokens: 3, per: "2 seconds" }, initialTokens: 2 }),
+  Policy.tokenBucket({ capacity: 4, refill: { tokens: 2, per: "1500 millis" }, mode: "interval" }),
+  Policy.gcra({ rate: { count: 2, per: "1 second" }, maxBurst: 3 }),
+  Policy.fixedWindow({ limit: 4, window: "2 seconds" }),
+  Policy.slidingWindow({ limit: 5, window: "3 seconds" }),
+  Policy.slidingLog({ limit: 3, window: "2 seconds", countBlocked: true }),
+  Policy.concurrency({ capacity: 3 }),
+  Policy.all(
+    Policy.tokenBucket({ capacity: 4, refill: { tokens: 1, per: "500 millis" } }),
+    Policy.fixedWindow({ limit: 6, window: "3 seconds" })
+  )
+] as ReadonlyArray<Policy.Valid>
+
+const key = fc.integer({ min: 0, max: policies.length - 1 })
+// Waits only where the store-backed actor waits as the in-process one does:
+// not on a sliding log with countBlocked, nor on a concurrency limit (see
+// RemoteKnownFailures.test.ts).
+const waitKey = fc.constantFrom(0, 1, 2, 3, 4, 5, 8)
+const cost = fc.integer({ min: 1, max: 4 })
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 5, arbitrary: fc.record({ _tag: fc.constant("acquire" as const), key, cost }) },
+  { weight: 3, arbitrary: fc.record({ _tag: fc.constant("consume" as const), key, cost }) },
+  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("peek" as const), key, cost }) },
+  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("wait" as const), key: waitKey, cost }) },
+  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("release" as const), key, cost }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ _tag: fc.constant("burst" as const), key, count: fc.integer({ min: 2, max: 30 }) })
+  },
+  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("reset" as const), key }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ _tag: fc.constant("advance" as const), millis: fc.integer({ min: 0, max: 3000 }) })
+  }
+)
+
+const show = (
+  d: { allowed: boolean; remaining: number; retryAfter: Duration.Duration; resetAfter: Duration.Duration }
+) => `${d.allowed}/${d.remaining}/${Duration.toMillis(d.retryAfter)}/${Duration.toMillis(d.resetAfter)}`
+
+// Runs the ops against one limiter, every call awaited, and returns a
+// transcript of every outcome.
+const transcriptFor = (ops: ReadonlyArray<Op>, store: Store.Store | undefined) =>
+  Effect.gen(function*() {
+    yield* TestClock.setTime(1_760_000_000_000)
+    const limiter = yield* RateLimiter.make({
+      policy: (k) => policies[Number(k.slice(1))],
+      idleTimeout: "365 days",
+      mailboxCapacity: 4096
+    }).pipe(Effect.provideService(Store.CurrentStore, store))
+    const out: Array<string> = []
+    // every outcome, a failure as its tag (a cost above the limit is refused)
+    const record = <A, E>(effect: Effect.Effect<A, E>, f: (a: A) => string) =>
+      Effect.map(Effect.exit(effect), (exit) =>
+        out.push(
+          Exit.isSuccess(exit)
+            ? f(exit.value)
+            : JSON.stringify(exit.cause.reasons.map((r) => r._tag === "Fail" ? (r.error as any)._tag : r._tag))
+        ))
+    for (const o of ops) {
+      const k = "key" in o ? `k${o.key}` : ""
+      switch (o._tag) {
+        case "acquire":
+          yield* record(limiter.acquire(k, { cost: o.cost }), String)
+          break
+        case "consume":
+          yield* record(limiter.consume(k, { cost: o.cost }), show)
+          break
+        case "peek":
+          yield* record(limiter.peek(k, { cost: o.cost }), show)
+          break
+        case "wait":
+          // admitted now, or refused at once: nothing is left waiting
+          yield* record(limiter.wait(k, { cost: o.cost, maxWait: 0 }), () => "admitted")
+          break
+        case "release":
+          yield* record(limiter.release(k, o.cost), () => "released")
+          break
+        case "burst":
+          yield* record(
+            Effect.forEach(Array.from({ length: o.count }), () => limiter.acquire(k), { concurrency: "unbounded" }),
+            (results) => results.map((b) => b ? "1" : "0").join("")
+          )
+          break
+        case "reset":
+          yield* record(limiter.reset(k), () => "reset")
+          break
+        case "advance":
+          yield* TestClock.adjust(o.millis)
+          break
+      }
+    }
+    return out
+  })
+
+// Polls (in real time: the store answers in real time) until `f` holds.
+const eventually = (f: () => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 500 && !f(); i++) yield* TestClock.withLive(Effect.sleep("2 millis"))
+    assert.isTrue(f(), "timed out waiting")
+  })
+
+describeRedis("the limiter on Redis", (it) => {
+  it.effect("decides exactly as in-process on random workloads", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("limiter")
+      const samples = fc.sample(fc.array(op, { minLength: 1, maxLength: 40 }), {
+        numRuns: Number(process.env.LIMITER_RUNS ?? 30)
+      })
+      let n = 0
+      for (const ops of samples) {
+        const local = yield* Effect.scoped(transcriptFor(ops, undefined))
+        const store = yield* RedisStore.make({
+          prefix: `${prefix}${n++}:`,
+          clock: "client",
+          keepSettled: Duration.infinity
+        })
+        const remote = yield* Effect.scoped(transcriptFor(ops, store))
+        assert.deepStrictEqual(remote, local, JSON.stringify(ops))
+      }
+      yield* cleanup(prefix)
+    }).pipe(Effect.provide(TestClock.layer())))
+
+  it.effect("coalesces a hot key into few round trips and admits exactly the capacity", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("hot")
+      const store = yield* RedisStore.make({ prefix })
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 1, per: "1 hour" } }),
+        mailboxCapacity: 4096
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const results = yield* Effect.forEach(Array.from({ length: 2000 }), () => limiter.acquire("hot"), {
+        concurrency: "unbounded"
+      })
+      assert.strictEqual(results.filter(Boolean).length, 100)
+      const stats = yield* limiter.stats
+      assert.strictEqual(stats.storeOps, 2000)
+      expect(stats.storeCalls).toBeLessThanOrEqual(20)
+      assert.strictEqual(stats.degraded, 0)
+      yield* cleanup(prefix)
+    }))
+
+  it.effect("waiters wait their turn against Redis, in order", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("wait")
+      const store = yield* RedisStore.make({ prefix, clock: "client" })
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const order: Array<number> = []
+      const fibers: Array<Fiber.Fiber<void, unknown>> = []
+      for (const i of [0, 1, 2]) {
+        fibers.push(
+          yield* limiter.wait("k").pipe(
+            Effect.tap(() => Effect.sync(() => order.push(i))),
+            Effect.forkChild({ startImmediately: true })
+          )
+        )
+      }
+      yield* eventually(() => order.length === 1)
+      // the others are in line once the store has told them how long to wait
+      for (let i = 0; i < 500 && (yield* limiter.stats).waiting < 2; i++) {
+        yield* TestClock.withLive(Effect.sleep("2 millis"))
+      }
+      yield* TestClock.adjust("1 second")
+      yield* eventually(() => order.length === 2)
+      yield* TestClock.adjust("1 second")
+      yield* eventually(() => order.length === 3)
+      yield* Fiber.joinAll(fibers)
+      assert.deepStrictEqual(order, [0, 1, 2])
+      yield* cleanup(prefix)
+    }).pipe(Effect.provide(TestClock.layer())))
+
+  it.effect("with the server's clock, limiters whose clocks disagree by an hour share one limit", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("skew")
+      const policy = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 minute" } })
+      const limiterAt = (offset: number) =>
+        Effect.gen(function*() {
+          const { clock } = settableClock(1_760_000_000_000 + offset)
+          const store = yield* RedisStore.make({ prefix })
+          return yield* RateLimiter.make({ policy }).pipe(
+            Effect.provideService(Store.CurrentStore, store),
+            Effect.provideService(Clock.Clock, clock)
+          )
+        })
+      const a = yield* limiterAt(0)
+      const b = yield* limiterAt(3_600_000)
+      let allowed = 0
+      for (let i = 0; i < 40; i++) if (yield* (i % 2 === 0 ? a : b).acquire("shared")) allowed++
+      assert.strictEqual(allowed, 10)
+      yield* cleanup(prefix)
+    }))
+
+  it.effect("a key lives until it has settled, and no longer", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("ttl")
+      const redis = yield* Redis.Redis
+      const store = yield* RedisStore.make({ prefix, clock: "client" })
+      const bucket = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+      const take = (key: string, policy: Policy.Valid, cost: number) =>
+        store.apply(key, policy, [{ kind: Store.OpKind.Take, cost, queued: 0 }])
+      const pttl = (key: string) => redis.send<number>("PTTL", prefix + key)
+
+      yield* store.apply("peeked", bucket, [{ kind: Store.OpKind.Peek, cost: 1, queued: 0 }])
+      assert.strictEqual(yield* pttl("peeked"), -2, "a peek gives a key no state")
+      yield* take("tb", bucket, 1)
+      let ttl = yield* pttl("tb")
+      expect(ttl).toBeGreaterThan(900)
+      expect(ttl).toBeLessThanOrEqual(1000) // one token short: full again in 1 s
+      yield* take("tb", bucket, 9)
+      ttl = yield* pttl("tb")
+      expect(ttl).toBeGreaterThan(9900)
+      expect(ttl).toBeLessThanOrEqual(10_000)
+      yield* store.apply("tb", bucket, [{ kind: Store.OpKind.Release, cost: 10, queued: 0 }])
+      assert.strictEqual(yield* pttl("tb"), -2, "a full bucket is deleted at once")
+
+      const permits = Policy.concurrency({ capacity: 2 }) as Policy.Valid
+      yield* take("cc", permits, 1)
+      assert.strictEqual(yield* pttl("cc"), -1, "units out: the key must never be forgotten")
+      yield* store.apply("cc", permits, [{ kind: Store.OpKind.Release, cost: 1, queued: 0 }])
+      assert.strictEqual(yield* pttl("cc"), -2)
+
+      const kept = yield* RedisStore.make({ prefix, clock: "client", keepSettled: "1 minute" })
+      yield* kept.apply("kept", bucket, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
+      ttl = yield* pttl("kept")
+      expect(ttl).toBeGreaterThan(60_900)
+      expect(ttl).toBeLessThanOrEqual(61_000)
+      yield* cleanup(prefix)
+    }))
+
+  it.effect("after SCRIPT FLUSH (or a restarted server) the scripts are loaded again", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("noscript")
+      const redis = yield* Redis.Redis
+      const store = yield* RedisStore.make({ prefix })
+      const policy = Policy.gcra({ rate: { count: 10, per: "1 second" }, maxBurst: 1 }) as Policy.Valid
+      const take = store.apply("k", policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
+      assert.isTrue((yield* take)[0].allowed)
+      yield* redis.send("SCRIPT", "FLUSH")
+      assert.isTrue((yield* take)[0].allowed)
+      assert.isFalse((yield* take)[0].allowed)
+      yield* cleanup(prefix)
+    }))
+
+  it.effect("an algorithm without a script fails clearly, and the limiter's fallback sees it", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("unsupported")
+      const store = yield* RedisStore.make({ prefix })
+      const custom: Algorithm<TokenBucket.Config, TokenBucket.State> = { ...TokenBucket.algorithm, name: "custom" }
+      const policy = {
+        ...(Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid),
+        algorithm: custom
+      } as Policy.Valid
+      assert.isFalse(RedisStore.supports(policy))
+      assert.isTrue(RedisStore.supports(Policy.slidingLog({ limit: 1, window: "1 second" }) as Policy.Valid))
+      const error = yield* Effect.flip(store.apply("k", policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]))
+      assert.strictEqual(error._tag, "StoreUnavailable")
+      assert.include(error.reason, "no script for the \"custom\" algorithm")
+      const limiter = yield* RateLimiter.make({ policy, fallback: { mode: "error" } }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      const exit = yield* Effect.exit(limiter.acquire("k"))
+      assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("no script for the \"custom\" algorithm"))
+    }))
+
+  it.effect("bad options name the field", () =>
+    Effect.gen(function*() {
+      const clock = yield* Effect.flip(RedisStore.make({ clock: "local" as never }))
+      assert.strictEqual(clock.field, "clock")
+      const keep = yield* Effect.flip(RedisStore.make({ keepSettled: -1 }))
+      assert.strictEqual(keep.field, "keepSettled")
+    }))
+})
