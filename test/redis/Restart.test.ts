@@ -1,0 +1,167 @@
+/**
+ * Redis goes away in the middle of a run and comes back: on a redis-server
+ * of the test's own (its own port), killed and started again. While it is
+ * down, every fallback mode decides as configured (a local share, allow,
+ * deny, or StoreUnavailable), every call completes within the timeout, and
+ * once it is back every limiter uses it again (its scripts loaded anew).
+ * First the server hangs (stopped: its socket stays open, calls time out),
+ * then it dies (killed: calls are refused at once), then it restarts empty.
+ */
+import { assert, describe, expect, it } from "@effect/vitest"
+import { Context, Duration, Effect, Exit, Layer } from "effect"
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as Policy from "../../src/Policy.ts"
+import { RateLimiter } from "../../src/RateLimiter.ts"
+import * as RedisStore from "../../src/store/RedisStore.ts"
+import * as Store from "../../src/store/Store.ts"
+
+const hasServer = spawnSync("redis-server", ["--version"]).status === 0
+const skipped = "redis-server is not installed: the restart test is skipped (.ci/run installs it)"
+if (!hasServer) console.warn(skipped)
+
+const freePort = Effect.callback<number>((resume) => {
+  const server = net.createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const port = (server.address() as net.AddressInfo).port
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+// A redis-server on 127.0.0.1:port, no persistence; ready when it says so.
+const startServer = (port: number, dir: string) =>
+  Effect.callback<ChildProcessWithoutNullStreams>((resume) => {
+    const child = spawn("redis-server", [
+      "--bind",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      dir
+    ])
+    let out = ""
+    const onData = (chunk: unknown) => {
+      out += String(chunk)
+      if (out.includes("Ready to accept connections")) {
+        child.stdout.off("data", onData)
+        resume(Effect.succeed(child))
+      }
+    }
+    child.stdout.on("data", onData)
+    child.on("exit", (code) => resume(Effect.die(`redis-server exited (${code}): ${out}`)))
+  })
+
+const stopServer = (child: ChildProcessWithoutNullStreams) =>
+  Effect.callback<void>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    child.once("exit", () => resume(Effect.void))
+    child.kill("SIGKILL") // a crash, not a clean shutdown
+  })
+
+const modes = ["local", "allow", "deny", "error"] as const
+const TIMEOUT = 300
+
+const suite = hasServer ? describe : describe.skip
+suite(hasServer ? "Redis stopped and restarted mid-run" : `Redis stopped and restarted mid-run (${skipped})`, () => {
+  it.live(
+    "the fallback decides while it is down, no call hangs, and the store is used again once it is back",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const port = yield* freePort
+        const server = { current: yield* startServer(port, dir) }
+        yield* Effect.addFinalizer(() => stopServer(server.current))
+
+        const context = yield* Layer.build(RedisStore.layer({ url: `redis://127.0.0.1:${port}`, prefix: "restart:" }))
+        const store = Context.get(context, Store.CurrentStore)!
+        const limiters = yield* Effect.forEach(modes, (mode) =>
+          RateLimiter.make({
+            policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }),
+            fallback: { mode, share: 0.5, timeout: Duration.millis(TIMEOUT), retryAfter: "200 millis" }
+          }).pipe(Effect.provideService(Store.CurrentStore, store)))
+
+        let slowest = 0
+        const consume = (i: number) =>
+          Effect.timed(Effect.exit(limiters[i].consume(`k-${modes[i]}`))).pipe(
+            Effect.map(([took, exit]) => {
+              slowest = Math.max(slowest, Duration.toMillis(took))
+              return exit
+            })
+          )
+        // Rounds of calls while Redis does not answer: each mode's fallback.
+        const degradedRounds = (rounds: number) =>
+          Effect.gen(function*() {
+            for (let round = 0; round < rounds; round++) {
+              for (let i = 0; i < modes.length; i++) {
+                const exit = yield* consume(i)
+                switch (modes[i]) {
+                  case "local":
+                    // half of the limit, decided here
+                    assert.isTrue(Exit.isSuccess(exit) && exit.value.degraded === true && exit.value.limit === 5)
+                    break
+                  case "allow":
+                    assert.isTrue(Exit.isSuccess(exit) && exit.value.allowed && exit.value.degraded === true)
+                    break
+                  case "deny":
+                    assert.isTrue(Exit.isSuccess(exit) && !exit.value.allowed && exit.value.degraded === true)
+                    break
+                  case "error":
+                    assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("StoreUnavailable"), String(exit))
+                    break
+                }
+              }
+              yield* Effect.sleep("50 millis")
+            }
+          })
+        // Until every limiter's calls are decided by Redis again.
+        const recovered = Effect.gen(function*() {
+          const back = new Set<number>()
+          for (let round = 0; round < 200 && back.size < modes.length; round++) {
+            for (let i = 0; i < modes.length; i++) {
+              const exit = yield* consume(i)
+              if (Exit.isSuccess(exit) && exit.value.degraded === undefined) back.add(i)
+            }
+            if (back.size < modes.length) yield* Effect.sleep("50 millis")
+          }
+          assert.strictEqual(back.size, modes.length, "every limiter recovered")
+        })
+
+        // up: decided by Redis
+        for (let i = 0; i < modes.length; i++) {
+          const exit = yield* consume(i)
+          assert.isTrue(Exit.isSuccess(exit) && exit.value.allowed && exit.value.degraded === undefined)
+        }
+
+        // hung (stopped, its socket open): calls time out into the fallback
+        server.current.kill("SIGSTOP")
+        yield* degradedRounds(2)
+        expect(slowest).toBeGreaterThanOrEqual(TIMEOUT - 10) // the timeout fired
+        expect(slowest).toBeLessThan(TIMEOUT + 200)
+        server.current.kill("SIGCONT")
+        yield* recovered
+
+        // down (killed): refused at once, into the fallback
+        yield* stopServer(server.current)
+        yield* degradedRounds(10)
+        expect(slowest).toBeLessThan(TIMEOUT + 200)
+
+        // back (empty, without the scripts): every limiter uses Redis again
+        server.current = yield* startServer(port, dir)
+        yield* recovered
+        expect(slowest).toBeLessThan(TIMEOUT + 200)
+        for (let i = 0; i < modes.length; i++) {
+          const stats = yield* limiters[i].stats
+          expect(stats.storeFailures).toBeGreaterThan(0)
+        }
+      }),
+    30_000
+  )
+})
