@@ -593,6 +593,9 @@ export const concurrency = (options: {
   if (bad !== undefined) return bad
   let replenish: { tokens: number; periodMillis: number } | undefined
   if (options.replenish !== undefined) {
+    if (!Predicate.isObject(options.replenish)) {
+      return invalid("replenish", options.replenish, "must be { tokens, per } or left out")
+    }
     const tokens = options.replenish.tokens
     const badTokens = checkPositive("replenish.tokens", tokens)
     if (badTokens !== undefined) return badTokens

@@ -366,7 +366,10 @@ const checkCost = (cost: number | undefined): InvalidRequest | undefined =>
     })
 
 const parseMaxWait = (input: Duration.Input): number | InvalidRequest => {
-  const duration = Duration.fromInput(input)
+  // Duration.fromInput reads NaN as zero: refuse it before it gets there.
+  const duration = Predicate.isNumber(input) && Number.isNaN(input)
+    ? { _tag: "None" as const }
+    : Duration.fromInput(input)
   if (duration._tag === "Some") {
     const millis = Duration.toMillis(duration.value)
     if (millis >= 0 && !Number.isNaN(millis)) return millis
@@ -422,6 +425,23 @@ const validateOptions = (options: Options): Effect.Effect<{
   readonly maxKeyLength: number
 }, InvalidPolicy> =>
   Effect.suspend(() => {
+    if (!Predicate.isObject(options)) {
+      return Effect.fail(new InvalidPolicy({ field: "options", value: String(options), reason: "must be an object" }))
+    }
+    if (options.fastPath !== undefined && !Predicate.isBoolean(options.fastPath)) {
+      return Effect.fail(
+        new InvalidPolicy({ field: "fastPath", value: String(options.fastPath), reason: "must be a boolean" })
+      )
+    }
+    if (options.name !== undefined && !(Predicate.isString(options.name) && options.name.length > 0)) {
+      return Effect.fail(
+        new InvalidPolicy({
+          field: "name",
+          value: Predicate.isString(options.name) ? "\"\"" : typeof options.name,
+          reason: "must be a non-empty string"
+        })
+      )
+    }
     const idleTimeoutMillis = options.idleTimeout === undefined ? 60_000 : Policy.positiveMillis(options.idleTimeout)
     if (idleTimeoutMillis === undefined) {
       return Effect.fail(

@@ -14,6 +14,7 @@ const faulty = (() => {
     ...base,
     algorithm: {
       ...base.algorithm,
+      take: undefined,
       step: (c: any, s: any, now: number, cost: number) => {
         if (cost === 3 && now >= 1000) throw new Error("step exploded")
         return base.algorithm.step(c, s, now, cost)

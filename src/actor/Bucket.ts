@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { type Cause, type Clock, Deferred, Duration, Effect, Exit, type Fiber, Latch, Queue, Ref } from "effect"
+import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, Queue, Ref } from "effect"
 import type { Algorithm, Carry, Outcome } from "../algorithm/Algorithm.ts"
 import * as Decision from "../Decision.ts"
 import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../Errors.ts"
@@ -113,6 +113,15 @@ export interface Reserved {
 }
 
 /**
+ * Where a bucket reads the time: the limiter's clock, which never goes back.
+ *
+ * @since 0.1.0
+ */
+export interface Now {
+  readonly currentTimeMillisUnsafe: () => number
+}
+
+/**
  * Limits of one bucket.
  *
  * @since 0.1.0
@@ -157,7 +166,7 @@ export class Bucket {
   /** The largest cost the policy can ever grant (cached: checked on every request). */
   maxCost: number
   readonly limits: Limits
-  readonly clock: Clock.Clock
+  readonly clock: Now
   readonly recorder: Recorder
   /** Whether the actor stops when it has nothing queued and nobody waiting. */
   readonly hibernates: boolean
@@ -167,7 +176,7 @@ export class Bucket {
     key: string,
     policy: Policy.Valid,
     limits: Limits,
-    clock: Clock.Clock,
+    clock: Now,
     recorder: Recorder,
     hibernates: boolean
   ) {

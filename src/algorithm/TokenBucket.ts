@@ -254,9 +254,14 @@ export const release = (c: Config, s: State, now: number, amount: number): State
  */
 export const reconfigure = (from: Config, s: State, to: Config, now: number, carry: Carry): State => {
   if (carry === "reset") return initial(to, now)
-  const tokens = tokensAt(from, s, now)
-  const kept = carry === "as-is" ? Math.min(to.capacity, tokens) : (tokens / from.capacity) * to.capacity
-  return { level: Math.min(to.full, kept * to.periodMillis), at: now > s.at ? now : s.at }
+  // Carry the scaled level with one rounding, multiplying first: tokens
+  // (level / period) would round, and reconfiguring a key to its own policy
+  // must change nothing.
+  const level = levelAt(from, s, now)
+  const kept = carry === "as-is"
+    ? (from.periodMillis === to.periodMillis ? level : (level * to.periodMillis) / from.periodMillis)
+    : (level * to.full) / from.full
+  return { level: Math.min(to.full, kept), at: now > s.at ? now : s.at }
 }
 
 /**

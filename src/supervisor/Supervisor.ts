@@ -148,7 +148,7 @@ const shutdownExit = Effect.fail(new LimiterShutdown())
  * @since 0.1.0
  */
 export const make = Effect.fnUntraced(function*(options: Options) {
-  const clock = yield* Clock.Clock
+  const clock: Bucket.Now = yield* Clock.Clock
   const store = options.store
   const fallback = options.fallback ?? defaultFallback
   const health = new Remote.Health()
