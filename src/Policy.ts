@@ -508,17 +508,25 @@ export const smooth = (options: {
   if (warmupMillis !== undefined && !Predicate.isNumber(warmupMillis)) return warmupMillis
   const maxBurstMillis = options.maxBurst === undefined ? undefined : millisOf("maxBurst", options.maxBurst)
   if (maxBurstMillis !== undefined && !Predicate.isNumber(maxBurstMillis)) return maxBurstMillis
+  const config = WarmUpAlgorithm.config({
+    permits: options.permits,
+    periodMillis,
+    warmupMillis,
+    coldFactor: options.coldFactor,
+    maxBurstMillis,
+    initialPermits: options.initialPermits
+  })
+  if (options.initialPermits !== undefined && options.initialPermits > config.maxPermits) {
+    return invalid(
+      "initialPermits",
+      options.initialPermits,
+      `must not exceed the most permits stored (${config.maxPermits})`
+    )
+  }
   return make<Smooth>({
     _tag: "Smooth",
     algorithm: WarmUpAlgorithm.algorithm,
-    config: WarmUpAlgorithm.config({
-      permits: options.permits,
-      periodMillis,
-      warmupMillis,
-      coldFactor: options.coldFactor,
-      maxBurstMillis,
-      initialPermits: options.initialPermits
-    }),
+    config,
     quota: { limit: options.permits, windowMillis: periodMillis },
     error: undefined
   })
