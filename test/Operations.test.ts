@@ -137,6 +137,26 @@ for (const fastPath of [true, false]) {
           assert.strictEqual((yield* limiter.peek("a")).remaining, 14)
         }))
 
+      it.effect("other algorithms carry the units available (as-is, proportional), and held permits stay out", () =>
+        Effect.gen(function*() {
+          const window = (limit: number) => Policy.fixedWindow({ limit, window: "1 minute" })
+          const limiter = yield* make({ policy: window(10) })
+          for (const key of ["a", "p", "r"]) assert.isTrue(yield* limiter.acquire(key, { cost: 6 }))
+          yield* limiter.reconfigure("a", window(100), { carry: "as-is" })
+          yield* limiter.reconfigure("p", window(100), { carry: "proportional" })
+          yield* limiter.reconfigure("r", window(100), { carry: "reset" })
+          assert.strictEqual((yield* limiter.peek("a")).remaining, 4)
+          assert.strictEqual((yield* limiter.peek("p")).remaining, 40)
+          assert.strictEqual((yield* limiter.peek("r")).remaining, 100)
+          // a concurrency limit: two permits out stay out under the new capacity
+          const permits = yield* make({ policy: Policy.concurrency({ capacity: 3 }) })
+          assert.isTrue(yield* permits.acquire("k", { cost: 2 }))
+          yield* permits.reconfigure("k", Policy.concurrency({ capacity: 5 }))
+          assert.strictEqual((yield* permits.peek("k")).remaining, 3)
+          yield* permits.release("k", 2)
+          assert.strictEqual((yield* permits.peek("k")).remaining, 5)
+        }))
+
       it.effect("as-is never keeps more than the new capacity", () =>
         Effect.gen(function*() {
           const limiter = yield* make({ policy: perSecond(10, 1) })

@@ -385,13 +385,35 @@ const cannotRelease = (bucket: Bucket): string =>
 // Switches the policy, carrying the usage over as asked (a different
 // algorithm always starts afresh); waiters that can no longer ever be
 // admitted are told so, the others are re-timed by the next batch pass.
+// The carry rule for algorithms without an exact `reconfigure` (and across
+// algorithms): count the whole units available now under the old policy, start
+// the new one fresh, and take from it what brings it down to the same units
+// ("as-is", capped by the new limit) or the same share of its limit
+// ("proportional"). Units out under a concurrency limit stay out.
+const carryOver = (from: Policy.Valid, state: unknown, next: Policy.Valid, now: number, carry: Carry): unknown => {
+  const fresh = next.algorithm.initial(next.config as never, now)
+  if (carry === "reset") return fresh
+  const step = (p: Policy.Valid, s: unknown, cost: number) => p.algorithm.step(p.config as never, s as never, now, cost)
+  const available = step(from, state, 0).remaining
+  // Units in use carry over between concurrency limits: holders still hold them.
+  const target = from._tag === "Concurrency" && next._tag === "Concurrency" && carry === "as-is"
+    ? next.quota.limit - (from.quota.limit - available)
+    : carry === "as-is"
+    ? available
+    : Math.floor((available / from.quota.limit) * next.quota.limit)
+  const take = step(next, fresh, 0).remaining - Math.max(0, target)
+  if (!(take > 0)) return fresh
+  const taken = step(next, fresh, take)
+  return taken.allowed ? taken.state : fresh
+}
+
 const reconfigure = (bucket: Bucket, to: Reconfiguration, now: number): void => {
   const from = bucket.policy
   const next = to.policy
   const ref = bucket.state.ref
   ref.current = from.algorithm === next.algorithm && next.algorithm.reconfigure !== undefined
     ? next.algorithm.reconfigure(from.config as never, ref.current as never, next.config as never, now, to.carry)
-    : next.algorithm.initial(next.config as never, now)
+    : carryOver(from, ref.current, next, now, to.carry)
   bucket.policy = next
   bucket.maxCost = next.algorithm.maxCost(next.config as never)
   const max = next.algorithm.maxCost(next.config as never)
