@@ -4,18 +4,7 @@ import * as Composite from "../../src/algorithm/Composite.ts"
 import * as FixedWindow from "../../src/algorithm/FixedWindow.ts"
 import * as SlidingLog from "../../src/algorithm/SlidingLog.ts"
 import * as TokenBucket from "../../src/algorithm/TokenBucket.ts"
-
-// The least r in [0, hi] with ok(r), for ok monotone in r; Infinity if none.
-const least = (ok: (r: number) => boolean, hi: number): number => {
-  if (!ok(hi)) return Infinity
-  let lo = 0
-  while (lo < hi) {
-    const mid = Math.floor((lo + hi) / 2)
-    if (ok(mid)) hi = mid
-    else lo = mid + 1
-  }
-  return lo
-}
+import { least } from "./support.ts"
 
 // The model: independent token buckets in exact integers (level × period as
 // of the last admission), and a request that every one of them must admit.

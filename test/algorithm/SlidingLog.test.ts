@@ -1,18 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import * as SlidingLog from "../../src/algorithm/SlidingLog.ts"
-
-// The least r in [0, hi] with ok(r), for ok monotone in r; Infinity if none.
-const least = (ok: (r: number) => boolean, hi: number): number => {
-  if (!ok(hi)) return Infinity
-  let lo = 0
-  while (lo < hi) {
-    const mid = Math.floor((lo + hi) / 2)
-    if (ok(mid)) hi = mid
-    else lo = mid + 1
-  }
-  return lo
-}
+import { least } from "./support.ts"
 
 // The model: an unbounded log of every admitted request (and, with
 // countBlocked, every blocked one), counted afresh over (t − W, t]. The clock
