@@ -19,7 +19,8 @@
  * @since 0.1.0
  */
 import { NodeRedis } from "@effect/platform-node"
-import { Clock, Duration, Effect, Layer, Predicate } from "effect"
+import { Clock, Duration, Effect, Layer, Predicate, Queue, type Scope, Semaphore } from "effect"
+import { identity } from "effect/Function"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
 import type * as Policy from "../Policy.ts"
@@ -48,6 +49,13 @@ export interface Options {
    * back); `Duration.infinity` keeps every key.
    */
   readonly keepSettled?: Duration.Input | undefined
+  /**
+   * Most keys in one round trip (default 64). Calls for different keys made
+   * at the same moment share one `EVALSHA`; each key is still applied
+   * atomically on its own. On Redis Cluster, keys of one call must share a
+   * hash slot: set 1 there (or give keys a common `{hash tag}`).
+   */
+  readonly maxBatchKeys?: number | undefined
 }
 
 /**
@@ -115,7 +123,20 @@ const validate = (options: Options) => {
       })
     }
   }
-  return { prefix, server: clock === "server", keep: keep === Infinity ? "inf" : String(keep) } as const
+  const maxBatchKeys = options.maxBatchKeys ?? 64
+  if (!(Number.isSafeInteger(maxBatchKeys) && maxBatchKeys > 0)) {
+    return new InvalidPolicy({
+      field: "maxBatchKeys",
+      value: String(options.maxBatchKeys),
+      reason: "must be a positive integer"
+    })
+  }
+  return {
+    prefix,
+    server: clock === "server",
+    keep: keep === Infinity ? "inf" : String(keep),
+    maxBatchKeys
+  } as const
 }
 
 const unavailable = (reason: string) => new StoreUnavailable({ store: "redis", reason })
@@ -154,8 +175,22 @@ const encodeOps = (ops: ReadonlyArray<Op>): string => {
   return out
 }
 
+// One key's call waiting for its round trip.
+interface Entry {
+  readonly key: string
+  readonly script: Scripts.Script
+  readonly policy: string
+  readonly ops: string
+  readonly count: number
+  cancelled: boolean
+  resume: (effect: Effect.Effect<ReadonlyArray<Reply>, StoreUnavailable>) => void
+}
+
 /**
- * Makes a store over the `Redis` service in context.
+ * Makes a store over the `Redis` service in context. Calls for different
+ * keys made at the same moment (by the buckets of many keys) share a round
+ * trip: one `EVALSHA` with up to `maxBatchKeys` keys, each still applied
+ * atomically and in order on its own. Closing the scope stops the store.
  *
  * @example
  * ```ts
@@ -173,11 +208,11 @@ const encodeOps = (ops: ReadonlyArray<Op>): string => {
  *
  * @since 0.1.0
  */
-export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Redis.Redis> = Effect.fnUntraced(
-  function*(options: Options = {}) {
+export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Redis.Redis | Scope.Scope> = Effect
+  .fnUntraced(function*(options: Options = {}) {
     const settings = validate(options)
     if (settings instanceof InvalidPolicy) return yield* settings
-    const { keep, prefix, server } = settings
+    const { keep, maxBatchKeys, prefix, server } = settings
     const redis = yield* Redis.Redis
     const clock = yield* Clock.Clock
     // Policies are immutable values, shared by every key they apply to.
@@ -193,30 +228,100 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     // EVALSHA; after a NOSCRIPT (a restarted or flushed server), load the
     // script and run it again.
     const evalSha = (script: Scripts.Script, args: ReadonlyArray<string>) =>
-      redis.send<unknown>("EVALSHA", script.sha, "1", ...args).pipe(
+      redis.send<unknown>("EVALSHA", script.sha, ...args).pipe(
         Effect.catchIf(
           (error) => describe(error).includes("NOSCRIPT"),
           () =>
             Effect.andThen(
               redis.send<string>("SCRIPT", "LOAD", script.lua),
-              redis.send<unknown>("EVALSHA", script.sha, "1", ...args)
+              redis.send<unknown>("EVALSHA", script.sha, ...args)
             )
         ),
         Effect.mapError((error) => unavailable(describe(error)))
       )
 
-    const apply = Effect.fn("RedisStore.apply")(function*(key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>) {
+    // One round trip for up to `maxBatchKeys` entries of one script: the I/O
+    // boundary, and the span (one per round trip, not per call: a span per
+    // call costs about a third of the throughput of a busy store).
+    const send = Effect.fn("RedisStore.apply")(function*(script: Scripts.Script, batch: ReadonlyArray<Entry>) {
+      yield* Effect.annotateCurrentSpan({ "tollgate.script": script.name, "tollgate.keys": batch.length })
+      const args: Array<string> = [String(batch.length)]
+      for (const e of batch) args.push(e.key)
+      args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
+      for (const e of batch) args.push(e.policy, e.ops)
+      const result = yield* Effect.result(evalSha(script, args))
+      if (result._tag === "Failure") {
+        for (const e of batch) e.resume(Effect.fail(result.failure))
+        return
+      }
+      const raw = result.success
+      const replies = Array.isArray(raw) && raw.length === batch.length ? raw : undefined
+      for (let i = 0; i < batch.length; i++) {
+        const decoded = replies === undefined ? undefined : decode(replies[i], batch[i].count)
+        batch[i].resume(
+          decoded === undefined
+            ? Effect.fail(unavailable(`unexpected reply from the ${script.name} script`))
+            : Effect.succeed(decoded)
+        )
+      }
+    })
+
+    // The dispatcher: takes what is queued (after letting the callers running
+    // now add theirs), and sends it, a few round trips in flight at most;
+    // while they are all out, what arrives waits and goes in the next ones.
+    const queue = yield* Queue.unbounded<Entry>()
+    const inFlight = Semaphore.makeUnsafe(4)
+    yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+      const first = yield* Queue.takeAll(queue)
+      yield* Effect.yieldNow
+      yield* Semaphore.take(inFlight, 1)
+      const rest = yield* Queue.clear(queue)
+      const groups = new Map<Scripts.Script, Array<Entry>>()
+      for (const entries of [first, rest]) {
+        for (const e of entries) {
+          if (e.cancelled) continue
+          const group = groups.get(e.script)
+          if (group === undefined) groups.set(e.script, [e])
+          else group.push(e)
+        }
+      }
+      const sends: Array<Effect.Effect<void>> = []
+      for (const [script, group] of groups) {
+        for (let i = 0; i < group.length; i += maxBatchKeys) {
+          sends.push(send(script, group.slice(i, i + maxBatchKeys)))
+        }
+      }
+      yield* Effect.forkDetach(
+        Effect.forEach(sends, identity, { concurrency: "unbounded", discard: true }).pipe(
+          Effect.ensuring(Semaphore.release(inFlight, 1))
+        )
+      )
+    })))
+
+    // The hot path (one call per batch of a key's requests): untraced; the
+    // span is the round trip's.
+    const apply = Effect.fnUntraced(function*(key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>) {
       const e = encode(policy)
       if (Predicate.isString(e)) return yield* unavailable(e)
-      const now = server ? "" : String(clock.currentTimeMillisUnsafe())
-      const raw = yield* evalSha(e.script, [prefix + key, now, keep, e.policy, encodeOps(ops)])
-      const replies = decode(raw, ops.length)
-      if (replies === undefined) return yield* unavailable(`unexpected reply from the ${e.script.name} script`)
-      return replies
+      return yield* Effect.callback<ReadonlyArray<Reply>, StoreUnavailable>((resume) => {
+        const entry: Entry = {
+          key: prefix + key,
+          script: e.script,
+          policy: e.policy,
+          ops: encodeOps(ops),
+          count: ops.length,
+          cancelled: false,
+          resume
+        }
+        Queue.offerUnsafe(queue, entry)
+        // interrupted (the limiter's timeout): not sent if it has not been yet
+        return Effect.sync(() => {
+          entry.cancelled = true
+        })
+      })
     })
     return { name: "redis", apply }
-  }
-)
+  })
 
 /**
  * The store as the limiter's `Store.CurrentStore`, over the `Redis` service

@@ -172,6 +172,32 @@ describeRedis("the limiter on Redis", (it) => {
       yield* cleanup(prefix)
     }))
 
+  it.effect("calls for many keys at once share round trips, each key applied atomically and in order", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("batch")
+      const store = yield* RedisStore.make({ prefix, clock: "client", maxBatchKeys: 7 })
+      const policies = [
+        Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 hour" } }),
+        Policy.gcra({ rate: { count: 1, per: "1 hour" }, maxBurst: 2 }),
+        Policy.slidingLog({ limit: 3, window: "1 hour" })
+      ] as ReadonlyArray<Policy.Valid>
+      const take = (key: string, policy: Policy.Valid) =>
+        Effect.map(store.apply(key, policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]), ([r]) => r.allowed)
+      // 50 keys of three algorithms (three scripts), each taken 5 times, all at once
+      const calls = Array.from({ length: 250 }, (_, i) => ({ key: `k${i % 50}`, policy: policies[i % 50 % 3] }))
+      const results = yield* Effect.forEach(calls, (c) => take(c.key, c.policy), { concurrency: "unbounded" })
+      for (let k = 0; k < 50; k++) {
+        const mine = results.filter((_, i) => i % 50 === k)
+        assert.deepStrictEqual(mine, [true, true, true, false, false], `key k${k}`)
+      }
+      // a call interrupted before its round trip takes nothing
+      const fiber = yield* take("interrupted", policies[0]).pipe(Effect.forkChild({ startImmediately: true }))
+      yield* Fiber.interrupt(fiber)
+      const [after] = yield* store.apply("interrupted", policies[0], [{ kind: Store.OpKind.Peek, cost: 3, queued: 0 }])
+      assert.isTrue(after.allowed)
+      yield* cleanup(prefix)
+    }))
+
   it.effect("waiters wait their turn against Redis, in order", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("wait")

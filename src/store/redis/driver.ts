@@ -1,19 +1,21 @@
 /**
- * The end of every tollgate script: `MemoryStore.applyOps` in Lua. It reads
- * the key's state, applies the batch of operations in order with the
- * policy's module from `ALG`, writes the state back with a TTL, and answers
- * every operation.
+ * The end of every tollgate script: `MemoryStore.applyOps` in Lua, for one
+ * key or several. For each key it reads the state, applies that key's
+ * operations in order with its policy's module from `ALG`, writes the state
+ * back with a TTL, and answers every operation. Keys are independent: a
+ * call with several keys is several atomic `applyOps` in one round trip.
  *
- * - `KEYS[1]`: the key (with the store's prefix).
+ * - `KEYS[i]`: the i-th key (with the store's prefix).
  * - `ARGV[1]`: now in milliseconds, or `""` to read the server's `TIME`.
  * - `ARGV[2]`: how long (ms, or `inf`) a settled key is kept before it is
  *   forgotten.
- * - `ARGV[3]`: `code canRelease config…`, the policy.
- * - `ARGV[4]`: `kind cost queued` for each operation.
+ * - `ARGV[1 + 2i]`: the i-th key's policy, `code canRelease config…` (parsed
+ *   once per call for each distinct policy).
+ * - `ARGV[2 + 2i]`: the i-th key's operations, `kind cost queued` each.
  *
- * The reply is one string, `allowed remaining retryAfter resetAfter limit`
- * for each operation (`allowed` is 1 or 0, numbers as `%.17g`, `inf` for
- * Infinity).
+ * The reply is an array with one string per key, `allowed remaining
+ * retryAfter resetAfter limit` for each of its operations (`allowed` is 1 or
+ * 0, numbers as `%.17g`, `inf` for Infinity).
  *
  * State: one string, `code numbers…`. A key with no state reads as fresh and
  * only a Take gives it state; Reset and Release leave an absent key absent; a
@@ -38,7 +40,6 @@
  * @since 0.1.0
  */
 export const lua = `
-local key = KEYS[1]
 local now
 if ARGV[1] == "" then
   local time = redis.call("TIME")
@@ -47,83 +48,90 @@ else
   now = num(ARGV[1])
 end
 local keep = num(ARGV[2])
-local ca = nums(ARGV[3])
-local code = ca[1]
-local canRelease = ca[2] == 1
-local A = ALG[code]
-local c = A.config(ca, 3)
 
-local raw = redis.call("GET", key)
-local state = nil
-if raw then
-  local sa = nums(raw)
-  if sa[1] == code then state = A.decode(c, sa, 2) end
-end
-local dirty = false
-local function current()
-  if state == nil then return A.initial(c, now) end
-  return state
-end
 local function reply(allowed, remaining, retry, reset, limit)
   local a = "0"
   if allowed then a = "1" end
   return a .. " " .. fmt(remaining) .. " " .. fmt(retry) .. " " .. fmt(reset) .. " " .. fmt(limit)
 end
 
-local out, n = {}, 0
-local op = nums(ARGV[4])
-for i = 1, #op, 3 do
-  local kind, cost, queued = op[i], op[i + 1], op[i + 2]
-  local r
-  if kind == 0 then
-    local cur = current()
-    local o = A.step(c, cur, now, cost)
-    -- a denial keeps the state it produced (the same one, or an attempt logged)
-    if state == nil or o.state ~= cur then dirty = true end
-    state = o.state
-    r = reply(o.allowed, o.remaining, o.retry, o.reset, o.limit)
-  elseif kind == 1 then
-    -- Decision.peekOutcome: allowed and retryAfter for the cost, the rest as it stands
-    local cur = current()
-    local o = A.step(c, cur, now, cost)
-    local asIs = A.step(c, cur, now, 0)
-    r = reply(o.allowed, asIs.remaining, o.retry, asIs.reset, o.limit)
-  elseif kind == 2 then
-    if state ~= nil then
-      state = A.initial(c, now)
-      dirty = true
-    end
-    r = reply(true, 0, 0, 0, A.maxCost(c))
-  elseif kind == 3 then
-    if state ~= nil and canRelease then
-      state = A.release(c, state, now, cost)
-      dirty = true
-    end
-    r = reply(true, 0, 0, 0, A.maxCost(c))
-  else
-    local limit = A.maxCost(c)
-    local cur = current()
-    r = reply(false, 0, A.waitTime(c, cur, now, queued, cost), A.waitTime(c, cur, now, queued, limit), limit)
+local function applyOps(key, P, opsText)
+  local A, c, code = P.A, P.c, P.code
+  local raw = redis.call("GET", key)
+  local state = nil
+  if raw then
+    local sa = nums(raw)
+    if sa[1] == code then state = A.decode(c, sa, 2) end
   end
-  n = n + 1
-  out[n] = r
+  local dirty = false
+  local out, n = {}, 0
+  local op = nums(opsText)
+  for i = 1, #op, 3 do
+    local kind, cost, queued = op[i], op[i + 1], op[i + 2]
+    local cur = state
+    if cur == nil and kind ~= 2 and kind ~= 3 then cur = A.initial(c, now) end
+    local r
+    if kind == 0 then
+      local o = A.step(c, cur, now, cost)
+      -- a denial keeps the state it produced (the same one, or an attempt logged)
+      if state == nil or o.state ~= cur then dirty = true end
+      state = o.state
+      r = reply(o.allowed, o.remaining, o.retry, o.reset, o.limit)
+    elseif kind == 1 then
+      -- Decision.peekOutcome: allowed and retryAfter for the cost, the rest as it stands
+      local o = A.step(c, cur, now, cost)
+      local asIs = A.step(c, cur, now, 0)
+      r = reply(o.allowed, asIs.remaining, o.retry, asIs.reset, o.limit)
+    elseif kind == 2 then
+      if state ~= nil then
+        state = A.initial(c, now)
+        dirty = true
+      end
+      r = reply(true, 0, 0, 0, A.maxCost(c))
+    elseif kind == 3 then
+      if state ~= nil and P.canRelease then
+        state = A.release(c, state, now, cost)
+        dirty = true
+      end
+      r = reply(true, 0, 0, 0, A.maxCost(c))
+    else
+      local limit = A.maxCost(c)
+      r = reply(false, 0, A.waitTime(c, cur, now, queued, cost), A.waitTime(c, cur, now, queued, limit), limit)
+    end
+    n = n + 1
+    out[n] = r
+  end
+  if dirty then
+    local ttl = A.settledAt(c, state) + keep - now
+    if ttl <= 0 then
+      if raw then redis.call("DEL", key) end
+    else
+      local encoded = { fmt(code) }
+      A.encode(c, state, encoded)
+      local value = concat(encoded, " ")
+      if ttl == huge then
+        redis.call("SET", key, value)
+      else
+        -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
+        redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
+      end
+    end
+  end
+  return concat(out, " ")
 end
 
-if dirty then
-  local ttl = A.settledAt(c, state) + keep - now
-  if ttl <= 0 then
-    if raw then redis.call("DEL", key) end
-  else
-    local encoded = { fmt(code) }
-    A.encode(c, state, encoded)
-    local value = concat(encoded, " ")
-    if ttl == huge then
-      redis.call("SET", key, value)
-    else
-      -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
-      redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
-    end
+local policies = {}
+local results = {}
+for k = 1, #KEYS do
+  local text = ARGV[1 + 2 * k]
+  local P = policies[text]
+  if P == nil then
+    local ca = nums(text)
+    local A = ALG[ca[1]]
+    P = { code = ca[1], canRelease = ca[2] == 1, A = A, c = (A.config(ca, 3)) }
+    policies[text] = P
   end
+  results[k] = applyOps(KEYS[k], P, ARGV[2 + 2 * k])
 end
-return concat(out, " ")
+return results
 `
