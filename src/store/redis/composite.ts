@@ -166,10 +166,10 @@ function CP.decode(c, a, i)
   return s, i
 end
 function CP.encode(c, s, out)
-  out[#out + 1] = fmt(#c.parts)
+  out[#out + 1] = #c.parts
   for k = 1, #c.parts do
     local p = c.parts[k]
-    out[#out + 1] = fmt(p.code)
+    out[#out + 1] = p.code
     p.A.encode(p.c, s[k], out)
   end
 end

@@ -120,9 +120,9 @@ function CC.decode(c, a, i)
   return { level = a[i], pending = a[i + 1], at = a[i + 2] }, i + 3
 end
 function CC.encode(c, s, out)
-  out[#out + 1] = fmt(s.level)
-  out[#out + 1] = fmt(s.pending)
-  out[#out + 1] = fmt(s.at)
+  out[#out + 1] = s.level
+  out[#out + 1] = s.pending
+  out[#out + 1] = s.at
 end
 ALG[7] = CC
 `

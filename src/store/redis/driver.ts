@@ -17,12 +17,13 @@
  * retryAfter resetAfter limit` for each of its operations (`allowed` is 1 or
  * 0, numbers as `%.17g`, `inf` for Infinity).
  *
- * State: one string, `code numbers…`. A key with no state reads as fresh and
- * only a Take gives it state; Reset and Release leave an absent key absent; a
- * state of another algorithm reads as no state. After the batch the key
- * expires when its state has settled (`settledAt + keep`), at least 1 ms from
- * now, and is deleted at once if that is already past; a state that never
- * settles (a concurrency limit with units out) gets no TTL.
+ * State: one string of 8-byte little-endian doubles, `code numbers…`. A key
+ * with no state reads as fresh and only a Take gives it state; Reset and
+ * Release leave an absent key absent; a state of another algorithm reads as
+ * no state. After the batch the key expires when its state has settled
+ * (`settledAt + keep`), at least 1 ms from now, and is deleted at once if
+ * that is already past; a state that never settles (a concurrency limit with
+ * units out) gets no TTL.
  *
  * @since 0.1.0
  */
@@ -55,17 +56,24 @@ local function reply(allowed, remaining, retry, reset, limit)
   return a .. " " .. fmt(remaining) .. " " .. fmt(retry) .. " " .. fmt(reset) .. " " .. fmt(limit)
 end
 
+-- In a batch most keys carry the same operations ("0 1 0"): parse each once.
+local parsedOps = {}
+
 local function applyOps(key, P, opsText)
   local A, c, code = P.A, P.c, P.code
   local raw = redis.call("GET", key)
   local state = nil
   if raw then
-    local sa = nums(raw)
+    local sa = unpackNums(raw)
     if sa[1] == code then state = A.decode(c, sa, 2) end
   end
   local dirty = false
   local out, n = {}, 0
-  local op = nums(opsText)
+  local op = parsedOps[opsText]
+  if op == nil then
+    op = nums(opsText)
+    parsedOps[opsText] = op
+  end
   for i = 1, #op, 3 do
     local kind, cost, queued = op[i], op[i + 1], op[i + 2]
     local cur = state
@@ -106,9 +114,9 @@ local function applyOps(key, P, opsText)
     if ttl <= 0 then
       if raw then redis.call("DEL", key) end
     else
-      local encoded = { fmt(code) }
+      local encoded = { code }
       A.encode(c, state, encoded)
-      local value = concat(encoded, " ")
+      local value = packNums(encoded)
       if ttl == huge then
         redis.call("SET", key, value)
       else

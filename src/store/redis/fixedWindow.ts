@@ -109,8 +109,8 @@ function FW.decode(c, a, i)
   return { start = a[i], count = a[i + 1] }, i + 2
 end
 function FW.encode(c, s, out)
-  out[#out + 1] = fmt(s.start)
-  out[#out + 1] = fmt(s.count)
+  out[#out + 1] = s.start
+  out[#out + 1] = s.count
 end
 ALG[4] = FW
 `

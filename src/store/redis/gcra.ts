@@ -105,8 +105,8 @@ function GCRA.decode(c, a, i)
   return { ahead = a[i], at = a[i + 1] }, i + 2
 end
 function GCRA.encode(c, s, out)
-  out[#out + 1] = fmt(s.ahead)
-  out[#out + 1] = fmt(s.at)
+  out[#out + 1] = s.ahead
+  out[#out + 1] = s.at
 end
 ALG[2] = GCRA
 `

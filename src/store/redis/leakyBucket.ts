@@ -111,8 +111,8 @@ function LB.decode(c, a, i)
   return { level = a[i], at = a[i + 1] }, i + 2
 end
 function LB.encode(c, s, out)
-  out[#out + 1] = fmt(s.level)
-  out[#out + 1] = fmt(s.at)
+  out[#out + 1] = s.level
+  out[#out + 1] = s.at
 end
 ALG[3] = LB
 `

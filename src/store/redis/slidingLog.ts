@@ -189,10 +189,10 @@ function SL.decode(c, a, i)
   return { log = log, last = a[i], at = a[i + 1] }, i + 3 + n
 end
 function SL.encode(c, s, out)
-  out[#out + 1] = fmt(s.last)
-  out[#out + 1] = fmt(s.at)
-  out[#out + 1] = fmt(#s.log)
-  for j = 1, #s.log do out[#out + 1] = fmt(s.log[j]) end
+  out[#out + 1] = s.last
+  out[#out + 1] = s.at
+  out[#out + 1] = #s.log
+  for j = 1, #s.log do out[#out + 1] = s.log[j] end
 end
 ALG[6] = SL
 `

@@ -146,10 +146,10 @@ function SW.decode(c, a, i)
   return { start = a[i], current = a[i + 1], previous = a[i + 2], at = a[i + 3] }, i + 4
 end
 function SW.encode(c, s, out)
-  out[#out + 1] = fmt(s.start)
-  out[#out + 1] = fmt(s.current)
-  out[#out + 1] = fmt(s.previous)
-  out[#out + 1] = fmt(s.at)
+  out[#out + 1] = s.start
+  out[#out + 1] = s.current
+  out[#out + 1] = s.previous
+  out[#out + 1] = s.at
 end
 ALG[5] = SW
 `

@@ -137,8 +137,8 @@ function TB.decode(c, a, i)
   return { level = a[i], at = a[i + 1] }, i + 2
 end
 function TB.encode(c, s, out)
-  out[#out + 1] = fmt(s.level)
-  out[#out + 1] = fmt(s.at)
+  out[#out + 1] = s.level
+  out[#out + 1] = s.at
 end
 ALG[1] = TB
 `

@@ -153,9 +153,9 @@ function WU.decode(c, a, i)
   return { stored = a[i], ahead = a[i + 1], at = a[i + 2] }, i + 3
 end
 function WU.encode(c, s, out)
-  out[#out + 1] = fmt(s.stored)
-  out[#out + 1] = fmt(s.ahead)
-  out[#out + 1] = fmt(s.at)
+  out[#out + 1] = s.stored
+  out[#out + 1] = s.ahead
+  out[#out + 1] = s.at
 end
 ALG[8] = WU
 `
