@@ -158,7 +158,16 @@ export class Bucket {
   /** The actor's fiber, while it runs. */
   fiber: Fiber.Fiber<void> | undefined = undefined
   /** Open while the actor's fiber runs and serves its mailbox. */
-  readonly ready: Latch.Latch = Latch.makeUnsafe(false)
+  // Made on first use: a latch is about 650 bytes, and most buckets (served by
+  // the fast path) never start their actor.
+  private latch: Latch.Latch | undefined = undefined
+  get ready(): Latch.Latch {
+    return this.latch ??= Latch.makeUnsafe(false)
+  }
+  /** Whether anyone has looked at (or opened) the readiness latch yet. */
+  get hasLatch(): boolean {
+    return this.latch !== undefined
+  }
   readonly state: Ref.Ref<unknown>
   readonly key: string
   /** The key's policy; changed only by `Reconfigure`. */
@@ -678,7 +687,7 @@ const empty: ReadonlyArray<Request> = []
 export const close = (bucket: Bucket): Effect.Effect<void> =>
   Effect.suspend(() => {
     bucket.retired = true
-    Latch.closeUnsafe(bucket.ready)
+    if (bucket.hasLatch) Latch.closeUnsafe(bucket.ready)
     for (const w of bucket.line) Deferred.doneUnsafe(w.reply, exitShutdown)
     bucket.recorder.waiting -= bucket.line.length
     bucket.line.length = 0
@@ -704,7 +713,7 @@ export const hibernate = (bucket: Bucket, mailbox: Queue.Queue<Request, Cause.Do
   if (!bucket.hibernates || bucket.pending > 0 || bucket.line.length > 0 || bucket.retired) return false
   bucket.mailbox = undefined
   bucket.fiber = undefined
-  Latch.closeUnsafe(bucket.ready)
+  if (bucket.hasLatch) Latch.closeUnsafe(bucket.ready)
   Queue.endUnsafe(mailbox)
   return true
 }
