@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { NodeRedis } from "@effect/platform-node"
-import { Clock, Duration, Effect, Layer, Predicate, Queue, type Scope, Semaphore } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Layer, Predicate } from "effect"
 import { identity } from "effect/Function"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
@@ -182,15 +182,15 @@ interface Entry {
   readonly policy: string
   readonly ops: string
   readonly count: number
+  readonly reply: Deferred.Deferred<ReadonlyArray<Reply>, StoreUnavailable>
   cancelled: boolean
-  resume: (effect: Effect.Effect<ReadonlyArray<Reply>, StoreUnavailable>) => void
 }
 
 /**
  * Makes a store over the `Redis` service in context. Calls for different
  * keys made at the same moment (by the buckets of many keys) share a round
  * trip: one `EVALSHA` with up to `maxBatchKeys` keys, each still applied
- * atomically and in order on its own. Closing the scope stops the store.
+ * atomically and in order on its own.
  *
  * @example
  * ```ts
@@ -208,7 +208,7 @@ interface Entry {
  *
  * @since 0.1.0
  */
-export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Redis.Redis | Scope.Scope> = Effect
+export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Redis.Redis> = Effect
   .fnUntraced(function*(options: Options = {}) {
     const settings = validate(options)
     if (settings instanceof InvalidPolicy) return yield* settings
@@ -251,74 +251,79 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       for (const e of batch) args.push(e.policy, e.ops)
       const result = yield* Effect.result(evalSha(script, args))
       if (result._tag === "Failure") {
-        for (const e of batch) e.resume(Effect.fail(result.failure))
+        for (const e of batch) Deferred.doneUnsafe(e.reply, Exit.fail(result.failure))
         return
       }
       const raw = result.success
       const replies = Array.isArray(raw) && raw.length === batch.length ? raw : undefined
       for (let i = 0; i < batch.length; i++) {
         const decoded = replies === undefined ? undefined : decode(replies[i], batch[i].count)
-        batch[i].resume(
+        Deferred.doneUnsafe(
+          batch[i].reply,
           decoded === undefined
-            ? Effect.fail(unavailable(`unexpected reply from the ${script.name} script`))
-            : Effect.succeed(decoded)
+            ? Exit.fail(unavailable(`unexpected reply from the ${script.name} script`))
+            : Exit.succeed(decoded)
         )
       }
     })
 
-    // The dispatcher: takes what is queued (after letting the callers running
-    // now add theirs), and sends it, a few round trips in flight at most;
-    // while they are all out, what arrives waits and goes in the next ones.
-    const queue = yield* Queue.unbounded<Entry>()
-    const inFlight = Semaphore.makeUnsafe(4)
-    yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
-      const first = yield* Queue.takeAll(queue)
-      yield* Effect.yieldNow
-      yield* Semaphore.take(inFlight, 1)
-      const rest = yield* Queue.clear(queue)
+    // Batching: a call goes out at once while fewer than `maxInFlight` rounds
+    // are out (so a lone caller waits for nothing but its round trip); past
+    // that it waits in `pending`, and the round that completes next sends
+    // everything pending at once, in as few calls as `maxBatchKeys` allows.
+    const pending: Array<Entry> = []
+    let inFlight = 0
+    const round: Effect.Effect<void> = Effect.suspend(() => {
       const groups = new Map<Scripts.Script, Array<Entry>>()
-      for (const entries of [first, rest]) {
-        for (const e of entries) {
-          if (e.cancelled) continue
-          const group = groups.get(e.script)
-          if (group === undefined) groups.set(e.script, [e])
-          else group.push(e)
-        }
+      for (const e of pending) {
+        if (e.cancelled) continue
+        const group = groups.get(e.script)
+        if (group === undefined) groups.set(e.script, [e])
+        else group.push(e)
       }
+      pending.length = 0
+      if (groups.size === 0) return Effect.void
+      inFlight++
       const sends: Array<Effect.Effect<void>> = []
       for (const [script, group] of groups) {
         for (let i = 0; i < group.length; i += maxBatchKeys) {
           sends.push(send(script, group.slice(i, i + maxBatchKeys)))
         }
       }
-      yield* Effect.forkDetach(
-        Effect.forEach(sends, identity, { concurrency: "unbounded", discard: true }).pipe(
-          Effect.ensuring(Semaphore.release(inFlight, 1))
-        )
+      return Effect.forEach(sends, identity, { concurrency: "unbounded", discard: true }).pipe(
+        Effect.ensuring(Effect.suspend(() => {
+          inFlight--
+          return pending.length > 0 ? startRound : Effect.void
+        }))
       )
-    })))
+    })
+    // A round runs on a fiber of its own, so that a caller interrupted (the
+    // limiter's timeout) cannot cut the round trip of the others in it; it
+    // starts at once, on the caller's turn, up to the network call.
+    const startRound = Effect.asVoid(Effect.forkDetach(round, { startImmediately: true }))
+    const maxInFlight = 4
 
     // The hot path (one call per batch of a key's requests): untraced; the
     // span is the round trip's.
     const apply = Effect.fnUntraced(function*(key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>) {
       const e = encode(policy)
       if (Predicate.isString(e)) return yield* unavailable(e)
-      return yield* Effect.callback<ReadonlyArray<Reply>, StoreUnavailable>((resume) => {
-        const entry: Entry = {
-          key: prefix + key,
-          script: e.script,
-          policy: e.policy,
-          ops: encodeOps(ops),
-          count: ops.length,
-          cancelled: false,
-          resume
-        }
-        Queue.offerUnsafe(queue, entry)
-        // interrupted (the limiter's timeout): not sent if it has not been yet
-        return Effect.sync(() => {
+      const entry: Entry = {
+        key: prefix + key,
+        script: e.script,
+        policy: e.policy,
+        ops: encodeOps(ops),
+        count: ops.length,
+        reply: Deferred.makeUnsafe(),
+        cancelled: false
+      }
+      pending.push(entry)
+      if (inFlight < maxInFlight) yield* startRound
+      // interrupted (the limiter's timeout): not sent if it has not been yet
+      return yield* Effect.onInterrupt(Deferred.await(entry.reply), () =>
+        Effect.sync(() => {
           entry.cancelled = true
-        })
-      })
+        }))
     })
     return { name: "redis", apply }
   })

@@ -190,9 +190,15 @@ describeRedis("the limiter on Redis", (it) => {
         const mine = results.filter((_, i) => i % 50 === k)
         assert.deepStrictEqual(mine, [true, true, true, false, false], `key k${k}`)
       }
-      // a call interrupted before its round trip takes nothing
+      // a call interrupted while it waits for its round trip takes nothing
+      // (four rounds out: the next call waits)
+      const busy = yield* Effect.forEach(
+        [0, 1, 2, 3],
+        (i) => take(`busy${i}`, policies[0]).pipe(Effect.forkChild({ startImmediately: true }))
+      )
       const fiber = yield* take("interrupted", policies[0]).pipe(Effect.forkChild({ startImmediately: true }))
       yield* Fiber.interrupt(fiber)
+      yield* Fiber.joinAll(busy)
       const [after] = yield* store.apply("interrupted", policies[0], [{ kind: Store.OpKind.Peek, cost: 3, queued: 0 }])
       assert.isTrue(after.allowed)
       yield* cleanup(prefix)
