@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { NodeRedis } from "@effect/platform-node"
-import { Clock, Deferred, Duration, Effect, Exit, Layer, Predicate } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Predicate } from "effect"
 import { identity } from "effect/Function"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
@@ -265,7 +265,14 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
             : Exit.succeed(decoded)
         )
       }
-    })
+    }, (effect, _script, batch) =>
+      // Whatever happens, every caller in the batch gets an answer (a defect
+      // here must not leave them waiting until their timeout).
+      Effect.catchCause(effect, (cause) =>
+        Effect.sync(() => {
+          const error = unavailable(`the round trip failed: ${Cause.pretty(cause)}`)
+          for (const e of batch) Deferred.doneUnsafe(e.reply, Exit.fail(error))
+        })))
 
     // Batching: a call goes out at once while fewer than `maxInFlight` rounds
     // are out (so a lone caller waits for nothing but its round trip); past

@@ -1,0 +1,506 @@
+/**
+ * @effect-diagnostics globalDate:off
+ *
+ * The Redis benchmark: tollgate on `RedisStore` beside rate-limiter-flexible's
+ * `RateLimiterRedis` (over ioredis, its fastest client here) and Effect's own
+ * `RateLimiter` over `layerStoreRedis`, with `redis-benchmark`'s EVALSHA rate
+ * of tollgate's token-bucket script as the server's ceiling. Concurrency 1
+ * and 100, on one hot key and on 10 000 keys; every limit is generous, so
+ * every call is a full decision that admits.
+ *
+ *   npm run bench:redis              about 3 minutes: writes bench/redis/results.json
+ *   npm run bench:redis -- --quick   about 1 minute: writes bench/redis/results-quick.json
+ *
+ * Uses REDIS_URL, or starts a redis-server of its own (127.0.0.1, a free port,
+ * no persistence) and stops it at the end. Also measures the two clients
+ * (PING and a raw EVALSHA of the same script) that the choice of client rests
+ * on, and `RedisStore.apply` alone.
+ */
+import { NodeRedis } from "@effect/platform-node"
+import { Context, Effect, Layer, Scope } from "effect"
+import { RateLimiter as EffectRateLimiter, Redis } from "effect/persistence"
+import { Redis as IORedis } from "ioredis"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { RateLimiterRedis } from "rate-limiter-flexible"
+import { createClient } from "redis"
+import * as Policy from "../../src/Policy.ts"
+import { RateLimiter } from "../../src/RateLimiter.ts"
+import * as Scripts from "../../src/store/redis/scripts.ts"
+import * as RedisStore from "../../src/store/RedisStore.ts"
+import * as Store from "../../src/store/Store.ts"
+import { median } from "../stats.ts"
+
+const quick = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1"
+const ROUNDS = quick ? 2 : 3
+const MEASURE_MS = quick ? 600 : 1500
+const WARMUP_MS = quick ? 300 : 700
+const MANY = 10_000
+
+const log = (line: string): void => {
+  process.stdout.write(line + "\n")
+}
+
+// ---------------------------------------------------------------------------
+// the server
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve) => {
+    const server = net.createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })
+
+const startServer = async (): Promise<{ url: string; stop: () => void }> => {
+  const port = await freePort()
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tollgate-bench-redis-"))
+  const child: ChildProcess = spawn("redis-server", [
+    "--bind",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--dir",
+    dir
+  ])
+  await new Promise<void>((resolve, reject) => {
+    let out = ""
+    child.stdout!.on("data", (chunk) => {
+      out += String(chunk)
+      if (out.includes("Ready to accept connections")) resolve()
+    })
+    child.on("error", reject)
+    child.on("exit", (code) => reject(new Error(`redis-server exited (${code}): ${out}`)))
+  })
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () => {
+      child.kill()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// contenders
+
+interface Instance {
+  /** Runs `callers` concurrent loops over `keys` until `deadline`; resolves with the decisions made. */
+  readonly run: (callers: number, keys: ReadonlyArray<string>, deadline: number) => Promise<number>
+  /** For tollgate: store calls and the ops they carried. */
+  readonly coalescing?: () => Promise<{ calls: number; ops: number }>
+  readonly close: () => Promise<void>
+}
+
+interface Contender {
+  readonly id: string
+  readonly label: string
+  readonly make: (url: string, prefix: string) => Promise<Instance>
+}
+
+// Promise-driven callers (the way a Node app calls a promise API).
+const promiseLoops =
+  (decide: (key: string) => Promise<unknown>) =>
+  async (callers: number, keys: ReadonlyArray<string>, deadline: number): Promise<number> => {
+    let cursor = 0
+    let done = 0
+    await Promise.all(Array.from({ length: callers }, async () => {
+      while (performance.now() < deadline) {
+        await decide(keys[cursor++ % keys.length])
+        done++
+      }
+    }))
+    return done
+  }
+
+// Effect-driven callers: `callers` fibers, each looping.
+const effectLoops = <E>(
+  run: <A, E2>(effect: Effect.Effect<A, E2>) => Promise<A>,
+  decide: (key: string) => Effect.Effect<unknown, E>
+) =>
+(callers: number, keys: ReadonlyArray<string>, deadline: number): Promise<number> => {
+  let cursor = 0
+  let done = 0
+  const loop = Effect.gen(function*() {
+    while (performance.now() < deadline) {
+      yield* decide(keys[cursor++ % keys.length])
+      done++
+    }
+  })
+  return run(Effect.forEach(Array.from({ length: callers }), () => loop, { concurrency: callers, discard: true }))
+    .then(() => done)
+}
+
+// A scope of our own for each instance, closed by `close`.
+const withScope = async <A>(build: Effect.Effect<A, unknown, Scope.Scope>) => {
+  const scope = Scope.makeUnsafe()
+  const value = await Effect.runPromise(Scope.provide(build, scope))
+  return { value, close: () => Effect.runPromise(Scope.close(scope, Effect.void as never)) }
+}
+
+const generous = Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }) as Policy.Valid
+
+const tollgate: Contender = {
+  id: "tollgate",
+  label: "tollgate acquire, RedisStore (node-redis via NodeRedis)",
+  make: async (url, prefix) => {
+    const { close, value } = await withScope(Effect.gen(function*() {
+      const context = yield* Layer.build(RedisStore.layer({ url, prefix }))
+      const limiter = yield* RateLimiter.make({ policy: generous, mailboxCapacity: 65_536 }).pipe(
+        Effect.provideContext(context)
+      )
+      return limiter
+    }))
+    const limiter = value
+    return {
+      run: effectLoops(
+        Effect.runPromise,
+        (key) => Effect.flatMap(limiter.acquire(key), (ok) => ok ? Effect.void : Effect.die("denied"))
+      ),
+      coalescing: () => Effect.runPromise(limiter.stats).then((s) => ({ calls: s.storeCalls, ops: s.storeOps })),
+      close
+    }
+  }
+}
+
+const storeAlone = (maxBatchKeys: number | undefined): Contender => ({
+  id: maxBatchKeys === 1 ? "store-unbatched" : "store",
+  label: `RedisStore.apply alone (no actor)${maxBatchKeys === 1 ? ", maxBatchKeys: 1" : ""}`,
+  make: async (url, prefix) => {
+    const { close, value: store } = await withScope(Effect.gen(function*() {
+      const context = yield* Layer.build(RedisStore.layer({ url, prefix, maxBatchKeys }))
+      return Context.get(context, Store.CurrentStore)!
+    }))
+    const ops = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+    return {
+      run: effectLoops(Effect.runPromise, (key) => store.apply(key, generous, ops)),
+      close
+    }
+  }
+})
+
+const rlf: Contender = {
+  id: "rlf",
+  label: "rate-limiter-flexible RateLimiterRedis (ioredis)",
+  make: async (url, prefix) => {
+    const client = new IORedis(url)
+    await client.ping()
+    const limiter = new RateLimiterRedis({ storeClient: client, points: 1e9, duration: 3600, keyPrefix: prefix })
+    return {
+      run: promiseLoops((key) => limiter.consume(key)),
+      close: async () => {
+        client.disconnect()
+      }
+    }
+  }
+}
+
+const effectRedis: Contender = {
+  id: "effect",
+  label: "effect/persistence RateLimiter, layerStoreRedis (NodeRedis)",
+  make: async (url, prefix) => {
+    const { close, value: limiter } = await withScope(
+      Layer.build(
+        Layer.effect(EffectRateLimiter.RateLimiter, EffectRateLimiter.make).pipe(
+          Layer.provide(EffectRateLimiter.layerStoreRedis({ prefix })),
+          Layer.provide(NodeRedis.layer({ url }))
+        )
+      ).pipe(Effect.map((context) => Context.get(context, EffectRateLimiter.RateLimiter)))
+    )
+    return {
+      run: effectLoops(
+        Effect.runPromise,
+        (key) => limiter.consume({ key, limit: 1e9, window: "1 hour", algorithm: "token-bucket", onExceeded: "fail" })
+      ),
+      close
+    }
+  }
+}
+
+// The clients alone, for the choice of client: PING and a raw EVALSHA of the
+// token-bucket script (the same ARGV as RedisStore sends).
+const tokenBucketScript = Scripts.forPolicy(generous.algorithm, generous.config) as Scripts.Encoded
+const evalArgs = (prefix: string, key: string) => [
+  "EVALSHA",
+  tokenBucketScript.script.sha,
+  "1",
+  prefix + key,
+  "",
+  "0",
+  tokenBucketScript.policy,
+  "0 1 0"
+]
+
+const clientContenders = (kind: "ping" | "evalsha"): ReadonlyArray<Contender> => [
+  {
+    id: `node-redis-${kind}`,
+    label: `node-redis ${kind === "ping" ? "PING" : "EVALSHA (raw)"}`,
+    make: async (url, prefix) => {
+      const client = createClient({ url })
+      await client.connect()
+      await client.scriptLoad(tokenBucketScript.script.lua)
+      return {
+        run: promiseLoops((key) => kind === "ping" ? client.ping() : client.sendCommand(evalArgs(prefix, key))),
+        close: () => client.close()
+      }
+    }
+  },
+  {
+    id: `ioredis-${kind}`,
+    label: `ioredis ${kind === "ping" ? "PING" : "EVALSHA (raw)"}`,
+    make: async (url, prefix) => {
+      const client = new IORedis(url)
+      await client.script("LOAD", tokenBucketScript.script.lua)
+      return {
+        run: promiseLoops((key) => {
+          if (kind === "ping") return client.ping()
+          const [command, ...args] = evalArgs(prefix, key)
+          return client.call(command, ...args)
+        }),
+        close: async () => {
+          client.disconnect()
+        }
+      }
+    }
+  },
+  {
+    id: `effect-redis-${kind}`,
+    label: `effect Redis.send ${kind === "ping" ? "PING" : "EVALSHA (raw)"} (NodeRedis)`,
+    make: async (url, prefix) => {
+      const { close, value: redis } = await withScope(
+        Layer.build(NodeRedis.layer({ url })).pipe(Effect.map((context) => Context.get(context, Redis.Redis)))
+      )
+      await Effect.runPromise(redis.send("SCRIPT", "LOAD", tokenBucketScript.script.lua))
+      return {
+        run: effectLoops(Effect.runPromise, (key) => {
+          if (kind === "ping") return redis.send("PING")
+          const [command, ...args] = evalArgs(prefix, key)
+          return redis.send(command, ...args)
+        }),
+        close
+      }
+    }
+  }
+]
+
+// ---------------------------------------------------------------------------
+// measuring
+
+interface Row {
+  readonly scenario: string
+  readonly contender: string
+  readonly label: string
+  readonly callers: number
+  readonly keys: number
+  readonly opsPerSecond: number
+  readonly samples: ReadonlyArray<number>
+  readonly coalescing?: number | undefined
+  /** Decisions per EVALSHA the server saw (undefined for contenders that send none). */
+  readonly decisionsPerEval?: number | undefined
+}
+
+const keysOf = (n: number): ReadonlyArray<string> => Array.from({ length: n }, (_, i) => `k${i}`)
+
+let serial = 0
+const measure = async (
+  admin: { readonly info: (section: string) => Promise<string> },
+  contenders: ReadonlyArray<Contender>,
+  url: string,
+  scenario: string,
+  callers: number,
+  keyCount: number
+): Promise<Array<Row>> => {
+  const keys = keysOf(keyCount)
+  const instances = new Map<string, Instance>()
+  const samples = new Map<string, Array<number>>()
+  for (const c of contenders) {
+    instances.set(c.id, await c.make(url, `bench:${serial++}:${c.id}:`))
+    samples.set(c.id, [])
+    await instances.get(c.id)!.run(callers, keys, performance.now() + WARMUP_MS)
+  }
+  const evalshaCalls = async () => {
+    const stats = await admin.info("commandstats")
+    return Number(/cmdstat_evalsha:calls=(\d+)/.exec(stats)?.[1] ?? 0)
+  }
+  const perCall = new Map<string, { decisions: number; calls: number }>()
+  const before = new Map<string, { calls: number; ops: number }>()
+  for (const c of contenders) {
+    const co = instances.get(c.id)!.coalescing
+    if (co !== undefined) before.set(c.id, await co())
+  }
+  for (let round = 0; round < ROUNDS; round++) {
+    // rotate the order each round, so no contender always runs first
+    for (let i = 0; i < contenders.length; i++) {
+      const c = contenders[(i + round) % contenders.length]
+      const calls0 = await evalshaCalls()
+      const start = performance.now()
+      const done = await instances.get(c.id)!.run(callers, keys, start + MEASURE_MS)
+      samples.get(c.id)!.push(done / ((performance.now() - start) / 1000))
+      const seen = perCall.get(c.id) ?? { decisions: 0, calls: 0 }
+      perCall.set(c.id, { decisions: seen.decisions + done, calls: seen.calls + (await evalshaCalls()) - calls0 })
+    }
+  }
+  const rows: Array<Row> = []
+  for (const c of contenders) {
+    const instance = instances.get(c.id)!
+    let coalescing: number | undefined
+    if (instance.coalescing !== undefined) {
+      const after = await instance.coalescing()
+      const b = before.get(c.id)!
+      coalescing = (after.ops - b.ops) / Math.max(1, after.calls - b.calls)
+    }
+    await instance.close()
+    const s = samples.get(c.id)!
+    const pc = perCall.get(c.id)!
+    const decisionsPerEval = pc.calls > 0 ? pc.decisions / pc.calls : undefined
+    rows.push({
+      scenario,
+      contender: c.id,
+      label: c.label,
+      callers,
+      keys: keyCount,
+      opsPerSecond: median(s),
+      samples: s,
+      coalescing,
+      decisionsPerEval
+    })
+    log(
+      `  ${c.label.padEnd(62)} ${Math.round(median(s)).toString().padStart(8)} ops/s` +
+        (decisionsPerEval === undefined ? "" : `  ${decisionsPerEval.toFixed(1)} per EVALSHA`) +
+        (coalescing === undefined ? "" : `, ${coalescing.toFixed(1)} ops per store call`)
+    )
+  }
+  return rows
+}
+
+// redis-benchmark: EVALSHA of the token-bucket script, on one key or many.
+const ceiling = (url: string, callers: number, keyCount: number): number | undefined => {
+  const { hostname, port } = new URL(url)
+  const requests = callers === 1 ? (quick ? 10_000 : 30_000) : (quick ? 100_000 : 300_000)
+  const key = keyCount === 1 ? "bench:ceiling:hot" : "bench:ceiling:__rand_int__"
+  const out = spawnSync("redis-benchmark", [
+    "-h",
+    hostname,
+    "-p",
+    port,
+    "-c",
+    String(callers),
+    "-n",
+    String(requests),
+    "-r",
+    String(keyCount),
+    "-q",
+    ...evalArgs("", key)
+  ], { encoding: "utf8" })
+  const match = /([\d.]+) requests per second/.exec(out.stdout ?? "")
+  return match === null ? undefined : Number(match[1])
+}
+
+// ---------------------------------------------------------------------------
+// main
+
+const main = async () => {
+  const own = process.env.REDIS_URL === undefined ? await startServer() : undefined
+  const url = own?.url ?? process.env.REDIS_URL!
+  log(
+    `redis: ${url}${own === undefined ? "" : " (started for this run)"} · node ${process.version} · ${
+      os.cpus()[0]?.model ?? "?"
+    } × ${os.cpus().length} · ${quick ? "quick" : "full"} run`
+  )
+  const loader = createClient({ url })
+  await loader.connect()
+  await loader.scriptLoad(tokenBucketScript.script.lua)
+  const server = (await loader.info("server")).match(/redis_version:(\S+)/)?.[1] ?? "?"
+  log(`redis-server ${server}`)
+
+  const rows: Array<Row> = []
+  const ceilings: Array<{ scenario: string; callers: number; keys: number; opsPerSecond: number | undefined }> = []
+  const scenarios = [
+    { id: "c1-hot", callers: 1, keys: 1 },
+    { id: "c100-hot", callers: 100, keys: 1 },
+    { id: "c1-many", callers: 1, keys: MANY },
+    { id: "c100-many", callers: 100, keys: MANY }
+  ]
+  for (const s of scenarios) {
+    log(`\n${s.id}: ${s.callers} caller(s), ${s.keys === 1 ? "one hot key" : `${s.keys} keys`}`)
+    rows.push(
+      ...await measure(
+        loader,
+        [tollgate, storeAlone(undefined), storeAlone(1), rlf, effectRedis],
+        url,
+        s.id,
+        s.callers,
+        s.keys
+      )
+    )
+    const c = ceiling(url, s.callers, s.keys)
+    ceilings.push({ scenario: s.id, callers: s.callers, keys: s.keys, opsPerSecond: c })
+    log(
+      `  ${"redis-benchmark EVALSHA of the token-bucket script (ceiling)".padEnd(62)} ${
+        c === undefined ? "n/a" : Math.round(c).toString().padStart(8)
+      } ops/s`
+    )
+  }
+  for (const kind of ["ping", "evalsha"] as const) {
+    for (const callers of [1, 100]) {
+      log(`\nclients, ${kind}, ${callers} caller(s), ${MANY} keys`)
+      rows.push(...await measure(loader, clientContenders(kind), url, `clients-${kind}-c${callers}`, callers, MANY))
+    }
+  }
+
+  const find = (scenario: string, contender: string) =>
+    rows.find((r) => r.scenario === scenario && r.contender === contender)!.opsPerSecond
+  const targets = [
+    {
+      name: "tollgate ≥ 1.0× rate-limiter-flexible, 100 callers, 10 000 keys",
+      ratio: find("c100-many", "tollgate") / find("c100-many", "rlf"),
+      target: 1
+    },
+    {
+      name: "tollgate ≥ 2× rate-limiter-flexible, 100 callers, one hot key (coalescing)",
+      ratio: find("c100-hot", "tollgate") / find("c100-hot", "rlf"),
+      target: 2
+    }
+  ]
+  log("\ntargets")
+  for (const t of targets) {
+    log(`  ${t.ratio >= t.target ? "PASS" : "FAIL"}  ${t.name}: ${t.ratio.toFixed(2)}×`)
+  }
+
+  const results = {
+    meta: {
+      date: new Date().toISOString(),
+      node: process.version,
+      redis: server,
+      cpu: os.cpus()[0]?.model,
+      cores: os.cpus().length,
+      mode: quick ? "quick" : "full",
+      rounds: ROUNDS,
+      measureMillis: MEASURE_MS
+    },
+    rows,
+    ceilings,
+    targets: targets.map((t) => ({ ...t, pass: t.ratio >= t.target }))
+  }
+  const name = quick ? "results-quick.json" : "results.json"
+  writeFileSync(new URL(name, import.meta.url), JSON.stringify(results, null, 2) + "\n")
+  log(`\nwrote bench/redis/${name}`)
+  await loader.close()
+  own?.stop()
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`)
+    process.exit(1)
+  }
+)
