@@ -165,3 +165,12 @@ suite(hasServer ? "Redis stopped and restarted mid-run" : `Redis stopped and res
     30_000
   )
 })
+
+describe("an unreachable Redis", () => {
+  it.live("fails building the layer at once with RedisError, instead of hanging", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort // nothing listens there
+      const exit = yield* Effect.exit(Layer.build(RedisStore.layer({ url: `redis://127.0.0.1:${port}` })))
+      assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("RedisError"), String(exit))
+    }).pipe(Effect.scoped), 10_000)
+})
