@@ -236,7 +236,7 @@ const evalArgs = (prefix: string, key: string) => [
   "",
   "0",
   tokenBucketScript.policy,
-  "0 1 0"
+  "0 1 0 1"
 ]
 
 const clientContenders = (kind: "ping" | "evalsha"): ReadonlyArray<Contender> => [

@@ -166,11 +166,16 @@ const decode = (raw: unknown, count: number): ReadonlyArray<Reply> | undefined =
 
 const number = (s: string): number => s === "inf" ? Infinity : s === "-inf" ? -Infinity : Number(s)
 
+// `kind cost queued times` for each run of equal operations (a hot key's
+// batch is mostly the same Take, over and over).
 const encodeOps = (ops: ReadonlyArray<Op>): string => {
   let out = ""
-  for (let i = 0; i < ops.length; i++) {
+  for (let i = 0; i < ops.length;) {
     const op = ops[i]
-    out += (i === 0 ? "" : " ") + op.kind + " " + op.cost + " " + op.queued
+    let j = i + 1
+    while (j < ops.length && ops[j].kind === op.kind && ops[j].cost === op.cost && ops[j].queued === op.queued) j++
+    out += (i === 0 ? "" : " ") + op.kind + " " + op.cost + " " + op.queued + " " + (j - i)
+    i = j
   }
   return out
 }

@@ -300,7 +300,13 @@ const batches = (c: Case, { jumps }: { readonly jumps: boolean }): fc.Arbitrary<
     { weight: 1, arbitrary: fc.integer({ min: -c.scale, max: -1 }) }, // the clock steps back
     { weight: jumps ? 1 : 0, arbitrary: fc.integer({ min: 500_000, max: 700_000 }) } // past keepSettled
   )
-  return fc.array(fc.record({ advance, ops: fc.array(op, { minLength: 1, maxLength: 8 }) }), {
+  // runs of the same operation, as a hot key's batch has (sent as one run)
+  const run = fc.tuple(
+    op,
+    fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 6 }) })
+  ).map(([o, times]) => Array.from({ length: times }, () => o))
+  const ops = fc.array(run, { minLength: 1, maxLength: 6 }).map((runs) => runs.flat())
+  return fc.array(fc.record({ advance, ops }), {
     minLength: 1,
     maxLength: 12
   })

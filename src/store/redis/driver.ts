@@ -11,7 +11,8 @@
  *   forgotten.
  * - `ARGV[1 + 2i]`: the i-th key's policy, `code canRelease config…` (parsed
  *   once per call for each distinct policy).
- * - `ARGV[2 + 2i]`: the i-th key's operations, `kind cost queued` each.
+ * - `ARGV[2 + 2i]`: the i-th key's operations, `kind cost queued times` for
+ *   each run of `times` equal operations.
  *
  * The reply is an array with one string per key, `allowed remaining
  * retryAfter resetAfter limit` for each of its operations (`allowed` is 1 or
@@ -74,40 +75,42 @@ local function applyOps(key, P, opsText)
     op = nums(opsText)
     parsedOps[opsText] = op
   end
-  for i = 1, #op, 3 do
+  for i = 1, #op, 4 do
     local kind, cost, queued = op[i], op[i + 1], op[i + 2]
-    local cur = state
-    if cur == nil and kind ~= 2 and kind ~= 3 then cur = A.initial(c, now) end
-    local r
-    if kind == 0 then
-      local o = A.step(c, cur, now, cost)
-      -- a denial keeps the state it produced (the same one, or an attempt logged)
-      if state == nil or o.state ~= cur then dirty = true end
-      state = o.state
-      r = reply(o.allowed, o.remaining, o.retry, o.reset, o.limit)
-    elseif kind == 1 then
-      -- Decision.peekOutcome: allowed and retryAfter for the cost, the rest as it stands
-      local o = A.step(c, cur, now, cost)
-      local asIs = A.step(c, cur, now, 0)
-      r = reply(o.allowed, asIs.remaining, o.retry, asIs.reset, o.limit)
-    elseif kind == 2 then
-      if state ~= nil then
-        state = A.initial(c, now)
-        dirty = true
+    for _ = 1, op[i + 3] do
+      local cur = state
+      if cur == nil and kind ~= 2 and kind ~= 3 then cur = A.initial(c, now) end
+      local r
+      if kind == 0 then
+        local o = A.step(c, cur, now, cost)
+        -- a denial keeps the state it produced (the same one, or an attempt logged)
+        if state == nil or o.state ~= cur then dirty = true end
+        state = o.state
+        r = reply(o.allowed, o.remaining, o.retry, o.reset, o.limit)
+      elseif kind == 1 then
+        -- Decision.peekOutcome: allowed and retryAfter for the cost, the rest as it stands
+        local o = A.step(c, cur, now, cost)
+        local asIs = A.step(c, cur, now, 0)
+        r = reply(o.allowed, asIs.remaining, o.retry, asIs.reset, o.limit)
+      elseif kind == 2 then
+        if state ~= nil then
+          state = A.initial(c, now)
+          dirty = true
+        end
+        r = reply(true, 0, 0, 0, A.maxCost(c))
+      elseif kind == 3 then
+        if state ~= nil and P.canRelease then
+          state = A.release(c, state, now, cost)
+          dirty = true
+        end
+        r = reply(true, 0, 0, 0, A.maxCost(c))
+      else
+        local limit = A.maxCost(c)
+        r = reply(false, 0, A.waitTime(c, cur, now, queued, cost), A.waitTime(c, cur, now, queued, limit), limit)
       end
-      r = reply(true, 0, 0, 0, A.maxCost(c))
-    elseif kind == 3 then
-      if state ~= nil and P.canRelease then
-        state = A.release(c, state, now, cost)
-        dirty = true
-      end
-      r = reply(true, 0, 0, 0, A.maxCost(c))
-    else
-      local limit = A.maxCost(c)
-      r = reply(false, 0, A.waitTime(c, cur, now, queued, cost), A.waitTime(c, cur, now, queued, limit), limit)
+      n = n + 1
+      out[n] = r
     end
-    n = n + 1
-    out[n] = r
   end
   if dirty then
     local ttl = A.settledAt(c, state) + keep - now
