@@ -17,7 +17,7 @@
  *
  * @example
  * ```ts
- * import { lua } from "tollgate/store/redis/prelude"
+ * import { lua } from "./prelude.ts"
  *
  * lua.includes("local function jmax") // true
  * ```

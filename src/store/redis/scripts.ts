@@ -127,7 +127,7 @@ export interface Encoded {
  * import { forPolicy } from "./scripts.ts"
  *
  * const c = TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })
- * const encoded = forPolicy(TokenBucket.algorithm, c) // { script, policy: "1 1 10 1 1000 10 10000" }
+ * const encoded = forPolicy(TokenBucket.algorithm, c) // { script, policy: "1 1 10 1 1000 10 10000 0 0" }
  * ```
  *
  * @since 0.1.0
