@@ -6,7 +6,8 @@
  * `RateLimiter` over `layerStoreRedis`, with `redis-benchmark`'s EVALSHA rate
  * of tollgate's token-bucket script as the server's ceiling. Concurrency 1
  * and 100, on one hot key and on 10 000 keys; every limit is generous, so
- * every call is a full decision that admits.
+ * every call is a full decision that admits (and one hot key where every
+ * call but the first is denied).
  *
  *   npm run bench:redis              about 3 minutes: writes bench/redis/results.json
  *   npm run bench:redis -- --quick   about 1 minute: writes bench/redis/results-quick.json
@@ -103,7 +104,8 @@ interface Instance {
 interface Contender {
   readonly id: string
   readonly label: string
-  readonly make: (url: string, prefix: string) => Promise<Instance>
+  /** `deny`: a limit of 1 per hour, so every call after the first is denied. */
+  readonly make: (url: string, prefix: string, deny: boolean) => Promise<Instance>
 }
 
 // Promise-driven callers (the way a Node app calls a promise API).
@@ -147,14 +149,15 @@ const withScope = async <A>(build: Effect.Effect<A, unknown, Scope.Scope>) => {
 }
 
 const generous = Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }) as Policy.Valid
+const strict = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
 
 const tollgate: Contender = {
   id: "tollgate",
   label: "tollgate acquire, RedisStore (node-redis via NodeRedis)",
-  make: async (url, prefix) => {
+  make: async (url, prefix, deny) => {
     const { close, value } = await withScope(Effect.gen(function*() {
       const context = yield* Layer.build(RedisStore.layer({ url, prefix }))
-      const limiter = yield* RateLimiter.make({ policy: generous, mailboxCapacity: 65_536 }).pipe(
+      const limiter = yield* RateLimiter.make({ policy: deny ? strict : generous, mailboxCapacity: 65_536 }).pipe(
         Effect.provideContext(context)
       )
       return limiter
@@ -163,7 +166,7 @@ const tollgate: Contender = {
     return {
       run: effectLoops(
         Effect.runPromise,
-        (key) => Effect.flatMap(limiter.acquire(key), (ok) => ok ? Effect.void : Effect.die("denied"))
+        (key) => Effect.flatMap(limiter.acquire(key), (ok) => ok || deny ? Effect.void : Effect.die("denied"))
       ),
       coalescing: () => Effect.runPromise(limiter.stats).then((s) => ({ calls: s.storeCalls, ops: s.storeOps })),
       close
@@ -190,12 +193,18 @@ const storeAlone = (maxBatchKeys: number | undefined): Contender => ({
 const rlf: Contender = {
   id: "rlf",
   label: "rate-limiter-flexible RateLimiterRedis (ioredis)",
-  make: async (url, prefix) => {
+  make: async (url, prefix, deny) => {
     const client = new IORedis(url)
     await client.ping()
-    const limiter = new RateLimiterRedis({ storeClient: client, points: 1e9, duration: 3600, keyPrefix: prefix })
+    const limiter = new RateLimiterRedis({
+      storeClient: client,
+      points: deny ? 1 : 1e9,
+      duration: 3600,
+      keyPrefix: prefix
+    })
     return {
-      run: promiseLoops((key) => limiter.consume(key)),
+      // a denial rejects with a RateLimiterRes
+      run: promiseLoops((key) => limiter.consume(key).catch((res) => deny ? res : Promise.reject(res))),
       close: async () => {
         client.disconnect()
       }
@@ -206,7 +215,7 @@ const rlf: Contender = {
 const effectRedis: Contender = {
   id: "effect",
   label: "effect/persistence RateLimiter, layerStoreRedis (NodeRedis)",
-  make: async (url, prefix) => {
+  make: async (url, prefix, deny) => {
     const { close, value: limiter } = await withScope(
       Layer.build(
         Layer.effect(EffectRateLimiter.RateLimiter, EffectRateLimiter.make).pipe(
@@ -218,7 +227,15 @@ const effectRedis: Contender = {
     return {
       run: effectLoops(
         Effect.runPromise,
-        (key) => limiter.consume({ key, limit: 1e9, window: "1 hour", algorithm: "token-bucket", onExceeded: "fail" })
+        (key) =>
+          limiter.consume({
+            key,
+            limit: deny ? 1 : 1e9,
+            window: "1 hour",
+            algorithm: "token-bucket",
+            onExceeded: "fail"
+          })
+            .pipe(Effect.catchIf(() => deny, () => Effect.void))
       ),
       close
     }
@@ -316,13 +333,14 @@ const measure = async (
   url: string,
   scenario: string,
   callers: number,
-  keyCount: number
+  keyCount: number,
+  deny = false
 ): Promise<Array<Row>> => {
   const keys = keysOf(keyCount)
   const instances = new Map<string, Instance>()
   const samples = new Map<string, Array<number>>()
   for (const c of contenders) {
-    instances.set(c.id, await c.make(url, `bench:${serial++}:${c.id}:`))
+    instances.set(c.id, await c.make(url, `bench:${serial++}:${c.id}:`, deny))
     samples.set(c.id, [])
     await instances.get(c.id)!.run(callers, keys, performance.now() + WARMUP_MS)
   }
@@ -449,6 +467,8 @@ const main = async () => {
       } ops/s`
     )
   }
+  log("\nc100-hot-deny: 100 caller(s), one hot key, every call but the first denied")
+  rows.push(...await measure(loader, [tollgate, rlf, effectRedis], url, "c100-hot-deny", 100, 1, true))
   for (const kind of ["ping", "evalsha"] as const) {
     for (const callers of [1, 100]) {
       log(`\nclients, ${kind}, ${callers} caller(s), ${MANY} keys`)

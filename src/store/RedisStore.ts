@@ -146,22 +146,30 @@ const describe = (error: Redis.RedisError): string => {
   return Predicate.isError(cause) ? cause.message : String(cause)
 }
 
-// `allowed remaining retryAfter resetAfter limit` per op; `inf` is Infinity.
+// `allowed remaining retryAfter resetAfter limit` per op, `*n` after one
+// that answers n ops in a row; `inf` is Infinity.
 const decode = (raw: unknown, count: number): ReadonlyArray<Reply> | undefined => {
   if (!Predicate.isString(raw)) return undefined
   const fields = raw.split(" ")
-  if (fields.length !== count * 5) return undefined
   const replies: Array<Reply> = []
-  for (let i = 0; i < fields.length; i += 5) {
-    replies.push({
+  for (let i = 0; i < fields.length;) {
+    if (i + 5 > fields.length) return undefined
+    const reply: Reply = {
       allowed: fields[i] === "1",
       remaining: number(fields[i + 1]),
       retryAfter: number(fields[i + 2]),
       resetAfter: number(fields[i + 3]),
       limit: number(fields[i + 4])
-    })
+    }
+    i += 5
+    let times = 1
+    if (i < fields.length && fields[i].startsWith("*")) {
+      times = Number(fields[i].slice(1))
+      i++
+    }
+    for (let k = 0; k < times; k++) replies.push(reply)
   }
-  return replies
+  return replies.length === count ? replies : undefined
 }
 
 const number = (s: string): number => s === "inf" ? Infinity : s === "-inf" ? -Infinity : Number(s)

@@ -16,7 +16,8 @@
  *
  * The reply is an array with one string per key, `allowed remaining
  * retryAfter resetAfter limit` for each of its operations (`allowed` is 1 or
- * 0, numbers as `%.17g`, `inf` for Infinity).
+ * 0, numbers as `%.17g`, `inf` for Infinity); a reply followed by `*count`
+ * answers that many operations in a row.
  *
  * State: one string of 8-byte little-endian doubles, `code numbers…`. A key
  * with no state reads as fresh and only a Take gives it state; Reset and
@@ -69,7 +70,31 @@ local function applyOps(key, P, opsText)
     if sa[1] == code then state = A.decode(c, sa, 2) end
   end
   local dirty = false
+  -- Replies, equal ones in a row sent once with "*count" after them (a hot
+  -- key under attack answers the same denial a thousand times).
   local out, n = {}, 0
+  local la, lrem, lretry, lreset, llimit, times = false, 0, 0, 0, 0, 0
+  local function flush()
+    if times == 0 then return end
+    n = n + 1
+    out[n] = reply(la, lrem, lretry, lreset, llimit)
+    if times > 1 then
+      n = n + 1
+      out[n] = "*" .. times
+    end
+    times = 0
+  end
+  local function answer(allowed, remaining, retry, reset, limit)
+    if
+      times > 0 and allowed == la and same(remaining, lrem) and same(retry, lretry) and same(reset, lreset)
+      and same(limit, llimit)
+    then
+      times = times + 1
+      return
+    end
+    flush()
+    la, lrem, lretry, lreset, llimit, times = allowed, remaining, retry, reset, limit, 1
+  end
   local op = parsedOps[opsText]
   if op == nil then
     op = nums(opsText)
@@ -80,38 +105,36 @@ local function applyOps(key, P, opsText)
     for _ = 1, op[i + 3] do
       local cur = state
       if cur == nil and kind ~= 2 and kind ~= 3 then cur = A.initial(c, now) end
-      local r
       if kind == 0 then
         local o = A.step(c, cur, now, cost)
         -- a denial keeps the state it produced (the same one, or an attempt logged)
         if state == nil or o.state ~= cur then dirty = true end
         state = o.state
-        r = reply(o.allowed, o.remaining, o.retry, o.reset, o.limit)
+        answer(o.allowed, o.remaining, o.retry, o.reset, o.limit)
       elseif kind == 1 then
         -- Decision.peekOutcome: allowed and retryAfter for the cost, the rest as it stands
         local o = A.step(c, cur, now, cost)
         local asIs = A.step(c, cur, now, 0)
-        r = reply(o.allowed, asIs.remaining, o.retry, asIs.reset, o.limit)
+        answer(o.allowed, asIs.remaining, o.retry, asIs.reset, o.limit)
       elseif kind == 2 then
         if state ~= nil then
           state = A.initial(c, now)
           dirty = true
         end
-        r = reply(true, 0, 0, 0, A.maxCost(c))
+        answer(true, 0, 0, 0, A.maxCost(c))
       elseif kind == 3 then
         if state ~= nil and P.canRelease then
           state = A.release(c, state, now, cost)
           dirty = true
         end
-        r = reply(true, 0, 0, 0, A.maxCost(c))
+        answer(true, 0, 0, 0, A.maxCost(c))
       else
         local limit = A.maxCost(c)
-        r = reply(false, 0, A.waitTime(c, cur, now, queued, cost), A.waitTime(c, cur, now, queued, limit), limit)
+        answer(false, 0, A.waitTime(c, cur, now, queued, cost), A.waitTime(c, cur, now, queued, limit), limit)
       end
-      n = n + 1
-      out[n] = r
     end
   end
+  flush()
   if dirty then
     local ttl = A.settledAt(c, state) + keep - now
     if ttl <= 0 then

@@ -42,6 +42,11 @@ local function jmin(a, b)
   return a
 end
 
+-- Equal, telling -0 from 0 (they print differently).
+local function same(a, b)
+  return a == b and (a ~= 0 or 1 / a == 1 / b)
+end
+
 -- Replies travel as text: "%.17g" round-trips every double ("%d" writes the
 -- same digits for a whole number, twice as fast); "inf" is Infinity.
 local function fmt(x)
