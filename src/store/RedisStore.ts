@@ -294,14 +294,27 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     const pending: Array<Entry> = []
     let inFlight = 0
     const round: Effect.Effect<void> = Effect.suspend(() => {
+      // One call per script; a key's calls stay in order (a key whose calls
+      // use two scripts here, around a change of policy, waits for the next
+      // round with its later ones).
       const groups = new Map<Scripts.Script, Array<Entry>>()
+      const scriptOf = new Map<string, Scripts.Script | undefined>()
+      const later: Array<Entry> = []
       for (const e of pending) {
         if (e.cancelled) continue
+        const seen = scriptOf.get(e.key)
+        if (scriptOf.has(e.key) && seen !== e.script) {
+          scriptOf.set(e.key, undefined)
+          later.push(e)
+          continue
+        }
+        scriptOf.set(e.key, e.script)
         const group = groups.get(e.script)
         if (group === undefined) groups.set(e.script, [e])
         else group.push(e)
       }
       pending.length = 0
+      for (const e of later) pending.push(e)
       if (groups.size === 0) return Effect.void
       inFlight++
       const sends: Array<Effect.Effect<void>> = []

@@ -201,6 +201,20 @@ describeRedis("the limiter on Redis", (it) => {
       yield* Fiber.joinAll(busy)
       const [after] = yield* store.apply("interrupted", policies[0], [{ kind: Store.OpKind.Peek, cost: 3, queued: 0 }])
       assert.isTrue(after.allowed)
+      // one key's calls in one round, under two policies (two scripts): in order
+      const strict = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
+      const other = Policy.fixedWindow({ limit: 1, window: "1 hour" }) as Policy.Valid
+      const held = yield* Effect.forEach(
+        [0, 1, 2, 3],
+        (i) => take(`held${i}`, policies[0]).pipe(Effect.forkChild({ startImmediately: true }))
+      )
+      const interleaved = yield* Effect.forEach(
+        [strict, other, strict, strict],
+        (policy) => take("switching", policy).pipe(Effect.forkChild({ startImmediately: true }))
+      )
+      yield* Fiber.joinAll(held)
+      // a state of the other algorithm reads as none: taken, taken, taken afresh, then denied
+      assert.deepStrictEqual(yield* Fiber.joinAll(interleaved), [true, true, true, false])
       yield* cleanup(prefix)
     }))
 
