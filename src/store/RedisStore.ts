@@ -167,6 +167,7 @@ const decode = (raw: unknown, count: number): ReadonlyArray<Reply> | undefined =
       times = Number(fields[i].slice(1))
       i++
     }
+    if (!(Number.isSafeInteger(times) && times >= 1 && replies.length + times <= count)) return undefined
     for (let k = 0; k < times; k++) replies.push(reply)
   }
   return replies.length === count ? replies : undefined
