@@ -131,6 +131,13 @@ export * as Store from "./store/Store.ts"
 export * as MemoryStore from "./store/MemoryStore.ts"
 
 /**
+ * The Redis store: limits shared across processes.
+ *
+ * @since 0.1.0
+ */
+export * as RedisStore from "./store/RedisStore.ts"
+
+/**
  * The store-backed bucket actor.
  *
  * @since 0.1.0
