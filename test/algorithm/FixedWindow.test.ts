@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import * as FixedWindow from "../../src/algorithm/FixedWindow.ts"
-import { least } from "./support.ts"
+import { least, windowRuns } from "./support.ts"
 
 // The model: the full history of admissions. The clock is the latest of the
 // key's creation and its admissions. A window is [k·W, (k+1)·W) when aligned;
@@ -48,15 +48,7 @@ const params: fc.Arbitrary<Params> = fc.record({
   align: fc.boolean()
 })
 
-const runs = (p: Params) => {
-  const delta = fc.oneof(
-    { weight: 6, arbitrary: fc.integer({ min: 0, max: p.window }) },
-    { weight: 2, arbitrary: fc.constant(0) },
-    { weight: 2, arbitrary: fc.integer({ min: -p.window, max: -1 }) },
-    { weight: 1, arbitrary: fc.integer({ min: 0, max: 1e12 }) }
-  )
-  return fc.array(fc.record({ delta, cost: fc.integer({ min: 1, max: p.limit + 1 }) }), { maxLength: 40 })
-}
+const runs = (p: Params) => windowRuns(p.window, p.limit)
 
 const cases = params.chain((p) => fc.tuple(fc.constant(p), fc.integer({ min: 0, max: 2 ** 42 }), runs(p)))
 

@@ -1,3 +1,4 @@
+import * as fc from "fast-check"
 /**
  * Helpers shared by the algorithm property tests.
  */
@@ -15,4 +16,19 @@ export const least = (ok: (r: number) => boolean, hi: number): number => {
     else lo = mid + 1
   }
   return lo
+}
+
+/**
+ * Random runs for window algorithms: mostly steps within a window, some
+ * repeated instants, some steps back, a few huge jumps; costs up to one past
+ * the limit.
+ */
+export const windowRuns = (window: number, limit: number) => {
+  const delta = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: window }) },
+    { weight: 2, arbitrary: fc.constant(0) },
+    { weight: 2, arbitrary: fc.integer({ min: -window, max: -1 }) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 1e12 }) }
+  )
+  return fc.array(fc.record({ delta, cost: fc.integer({ min: 1, max: limit + 1 }) }), { maxLength: 40 })
 }
