@@ -14,7 +14,7 @@ const faulty = (() => {
     ...base,
     algorithm: {
       ...base.algorithm,
-      take: undefined,
+      takeInPlace: undefined,
       step: (c: any, s: any, now: number, cost: number) => {
         if (cost === 3 && now >= 1000) throw new Error("step exploded")
         return base.algorithm.step(c, s, now, cost)

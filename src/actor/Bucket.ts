@@ -348,17 +348,16 @@ export const decide = (
       reconfigure(bucket, payload!, now)
       return exitVoid
   }
-  if (kind === Kind.Acquire && algorithm.take !== undefined && bucket.line.length === 0) {
-    // acquire needs no figures: the algorithm's shortcut, when it has one
-    const next = algorithm.take(config as never, ref.current as never, now, cost)
+  if (kind === Kind.Acquire && algorithm.takeInPlace !== undefined && bucket.line.length === 0) {
+    // acquire needs no figures: the algorithm's shortcut, when it has one. The
+    // state is this bucket's alone, so it is updated where it is.
     bucket.lastActive = now
-    if (next === undefined) {
-      bucket.recorder.denied++
-      return exitFalse
+    if (algorithm.takeInPlace(config as never, ref.current as never, now, cost)) {
+      bucket.recorder.allowed++
+      return exitTrue
     }
-    ref.current = next
-    bucket.recorder.allowed++
-    return exitTrue
+    bucket.recorder.denied++
+    return exitFalse
   }
   const outcome = bucket.line.length === 0
     ? algorithm.step(config as never, ref.current as never, now, cost)

@@ -66,12 +66,14 @@ export interface Algorithm<C, S> {
   /** The largest cost that can ever succeed. */
   readonly maxCost: (config: C) => number
   /**
-   * Optional shortcut for `step(...).allowed ? step(...).state : undefined`:
-   * the state after admitting `cost`, or `undefined` when denied, without the
-   * figures. Must agree with `step` exactly (a law test checks it); the
-   * limiter uses it for `acquire`, which needs no figures.
+   * Optional shortcut for `acquire`, which needs no figures: admits `cost` by
+   * writing `step(...).state` into `state` itself and returns `true`, or
+   * returns `false` and leaves `state` as it was. Only for a caller that owns
+   * `state` alone (a bucket's own state): no allocation per admission, so a
+   * hot bucket makes no garbage and an old bucket's state never points at a
+   * young object. Must agree with `step` exactly (a law test checks it).
    */
-  readonly take?: ((config: C, state: S, now: number, cost: number) => S | undefined) | undefined
+  readonly takeInPlace?: ((config: C, state: S, now: number, cost: number) => boolean) | undefined
   /**
    * Gives `amount` units back (a refund, or a permit returned), never above
    * what the policy holds when fresh. Algorithms without it cannot release.

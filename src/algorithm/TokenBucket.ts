@@ -169,24 +169,33 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
 }
 
 /**
- * The state after admitting `cost` at `now`, or `undefined` if it is denied:
- * `step` without the figures, for callers that only need the answer.
+ * Admits `cost` at `now` by updating `s` in place (`step`'s new state, without
+ * the figures and without allocating), or returns `false` and leaves `s` as it
+ * was. `s` must belong to the caller alone.
  *
  * @example
  * ```ts
  * import { TokenBucket } from "tollgate"
  *
  * const c = TokenBucket.config({ capacity: 1, tokens: 1, periodMillis: 1000 })
- * const next = TokenBucket.take(c, TokenBucket.initial(c, 0), 0, 1) // { level: 0, at: 0 }
+ * const s = TokenBucket.initial(c, 0)
+ * TokenBucket.takeInPlace(c, s, 0, 1) // true; s is now { level: 0, at: 0 }
+ * TokenBucket.takeInPlace(c, s, 500, 1) // false; s is unchanged
  * ```
  *
  * @since 0.1.0
  */
-export const take = (c: Config, s: State, now: number, cost: number): State | undefined => {
+export const takeInPlace = (c: Config, s: State, now: number, cost: number): boolean => {
   const level = levelAt(c, s, now)
   const need = cost * c.periodMillis
-  return level >= need ? { level: level - need, at: anchorAt(c, s, now) } : undefined
+  if (level < need) return false
+  const owned = s as Mutable<State>
+  owned.at = anchorAt(c, s, now)
+  owned.level = level - need
+  return true
 }
+
+type Mutable<A> = { -readonly [K in keyof A]: A[K] }
 
 /**
  * The state of a key never seen before.
@@ -276,7 +285,7 @@ export const algorithm: Algorithm<Config, State> = {
   waitTime,
   settledAt,
   maxCost: (c) => c.capacity,
-  take,
+  takeInPlace,
   release,
   reconfigure
 }
