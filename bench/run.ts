@@ -9,7 +9,7 @@
  *
  * Flags (after `--` with npm): --quick, --only=<ids> (scenarios: 1key-allow, 1key-deny, 1key-1000,
  * 1000keys, 1000keys-1000, largekeys, wait, memory, reap), --contenders=<ids> (plain, rlf, effect,
- * tollgate), --report-only (re-render the docs from bench/results/latest.json). A filtered run writes
+ * tollgate), --out=<file> (where the results go, relative to bench/ or absolute), --report-only (re-render the docs from bench/results/latest.json). A filtered run writes
  * bench/results/partial.json and leaves the docs alone.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
@@ -344,7 +344,7 @@ for (const t of targets) {
 }
 
 mkdirSync(here("./results/"), { recursive: true })
-const file = filtered ? "partial.json" : quick ? "quick.json" : "latest.json"
-writeFileSync(here(`./results/${file}`), JSON.stringify(results, null, 2) + "\n")
-log(`\nwrote bench/results/${file} (${results.meta.durationSeconds.toFixed(0)} s)`)
+const file = flag("out") ?? `results/${filtered ? "partial.json" : quick ? "quick.json" : "latest.json"}`
+writeFileSync(new URL(file, here("./")), JSON.stringify(results, null, 2) + "\n")
+log(`\nwrote ${file} (${results.meta.durationSeconds.toFixed(0)} s)`)
 if (!filtered && !quick) writeDocs(results)
