@@ -9,6 +9,7 @@ import type { ContenderId, ThroughputResult } from "./types.ts"
 const colors: Record<ContenderId, string> = {
   plain: "#9aa0a6",
   "effect-floor": "#c58af9",
+  "lazy-floor": "#a142f4",
   rlf: "#444444",
   effect: "#e8710a",
   tollgate: "#1a73e8",
@@ -20,6 +21,7 @@ const colors: Record<ContenderId, string> = {
 export const shortNames: Record<ContenderId, string> = {
   plain: "plain JS (floor)",
   "effect-floor": "Effect floor (Effect.sync)",
+  "lazy-floor": "lazy floor (Effect.suspend)",
   rlf: "rate-limiter-flexible",
   effect: "effect/persistence",
   tollgate: "tollgate",

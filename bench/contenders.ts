@@ -4,6 +4,7 @@
  * The contenders, each built once per scenario outside the timed section:
  *
  * - `plain`: a lazy-refill token bucket in a `Map`, called synchronously (the floor);
+ * - `effect-floor` / `lazy-floor`: the plain bucket inside `Effect.sync` / behind `Effect.suspend`;
  * - `rlf`: rate-limiter-flexible `RateLimiterMemory`, `await` on every call;
  * - `effect`: Effect 4's own `RateLimiter` from "effect/persistence" over `layerStoreMemory`;
  * - `tollgate`: this project's `acquire`, once per `fastPath` setting when the option exists.
@@ -212,6 +213,34 @@ export const effectFloor: Contender = {
   make: (spec, order, callers) => {
     const limiter = new PlainLimiter(spec)
     const decide = (key: string) => Effect.sync(() => limiter.tryAcquire(key))
+    return Promise.resolve({
+      run: effectRunner(decide, new Cursor(order.keys), callers),
+      prime: (keys) => effectRunner(decide, new Cursor(keys), 1)(keys.length),
+      close: () => {
+        limiter.buckets.clear()
+        return Promise.resolve()
+      }
+    })
+  }
+}
+
+const exitTrue = Exit.succeed(true)
+const exitFalse = Exit.succeed(false)
+
+/**
+ * The lazy floor: the same plain bucket behind `Effect.suspend`, answering
+ * with a shared `Exit`. This is the cheapest shape an `acquire` can take that is
+ * still a lazy description able to wait in line: an `Effect.sync` cannot
+ * suspend, so an acquire that may have to wait for its turn returns an
+ * effect from a `suspend`. tollgate's fast path has this shape, so the gap
+ * between the two is tollgate's own work.
+ */
+export const lazyFloor: Contender = {
+  id: "lazy-floor",
+  label: "plain JS bucket behind Effect.suspend (the lazy floor)",
+  make: (spec, order, callers) => {
+    const limiter = new PlainLimiter(spec)
+    const decide = (key: string) => Effect.suspend(() => limiter.tryAcquire(key) ? exitTrue : exitFalse)
     return Promise.resolve({
       run: effectRunner(decide, new Cursor(order.keys), callers),
       prime: (keys) => effectRunner(decide, new Cursor(keys), 1)(keys.length),

@@ -8,7 +8,7 @@
  *   npm run bench:quick        15-20 s smoke run (or BENCH_QUICK=1): writes bench/results/quick.json
  *
  * Flags (after `--` with npm): --quick, --only=<ids> (scenarios: 1key-allow, 1key-deny, 1key-1000,
- * 1000keys, 1000keys-1000, largekeys, wait, memory, reap), --contenders=<ids> (plain, rlf, effect,
+ * 1000keys, 1000keys-1000, largekeys, wait, memory, reap), --contenders=<ids> (plain, effect-floor, lazy-floor, rlf, effect,
  * tollgate), --out=<file> (where the results go, relative to bench/ or absolute), --report-only (re-render the docs from bench/results/latest.json). A filtered run writes
  * bench/results/partial.json and leaves the docs alone.
  */
@@ -22,6 +22,7 @@ import {
   effectFloor,
   effectPersistence,
   hasFastPathOption,
+  lazyFloor,
   plain,
   rlf,
   tollgate,
@@ -113,7 +114,14 @@ const reference: ContenderId = variants[variants.length - 1].id
 const wanted = (id: ContenderId) =>
   contenderFilter === undefined ||
   contenderFilter.some((f) => id === f || (f === "tollgate" && id.startsWith("tollgate")))
-const contenders: ReadonlyArray<Contender> = [plain, effectFloor, rlf, effectPersistence, ...variants.map(tollgate)]
+const contenders: ReadonlyArray<Contender> = [
+  plain,
+  effectFloor,
+  lazyFloor,
+  rlf,
+  effectPersistence,
+  ...variants.map(tollgate)
+]
   .filter((c) => wanted(c.id))
 const runs = (id: string) => only === undefined || only.includes(id)
 

@@ -6,6 +6,7 @@
 export type ContenderId =
   | "plain"
   | "effect-floor"
+  | "lazy-floor"
   | "rlf"
   | "effect"
   | "tollgate"

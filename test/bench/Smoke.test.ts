@@ -40,7 +40,7 @@ describe("npm run bench", () => {
       assert.deepStrictEqual(results.throughput.map((t) => t.id), scenarios)
       for (const t of results.throughput) {
         const ids = t.contenders.map((c) => c.id)
-        for (const id of ["plain", "effect-floor", "rlf", "effect"]) assert.include(ids, id, t.id)
+        for (const id of ["plain", "effect-floor", "lazy-floor", "rlf", "effect"]) assert.include(ids, id, t.id)
         assert.isTrue(ids.some((id) => id.startsWith("tollgate")), `${t.id}: no tollgate contender`)
         for (const c of t.contenders) {
           assert.isUndefined(c.error, `${t.id} / ${c.id}`)
