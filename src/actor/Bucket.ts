@@ -142,8 +142,10 @@ export interface Now {
  * @since 0.1.0
  */
 export class Monotone implements Now {
+  /** The highest reading so far: the limiter's time. */
   private highest: number
   behind = 0
+  /** The clock read (Effect's `Clock` in the limiter's context). */
   readonly clock: { readonly currentTimeMillisUnsafe: () => number }
   constructor(clock: { readonly currentTimeMillisUnsafe: () => number }) {
     this.clock = clock
