@@ -36,7 +36,14 @@ describe("Supervisor: starting buckets", () => {
       // Build a bucket by hand and fill its mailbox before its fiber exists.
       const limits = { mailboxCapacity: 16, maxWaiters: 16 }
       const mailbox = yield* Bucket.makeMailbox(limits)
-      const bucket = new Bucket.Bucket("k", policy, limits, yield* Clock.Clock, new Metrics.Recorder(), false)
+      const bucket = new Bucket.Bucket(
+        "k",
+        policy,
+        limits,
+        new Bucket.Monotone(yield* Clock.Clock),
+        new Metrics.Recorder(),
+        false
+      )
       bucket.mailbox = mailbox
       const requests = Array.from({ length: 10 }, () =>
         new Bucket.Request(Bucket.Kind.Acquire, 1, 0, Deferred.makeUnsafe<any, any>()))
@@ -105,8 +112,9 @@ describe("Supervisor: reaping", () => {
       const a = yield* script(reaping)
       const reaped = (yield* reaping.stats).reaped
       assert.isAbove(reaped, 0)
-      const keeping = yield* RateLimiter.make({ policy, idleTimeout: "365 days" })
+      // back to 0 before it starts: a limiter's time never goes below its first reading
       yield* TestClock.setTime(0)
+      const keeping = yield* RateLimiter.make({ policy, idleTimeout: "365 days" })
       const b = yield* script(keeping)
       assert.strictEqual((yield* keeping.stats).reaped, 0)
       assert.deepStrictEqual(a, b)

@@ -113,13 +113,90 @@ export interface Reserved {
 }
 
 /**
- * Where a bucket reads the time: the limiter's clock, which never goes back.
+ * Where a bucket reads the time: the limiter's clock, which never goes back
+ * (a {@link Monotone}).
  *
  * @since 0.1.0
  */
 export interface Now {
   readonly currentTimeMillisUnsafe: () => number
+  /**
+   * How far the last reading was held above the underlying clock's (0 unless
+   * that clock stepped back). Valid right after a reading, before anything
+   * yields; durations told to callers add it, so they are counted on the
+   * caller's clock.
+   */
+  readonly behind: number
 }
+
+/**
+ * The limiter's clock: the Effect `Clock`'s reading, held at the highest
+ * reading so far. One per limiter, shared by all its buckets, so every
+ * decision, new bucket, reap and waiter is timed on the same time line.
+ *
+ * When the clock steps back, the limiter's time stands still at its highest
+ * reading until the clock passes it again: nothing refills, nothing is
+ * un-refilled, and a bucket started in the meantime is anchored where a kept
+ * one would be (so a reap stays invisible, DESIGN invariants 2 and 6).
+ *
+ * @since 0.1.0
+ */
+export class Monotone implements Now {
+  /** The highest reading so far: the limiter's time. */
+  private highest: number
+  behind = 0
+  /** The clock read (Effect's `Clock` in the limiter's context). */
+  readonly clock: { readonly currentTimeMillisUnsafe: () => number }
+  constructor(clock: { readonly currentTimeMillisUnsafe: () => number }) {
+    this.clock = clock
+    this.highest = clock.currentTimeMillisUnsafe()
+  }
+  currentTimeMillisUnsafe(): number {
+    const t = this.clock.currentTimeMillisUnsafe()
+    if (t >= this.highest) {
+      this.highest = t
+      this.behind = 0
+      return t
+    }
+    // Behind (or not a number): the time stands still.
+    this.behind = t < this.highest ? this.highest - t : 0
+    return this.highest
+  }
+}
+
+/**
+ * Milliseconds to sleep, on the underlying clock, until the limiter's time
+ * reaches `target` (0 when it has). While the limiter's time stands still
+ * after a step back, it reaches a later `target` exactly when the clock does,
+ * so the sleep runs to `target` on the clock, not `target - now` of it.
+ *
+ * @since 0.1.0
+ */
+export const millisUntil = (clock: Now, target: number): number => {
+  const delay = target - clock.currentTimeMillisUnsafe()
+  return delay > 0 ? delay + clock.behind : 0
+}
+
+// A duration told to a caller (retryAfter, resetAfter, a wait) is counted on
+// the caller's clock: while the limiter's time stands still, it adds the gap.
+const onClock = (millis: number, behind: number): number => millis > 0 ? millis + behind : millis
+
+/**
+ * A decision's figures as the caller's clock counts them (see
+ * {@link millisUntil}): the outcome as it is unless the clock is behind.
+ *
+ * @since 0.1.0
+ */
+export const decision = (outcome: Outcome<unknown>, behind: number): Decision.Decision =>
+  Decision.fromOutcome(
+    behind > 0
+      ? {
+        ...outcome,
+        retryAfter: onClock(outcome.retryAfter, behind),
+        resetAfter: onClock(outcome.resetAfter, behind)
+      }
+      : outcome
+  )
 
 /**
  * Limits of one bucket.
@@ -367,10 +444,11 @@ export const decide = (
     ? algorithm.step(config as never, ref.current as never, now, cost)
     : behindLine(bucket, ref.current, now, cost)
   if (kind === Kind.Peek) {
-    return Exit.succeed(Decision.fromOutcome(
+    return Exit.succeed(decision(
       bucket.line.length === 0
         ? Decision.peekOutcome(algorithm as Algorithm<unknown, unknown>, config, ref.current, now, cost)
-        : outcome
+        : outcome,
+      bucket.clock.behind
     ))
   }
   bucket.lastActive = now
@@ -379,7 +457,7 @@ export const decide = (
   ref.current = outcome.state
   if (outcome.allowed) bucket.recorder.allowed++
   else bucket.recorder.denied++
-  if (kind === Kind.Consume) return Exit.succeed(Decision.fromOutcome(outcome))
+  if (kind === Kind.Consume) return Exit.succeed(decision(outcome, bucket.clock.behind))
   if (!outcome.allowed) return exitFalse
   // A shaper admits now and spaces the caller out: it proceeds after `delay`.
   return outcome.delay !== undefined && outcome.delay > 0 ? sleepThen(outcome.delay, true) : exitTrue
@@ -503,12 +581,9 @@ const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
     )
   }
   const { algorithm, config } = bucket.policy
-  const wait = algorithm.waitTime(
-    config as never,
-    bucket.state.ref.current as never,
-    now,
-    bucket.lineCost,
-    request.cost
+  const wait = onClock(
+    algorithm.waitTime(config as never, bucket.state.ref.current as never, now, bucket.lineCost, request.cost),
+    bucket.clock.behind
   )
   bucket.lastActive = now
   // Infinity with a release: the turn comes when units come back, not with
@@ -740,7 +815,7 @@ export const run: (bucket: Bucket, mailbox: Queue.Queue<Request, Cause.Done>) =>
           if (hibernate(bucket, mailbox)) return
           serveNow(bucket, yield* Queue.takeAll(mailbox))
         } else {
-          const delay = Math.min(bucket.wakeAt, bucket.nextDeadline) - bucket.clock.currentTimeMillisUnsafe()
+          const delay = millisUntil(bucket.clock, Math.min(bucket.wakeAt, bucket.nextDeadline))
           if (delay <= 0) {
             serveNow(bucket, empty)
             yield* Effect.yieldNow

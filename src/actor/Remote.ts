@@ -347,7 +347,7 @@ export const run: (bucket: Bucket.Bucket, mailbox: Queue.Queue<Bucket.Request, C
           if (Bucket.hibernate(bucket, mailbox)) return
           yield* serve(bucket, link, yield* Queue.takeAll(mailbox))
         } else {
-          const delay = Math.max(1, bucket.wakeAt - bucket.clock.currentTimeMillisUnsafe())
+          const delay = Math.max(1, Bucket.millisUntil(bucket.clock, bucket.wakeAt))
           const batch = yield* Effect.timeoutOption(Queue.takeAll(mailbox), Duration.millis(delay))
           yield* serve(bucket, link, batch._tag === "Some" ? batch.value : empty)
         }

@@ -148,7 +148,9 @@ const shutdownExit = Effect.fail(new LimiterShutdown())
  * @since 0.1.0
  */
 export const make = Effect.fnUntraced(function*(options: Options) {
-  const clock: Bucket.Now = yield* Clock.Clock
+  // One monotone clock for every decision, reap and new bucket: a step back
+  // freezes the limiter's time rather than handing out fresh buckets below it.
+  const clock: Bucket.Now = new Bucket.Monotone(yield* Clock.Clock)
   const store = options.store
   const fallback = options.fallback ?? defaultFallback
   const health = new Remote.Health()
@@ -319,7 +321,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     const { algorithm, config } = policy
     const now = clock.currentTimeMillisUnsafe()
     const alg = algorithm as Algorithm<unknown, unknown>
-    return Effect.succeed(Decision.fromOutcome(Decision.peekOutcome(alg, config, alg.initial(config, now), now, cost)))
+    return Effect.succeed(
+      Bucket.decision(Decision.peekOutcome(alg, config, alg.initial(config, now), now, cost), clock.behind)
+    )
   }
 
   // At maxBuckets, a new key may take the place of a bucket that is safe to

@@ -5,8 +5,9 @@
  * `capacity + rate x (highest clock reading - creation time)`; no call throws
  * or dies; no figure is NaN.
  *
- * The limiter here never reaps (a long idleTimeout): a reap followed by a
- * backward step does mint tokens, KNOWN-FAILURES.md #2.
+ * The limiter here never reaps (a long idleTimeout), so the bound is on one
+ * bucket's life; BackwardClock.test.ts checks that reaping under backward
+ * steps changes no decision (KNOWN-FAILURES.md #2, fixed).
  *
  * Random runs replay with TOLLGATE_SEED=<seed>.
  */

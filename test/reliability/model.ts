@@ -118,29 +118,32 @@ class Key {
   get full(): number {
     return this.spec.capacity * this.unit
   }
+  // `t` is the limiter's time, never before `at`
   levelAt(t: number): number {
-    return t <= this.at ? this.level : Math.min(this.full, this.level + (t - this.at) * this.rate)
+    return Math.min(this.full, this.level + (t - this.at) * this.rate)
   }
-  // ms from t until `deficit` more units have come in (the refill starts at `at`)
-  millisFor(t: number, deficit: number): number {
-    return deficit <= 0 ? 0 : ceilDiv(deficit, this.rate) + (this.at > t ? this.at - t : 0)
+  // ms on the wall clock until `deficit` more units have
+  // come in: the refill's own time, plus `gap` while the limiter's time stands
+  // still above the wall clock (it moves again once the wall clock gets there)
+  millisFor(deficit: number, gap: number): number {
+    return deficit <= 0 ? 0 : ceilDiv(deficit, this.rate) + gap
   }
   lineCost(): number {
     let sum = 0
     for (const w of this.line) sum += w.cost
     return sum
   }
-  waitTime(t: number, queued: number, cost: number): number {
-    return cost > this.spec.capacity ? Infinity : this.millisFor(t, (queued + cost) * this.unit - this.levelAt(t))
+  waitTime(t: number, gap: number, queued: number, cost: number): number {
+    return cost > this.spec.capacity ? Infinity : this.millisFor((queued + cost) * this.unit - this.levelAt(t), gap)
   }
   settledAt(): number {
     return this.at + (this.level >= this.full ? 0 : ceilDiv(this.full - this.level, this.rate))
   }
-  // When the head of the line can be admitted (Infinity: nobody waits)
-  nextWake(now: number): number {
+  // The limiter time at which the head of the line can be admitted (Infinity: nobody waits)
+  nextWake(t: number): number {
     if (this.line.length === 0) return Infinity
     const need = this.line[0].cost * this.unit
-    return this.level >= need ? Math.max(this.at, now) : this.at + ceilDiv(need - this.level, this.rate)
+    return this.level >= need ? Math.max(this.at, t) : this.at + ceilDiv(need - this.level, this.rate)
   }
 }
 
@@ -156,8 +159,15 @@ type Expected =
   | { readonly _tag: "ok"; readonly value: unknown }
   | { readonly _tag: "error"; readonly error: string; readonly field?: string }
 
+// Two times: `now` is the wall clock (the TestClock), `time` the limiter's,
+// the highest wall reading so far. Every key is kept in the limiter's time;
+// when the wall clock steps back, the limiter's time stands still until the
+// wall clock passes it again. Durations told to callers are counted on the
+// wall clock (the limiter's plus the gap), and whatever is due at limiter time
+// T > time happens when the wall clock reaches T.
 class Model {
   now: number
+  time: number
   nextSweep: number
   readonly keys: Array<Key>
   readonly overrides: Array<number | undefined> = []
@@ -167,6 +177,7 @@ class Model {
   reaped = 0
   constructor(now: number) {
     this.now = now
+    this.time = now
     this.nextSweep = now + IDLE / 2
     this.keys = Array.from({ length: KEYS }, (_, i) => new Key(i))
   }
@@ -181,8 +192,8 @@ class Model {
       k.live = true
       k.policy = this.policyOf(i)
       k.level = k.spec.init * k.unit
-      k.at = this.now
-      k.lastActive = this.now
+      k.at = this.time
+      k.lastActive = this.time
       k.line = []
     }
     return k
@@ -199,7 +210,8 @@ class Model {
     const invalid = this.costError(i, cost)
     if (invalid) return invalid
     const k = this.ensure(i)
-    const t = this.now
+    const t = this.time
+    const gap = this.time - this.now
     k.lastActive = t
     if (k.line.length > 0) {
       // nobody jumps the line
@@ -210,8 +222,8 @@ class Model {
         value: {
           allowed: false,
           remaining: 0,
-          retryAfter: k.waitTime(t, queued, cost),
-          resetAfter: k.waitTime(t, queued, k.spec.capacity),
+          retryAfter: k.waitTime(t, gap, queued, cost),
+          resetAfter: k.waitTime(t, gap, queued, k.spec.capacity),
           limit: k.spec.capacity
         } satisfies ModelDecision
       }
@@ -224,7 +236,7 @@ class Model {
         allowed: true,
         remaining: Math.floor(next / k.unit),
         retryAfter: 0,
-        resetAfter: k.millisFor(t, k.full - next),
+        resetAfter: k.millisFor(k.full - next, gap),
         limit: k.spec.capacity
       }
       k.level = next
@@ -238,8 +250,8 @@ class Model {
       value: {
         allowed: false,
         remaining: Math.floor(level / k.unit),
-        retryAfter: k.millisFor(t, need - level),
-        resetAfter: k.millisFor(t, k.full - level),
+        retryAfter: k.millisFor(need - level, gap),
+        resetAfter: k.millisFor(k.full - level, gap),
         limit: k.spec.capacity
       } satisfies ModelDecision
     }
@@ -248,16 +260,17 @@ class Model {
   // What peek (cost 1) answers: whether consume would be allowed and its
   // retryAfter; remaining and resetAfter as they stand, nothing taken.
   peek(i: number): ModelDecision {
-    const t = this.now
+    const t = this.time
+    const gap = this.time - this.now
     const k = this.keys[i]
     if (!k.live) {
       const spec = specs[this.policyOf(i)]
       const fresh = new Key(this.policyOf(i))
       fresh.level = spec.init * fresh.unit
       fresh.at = t
-      return peekOf(fresh, t)
+      return peekOf(fresh, t, gap)
     }
-    return peekOf(k, t)
+    return peekOf(k, t, gap)
   }
 
   // Returns the delay a reservation is told (0: admitted at once).
@@ -268,7 +281,7 @@ class Model {
       return 0
     }
     const k = this.ensure(i)
-    const t = this.now
+    const t = this.time
     const level = k.levelAt(t)
     const need = w.cost * k.unit
     k.lastActive = t
@@ -276,10 +289,10 @@ class Model {
       k.level = level - need
       k.at = Math.max(k.at, t)
       this.allowed++
-      w.status = { _tag: "admitted", at: t }
+      w.status = { _tag: "admitted", at: this.now }
       return 0
     }
-    const wait = k.waitTime(t, k.lineCost(), w.cost)
+    const wait = k.waitTime(t, this.time - this.now, k.lineCost(), w.cost)
     if (wait > maxWait) {
       this.denied++
       w.status = { _tag: "failed", error: "RateLimitExceeded", detail: wait }
@@ -298,12 +311,15 @@ class Model {
   release(i: number, amount: number): void {
     const k = this.keys[i]
     if (!k.live) return
-    k.level = Math.min(k.full, k.levelAt(this.now) + amount * k.unit)
-    k.at = Math.max(k.at, this.now)
-    this.admitLine(k, this.now)
+    k.level = Math.min(k.full, k.levelAt(this.time) + amount * k.unit)
+    k.at = Math.max(k.at, this.time)
+    this.admitLine(k)
   }
 
-  admitLine(k: Key, t: number): void {
+  // Admits the head of the line while it fits, at the limiter's time; the
+  // waiters resume at the wall clock's.
+  admitLine(k: Key): void {
+    const t = this.time
     let admitted = false
     while (k.line.length > 0) {
       const head = k.line[0]
@@ -313,7 +329,7 @@ class Model {
       k.level = level - need
       k.at = Math.max(k.at, t)
       this.allowed++
-      head.status = { _tag: "admitted", at: t }
+      head.status = { _tag: "admitted", at: this.now }
       k.line.shift()
       admitted = true
     }
@@ -325,15 +341,15 @@ class Model {
     w.status = { _tag: "interrupted" }
     const k = this.keys[w.key]
     k.line = k.line.filter((x) => x !== w)
-    this.admitLine(k, this.now)
+    this.admitLine(k)
   }
 
   reset(i: number): void {
     const k = this.keys[i]
     if (!k.live) return
     k.level = k.spec.init * k.unit
-    k.at = this.now
-    this.admitLine(k, this.now)
+    k.at = this.time
+    this.admitLine(k)
   }
 
   // Returns the carry actually used.
@@ -341,7 +357,7 @@ class Model {
     this.overrides[i] = policy
     const k = this.keys[i]
     if (!k.live) return carry
-    const t = this.now
+    const t = this.time
     const level = k.levelAt(t)
     if (carry === "as-is" && level % k.unit !== 0 && !fractionalCarry) carry = "reset"
     const next = specs[policy]
@@ -358,7 +374,7 @@ class Model {
       if (w.cost > next.capacity) w.status = { _tag: "failed", error: "InvalidRequest", detail: "cost" }
     }
     k.line = k.line.filter((w) => w.status._tag === "pending")
-    this.admitLine(k, t)
+    this.admitLine(k)
     return carry
   }
 
@@ -371,25 +387,37 @@ class Model {
     }
   }
 
-  // The clock moves forwards to t1: sweeps and admissions fall due in order.
+  // The wall instant at which limiter time `t` falls due: now if it has,
+  // else when the wall clock reaches it (the limiter's time is then the wall's).
+  wallOf(t: number): number {
+    return t <= this.time ? this.now : t
+  }
+
+  // The wall clock moves forwards to t1: sweeps (on the wall clock) and
+  // admissions fall due in order.
   advanceTo(t1: number): void {
     while (true) {
       let next = this.nextSweep
-      for (const k of this.keys) if (k.live) next = Math.min(next, k.nextWake(this.now))
+      for (const k of this.keys) if (k.live) next = Math.min(next, this.wallOf(k.nextWake(this.time)))
       if (next > t1) break
-      this.now = Math.max(this.now, next)
-      for (const k of this.keys) if (k.live && k.nextWake(this.now) <= this.now) this.admitLine(k, this.now)
+      this.moveTo(Math.max(this.now, next))
+      for (const k of this.keys) if (k.live && k.nextWake(this.time) <= this.time) this.admitLine(k)
       if (this.nextSweep <= this.now) {
-        this.sweep(this.now)
+        this.sweep(this.time)
         this.nextSweep += IDLE / 2
       }
     }
-    this.now = t1
+    this.moveTo(t1)
+  }
+
+  moveTo(t: number): void {
+    this.now = t
+    this.time = Math.max(this.time, t)
   }
 
   setTime(t: number): void {
     if (t > this.now) this.advanceTo(t)
-    else this.now = t // backwards: nothing falls due, nothing refills
+    else this.now = t // backwards: the limiter's time stands still; nothing falls due, nothing refills
   }
 
   shutdown(): void {
@@ -413,14 +441,14 @@ class Model {
   }
 }
 
-const peekOf = (k: Key, t: number): ModelDecision => {
+const peekOf = (k: Key, t: number, gap: number): ModelDecision => {
   if (k.line.length > 0) {
     const queued = k.lineCost()
     return {
       allowed: false,
       remaining: 0,
-      retryAfter: k.waitTime(t, queued, 1),
-      resetAfter: k.waitTime(t, queued, k.spec.capacity),
+      retryAfter: k.waitTime(t, gap, queued, 1),
+      resetAfter: k.waitTime(t, gap, queued, k.spec.capacity),
       limit: k.spec.capacity
     }
   }
@@ -430,15 +458,15 @@ const peekOf = (k: Key, t: number): ModelDecision => {
       allowed: true,
       remaining: Math.floor(level / k.unit),
       retryAfter: 0,
-      resetAfter: k.millisFor(t, k.full - level), // as it stands: nothing taken
+      resetAfter: k.millisFor(k.full - level, gap), // as it stands: nothing taken
       limit: k.spec.capacity
     }
   }
   return {
     allowed: false,
     remaining: Math.floor(level / k.unit),
-    retryAfter: k.millisFor(t, k.unit - level),
-    resetAfter: k.millisFor(t, k.full - level),
+    retryAfter: k.millisFor(k.unit - level, gap),
+    resetAfter: k.millisFor(k.full - level, gap),
     limit: k.spec.capacity
   }
 }
