@@ -1,6 +1,7 @@
 /**
  * Renders docs/performance.md from a run's results.
  */
+import { existsSync, readFileSync } from "node:fs"
 import { shortNames } from "./chart.ts"
 import type { ContenderId, ContenderResult, Results, ThroughputResult } from "./types.ts"
 
@@ -339,7 +340,13 @@ export const renderMarkdown = (results: Results, chartFile: string): string => {
     "- **Profiling.** `node --expose-gc --cpu-prof bench/run.ts --quick --only=1key-allow --contenders=tollgate`",
     "  (any scenario/contender ids; a filtered run writes bench/results/partial.json and leaves the docs",
     "  alone).",
+    "- **In CI.** `test/bench/Smoke.test.ts` runs four scenarios in quick mode on every `npm test`: every",
+    "  contender must be measured and every timed decision be the expected one; it asserts nothing on speed.",
     ""
   )
+  // Hand-written: what each change did, with the figures of the runs before and after it.
+  if (existsSync(historyFile)) out.push(readFileSync(historyFile, "utf8").trimEnd(), "")
   return out.join("\n")
 }
+
+const historyFile = new URL("./history.md", import.meta.url)
