@@ -202,17 +202,17 @@ const effectRunner = (
       )
 }
 
-/**
- * The Effect floor: the same plain bucket, decided inside `Effect.sync` in the
- * same Effect loop as tollgate. The least any Effect-returning `acquire` can
- * cost here; the gap between it and tollgate is tollgate's own work.
- */
-export const effectFloor: Contender = {
-  id: "effect-floor",
-  label: "plain JS bucket inside Effect.sync (the Effect floor)",
+/** The plain bucket behind an Effect-returning `decide`, in the same Effect loop as tollgate. */
+const plainInEffect = (
+  id: ContenderId,
+  label: string,
+  wrap: (limiter: PlainLimiter, key: string) => Effect.Effect<boolean>
+): Contender => ({
+  id,
+  label,
   make: (spec, order, callers) => {
     const limiter = new PlainLimiter(spec)
-    const decide = (key: string) => Effect.sync(() => limiter.tryAcquire(key))
+    const decide = (key: string) => wrap(limiter, key)
     return Promise.resolve({
       run: effectRunner(decide, new Cursor(order.keys), callers),
       prime: (keys) => effectRunner(decide, new Cursor(keys), 1)(keys.length),
@@ -222,7 +222,18 @@ export const effectFloor: Contender = {
       }
     })
   }
-}
+})
+
+/**
+ * The Effect floor: the same plain bucket, decided inside `Effect.sync` in the
+ * same Effect loop as tollgate. The least any Effect-returning `acquire` can
+ * cost here.
+ */
+export const effectFloor: Contender = plainInEffect(
+  "effect-floor",
+  "plain JS bucket inside Effect.sync (the Effect floor)",
+  (limiter, key) => Effect.sync(() => limiter.tryAcquire(key))
+)
 
 const exitTrue = Exit.succeed(true)
 const exitFalse = Exit.succeed(false)
@@ -235,22 +246,11 @@ const exitFalse = Exit.succeed(false)
  * effect from a `suspend`. tollgate's fast path has this shape, so the gap
  * between the two is tollgate's own work.
  */
-export const lazyFloor: Contender = {
-  id: "lazy-floor",
-  label: "plain JS bucket behind Effect.suspend (the lazy floor)",
-  make: (spec, order, callers) => {
-    const limiter = new PlainLimiter(spec)
-    const decide = (key: string) => Effect.suspend(() => limiter.tryAcquire(key) ? exitTrue : exitFalse)
-    return Promise.resolve({
-      run: effectRunner(decide, new Cursor(order.keys), callers),
-      prime: (keys) => effectRunner(decide, new Cursor(keys), 1)(keys.length),
-      close: () => {
-        limiter.buckets.clear()
-        return Promise.resolve()
-      }
-    })
-  }
-}
+export const lazyFloor: Contender = plainInEffect(
+  "lazy-floor",
+  "plain JS bucket behind Effect.suspend (the lazy floor)",
+  (limiter, key) => Effect.suspend(() => limiter.tryAcquire(key) ? exitTrue : exitFalse)
+)
 
 // ---------------------------------------------------------------------------
 // effect/persistence RateLimiter
