@@ -30,7 +30,13 @@ export const OpKind = {
   /** Give `cost` units back, capped. */
   Release: 3,
   /** How long until `cost` could be admitted behind `queued` units: answered in `retryAfter`. */
-  WaitTime: 4
+  WaitTime: 4,
+  /**
+   * Decide a request of `cost`, taking it only if admitted: a denial leaves
+   * the state as it was (a waiter's try, which in-process logs nothing); a
+   * key with no state gets its initial one either way.
+   */
+  Admit: 5
 } as const
 
 /**
