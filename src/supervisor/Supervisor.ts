@@ -189,13 +189,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const startBucket = (key: string, policy: Policy.Valid): Bucket.Bucket => {
     const bucket = new Bucket.Bucket(key, policy, options.limits, clock, recorder, fastPath || store !== undefined)
     if (store !== undefined) {
-      bucket.remote = {
-        store,
-        fallback,
-        health,
-        localPolicy: Policy.share(policy, fallback.share),
-        localState: undefined
-      }
+      bucket.remote = Remote.makeLink(store, fallback, health, Policy.share(policy, fallback.share))
     }
     buckets.set(key, bucket)
     recorder.live++
@@ -269,6 +263,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
             return Bucket.fail(bucket, now, defect)
           }
         }
+      }
+      // A store-backed key that is idle: the caller sends its op itself.
+      if (store !== undefined) {
+        const reply = Remote.direct(bucket, kind, cost)
+        if (reply !== undefined) return reply as Effect.Effect<A>
       }
       const request = new Bucket.Request(kind, cost, maxWait, Deferred.makeUnsafe(), payload)
       switch (Bucket.offer(bucket, request)) {
