@@ -120,19 +120,20 @@ const call = (bucket: Bucket.Bucket, link: Link, ops: ReadonlyArray<Op>) => {
   if (now < health.downUntil) return Effect.succeed(fallback(bucket, link, ops, now))
   health.calls++
   health.ops += ops.length
-  return link.store.apply(bucket.key, bucket.policy, ops).pipe(
+  const store = link.store
+  const timeout = link.fallback.timeoutMillis
+  const applied = store.timesOut === true
+    ? store.apply(bucket.key, bucket.policy, ops, timeout)
+    : Effect.timeoutOrElse(store.apply(bucket.key, bucket.policy, ops), {
+      duration: Duration.millis(timeout),
+      orElse: () => Effect.fail(new StoreUnavailable({ store: store.name, reason: `timed out after ${timeout} ms` }))
+    })
+  return applied.pipe(
     // A store that dies is a store that failed: the fallback answers, and
     // nobody is left waiting on a batch the defect would have dropped.
     Effect.catchDefect((defect) =>
-      Effect.fail(new StoreUnavailable({ store: link.store.name, reason: `it died: ${String(defect)}` }))
+      Effect.fail(new StoreUnavailable({ store: store.name, reason: `it died: ${String(defect)}` }))
     ),
-    Effect.timeoutOrElse({
-      duration: Duration.millis(link.fallback.timeoutMillis),
-      orElse: () =>
-        Effect.fail(
-          new StoreUnavailable({ store: link.store.name, reason: `timed out after ${link.fallback.timeoutMillis} ms` })
-        )
-    }),
     Effect.map((replies): Answer => ({ replies, degraded: false, error: undefined })),
     Effect.catchTag("StoreUnavailable", (error) =>
       Effect.sync(() => {

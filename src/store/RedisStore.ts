@@ -141,6 +141,8 @@ const validate = (options: Options) => {
 
 const unavailable = (reason: string) => new StoreUnavailable({ store: "redis", reason })
 
+const timedOut = (e: Entry) => unavailable(`timed out after ${e.timeout} ms`)
+
 const describe = (error: Redis.RedisError): string => {
   const cause = error.cause
   return Predicate.isError(cause) ? cause.message : String(cause)
@@ -197,6 +199,9 @@ interface Entry {
   readonly ops: string
   readonly count: number
   readonly reply: Deferred.Deferred<ReadonlyArray<Reply>, StoreUnavailable>
+  /** The caller's timeout (ms), and when it runs out (Infinity: none). */
+  readonly timeout: number
+  readonly deadline: number
   cancelled: boolean
 }
 
@@ -301,8 +306,15 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       const groups = new Map<Scripts.Script, Array<Entry>>()
       const scriptOf = new Map<string, Scripts.Script | undefined>()
       const later: Array<Entry> = []
+      const now = clock.currentTimeMillisUnsafe()
+      let until = Infinity
       for (const e of pending) {
         if (e.cancelled) continue
+        // out of time while it waited for a round: not sent
+        if (e.deadline <= now) {
+          Deferred.doneUnsafe(e.reply, Exit.fail(timedOut(e)))
+          continue
+        }
         const seen = scriptOf.get(e.key)
         if (scriptOf.has(e.key) && seen !== e.script) {
           scriptOf.set(e.key, undefined)
@@ -310,6 +322,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           continue
         }
         scriptOf.set(e.key, e.script)
+        if (e.deadline < until) until = e.deadline
         const group = groups.get(e.script)
         if (group === undefined) groups.set(e.script, [e])
         else group.push(e)
@@ -321,10 +334,27 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       const sends: Array<Effect.Effect<void>> = []
       for (const [script, group] of groups) {
         for (let i = 0; i < group.length; i += maxBatchKeys) {
-          sends.push(send(script, group.slice(i, i + maxBatchKeys)))
+          sends.push(send(script, group.length <= maxBatchKeys ? group : group.slice(i, i + maxBatchKeys)))
         }
       }
-      return Effect.forEach(sends, identity, { concurrency: "unbounded", discard: true }).pipe(
+      const all = sends.length === 1
+        ? sends[0]
+        : Effect.forEach(sends, identity, { concurrency: "unbounded", discard: true })
+      // One timer for the round, up to the earliest caller's deadline: those
+      // still unanswered then fail as timed out (a timer per call costs more
+      // than the call's share of the round trip).
+      const timed = until === Infinity ?
+        all :
+        Effect.timeoutOption(all, Duration.millis(Math.max(1, until - now))).pipe(
+          Effect.andThen(Effect.sync(() => {
+            for (const group of groups.values()) {
+              for (const e of group) {
+                if (!Deferred.isDoneUnsafe(e.reply)) Deferred.doneUnsafe(e.reply, Exit.fail(timedOut(e)))
+              }
+            }
+          }))
+        )
+      return timed.pipe(
         Effect.ensuring(Effect.suspend(() => {
           inFlight--
           return pending.length > 0 ? startRound : Effect.void
@@ -339,9 +369,15 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
 
     // The hot path (one call per batch of a key's requests): untraced; the
     // span is the round trip's.
-    const apply = Effect.fnUntraced(function*(key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>) {
+    const apply = Effect.fnUntraced(function*(
+      key: string,
+      policy: Policy.Valid,
+      ops: ReadonlyArray<Op>,
+      timeoutMillis?: number
+    ) {
       const e = encode(policy)
       if (Predicate.isString(e)) return yield* unavailable(e)
+      const timeout = timeoutMillis ?? Infinity
       const entry: Entry = {
         key: prefix + key,
         script: e.script,
@@ -349,6 +385,8 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
         ops: encodeOps(ops),
         count: ops.length,
         reply: Deferred.makeUnsafe(),
+        timeout,
+        deadline: timeout === Infinity ? Infinity : clock.currentTimeMillisUnsafe() + timeout,
         cancelled: false
       }
       pending.push(entry)
@@ -359,7 +397,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           entry.cancelled = true
         }))
     })
-    return { name: "redis", apply }
+    return { name: "redis", apply, timesOut: true }
   })
 
 /**
