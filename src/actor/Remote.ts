@@ -20,7 +20,7 @@
  *
  * @since 0.1.0
  */
-import { type Cause, Deferred, Duration, Effect, Exit, Latch, Queue } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Latch, Queue, Result } from "effect"
 import type * as Decision from "../Decision.ts"
 import { BucketFailed, Overloaded, RateLimitExceeded } from "../Errors.ts"
 import type * as Policy from "../Policy.ts"
@@ -81,6 +81,8 @@ export interface Link {
   idle: Deferred.Deferred<void> | undefined
   /** When that call started (an actor waits for it at most the store timeout). */
   busySince: number
+  /** Ends that call: frees the key and wakes an actor waiting for it. */
+  readonly settled: () => Effect.Effect<void>
 }
 
 /**
@@ -88,16 +90,21 @@ export interface Link {
  *
  * @since 0.1.0
  */
-export const makeLink = (store: Store, fallback: Fallback, health: Health, localPolicy: Policy.Valid): Link => ({
-  store,
-  fallback,
-  health,
-  localPolicy,
-  localState: undefined,
-  busy: false,
-  idle: undefined,
-  busySince: 0
-})
+export const makeLink = (store: Store, fallback: Fallback, health: Health, localPolicy: Policy.Valid): Link => {
+  const link: Link = {
+    store,
+    fallback,
+    health,
+    localPolicy,
+    localState: undefined,
+    busy: false,
+    idle: undefined,
+    busySince: 0,
+    settled: () => settledEffect
+  }
+  const settledEffect = Effect.sync(() => settle(link))
+  return link
+}
 
 // How often the head of a line that waits for a release (a concurrency limit
 // with every unit out) asks the store again: another process's release
@@ -128,21 +135,24 @@ const call = (bucket: Bucket.Bucket, link: Link, ops: ReadonlyArray<Op>) => {
       duration: Duration.millis(timeout),
       orElse: () => Effect.fail(new StoreUnavailable({ store: store.name, reason: `timed out after ${timeout} ms` }))
     })
-  return applied.pipe(
-    // A store that dies is a store that failed: the fallback answers, and
-    // nobody is left waiting on a batch the defect would have dropped.
-    Effect.catchDefect((defect) =>
-      Effect.fail(new StoreUnavailable({ store: store.name, reason: `it died: ${String(defect)}` }))
-    ),
-    Effect.map((replies): Answer => ({ replies, degraded: false, error: undefined })),
-    Effect.catchTag("StoreUnavailable", (error) =>
-      Effect.sync(() => {
-        health.failures++
-        const at = bucket.clock.currentTimeMillisUnsafe()
-        health.downUntil = at + link.fallback.retryMillis
-        return fallback(bucket, link, ops, at, error)
-      }))
-  )
+  // One handler for every outcome (a combinator per case costs on every call).
+  return Effect.matchCauseEffect(applied, {
+    onSuccess: (replies) => Effect.succeed<Answer>({ replies, degraded: false, error: undefined }),
+    onFailure: (cause) => {
+      // interrupted: the caller leaves (no answer is owed to it)
+      if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
+      // A store that dies is a store that failed: the fallback answers, and
+      // nobody is left waiting on a batch the defect would have dropped.
+      const found = Cause.findError(cause)
+      const error = Result.isSuccess(found)
+        ? found.success
+        : new StoreUnavailable({ store: store.name, reason: `it died: ${String(Cause.squash(cause))}` })
+      health.failures++
+      const at = bucket.clock.currentTimeMillisUnsafe()
+      health.downUntil = at + link.fallback.retryMillis
+      return Effect.succeed(fallback(bucket, link, ops, at, error))
+    }
+  })
 }
 
 interface Answer {
@@ -217,6 +227,7 @@ const opFor = (bucket: Bucket.Bucket, kind: Bucket.Kind, cost: number): Op => {
 
 // The most common operations, shared (ops are never mutated).
 const takeOne: Op = { kind: OpKind.Take, cost: 1, queued: 0 }
+const takeOneOps: ReadonlyArray<Op> = [takeOne]
 const resetOp: Op = { kind: OpKind.Reset, cost: 0, queued: 0 }
 
 const answer = (bucket: Bucket.Bucket, kind: Bucket.Kind, op: Op, r: Reply, degraded: boolean) => {
@@ -489,15 +500,17 @@ export const direct = (
   link.busy = true
   link.busySince = now
   bucket.lastActive = now
-  return Effect.ensuring(directCall(bucket, link, kind, opFor(bucket, kind, cost)), Effect.sync(() => settle(link)))
+  const op = opFor(bucket, kind, cost)
+  return Effect.onExit(
+    Effect.flatMap(call(bucket, link, op === takeOne ? takeOneOps : [op]), (result) => {
+      bucket.lastActive = bucket.clock.currentTimeMillisUnsafe()
+      return result.error !== undefined
+        ? Exit.fail(result.error)
+        : answer(bucket, kind, op, result.replies[0], result.degraded)
+    }),
+    link.settled
+  )
 }
-
-const directCall = Effect.fnUntraced(function*(bucket: Bucket.Bucket, link: Link, kind: Bucket.Kind, op: Op) {
-  const result = yield* call(bucket, link, [op])
-  bucket.lastActive = bucket.clock.currentTimeMillisUnsafe()
-  if (result.error !== undefined) return yield* Exit.fail(result.error)
-  return yield* answer(bucket, kind, op, result.replies[0], result.degraded)
-})
 
 const empty: ReadonlyArray<Bucket.Request> = []
 

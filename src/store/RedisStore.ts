@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { NodeRedis } from "@effect/platform-node"
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Predicate } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Layer, Predicate } from "effect"
 import { identity } from "effect/Function"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
@@ -180,6 +180,8 @@ const number = (s: string): number => s === "inf" ? Infinity : s === "-inf" ? -I
 // `kind cost queued times` for each run of equal operations (a hot key's
 // batch is mostly the same Take, over and over).
 const encodeOps = (ops: ReadonlyArray<Op>): string => {
+  // the most common call by far: one Take of 1
+  if (ops.length === 1 && ops[0].kind === 0 && ops[0].cost === 1 && ops[0].queued === 0) return "0 1 0 1"
   let out = ""
   for (let i = 0; i < ops.length;) {
     const op = ops[i]
@@ -191,18 +193,59 @@ const encodeOps = (ops: ReadonlyArray<Op>): string => {
   return out
 }
 
-// One key's call waiting for its round trip.
-interface Entry {
+// One key's call waiting for its round trip. Its caller waits in an
+// `Effect.callback` (no Deferred, no interrupt handler of its own: a call
+// costs one suspension).
+class Entry {
+  /** Set when the caller was interrupted: not sent if it has not been yet. */
+  cancelled = false
+  /** The caller's resume, once it waits; the answer, if it came first. */
+  resume: ((exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void) | undefined = undefined
+  answer: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable> | undefined = undefined
   readonly key: string
   readonly script: Scripts.Script
   readonly policy: string
   readonly ops: string
   readonly count: number
-  readonly reply: Deferred.Deferred<ReadonlyArray<Reply>, StoreUnavailable>
   /** The caller's timeout (ms), and when it runs out (Infinity: none). */
   readonly timeout: number
   readonly deadline: number
-  cancelled: boolean
+  constructor(
+    key: string,
+    script: Scripts.Script,
+    policy: string,
+    ops: string,
+    count: number,
+    timeout: number,
+    deadline: number
+  ) {
+    this.key = key
+    this.script = script
+    this.policy = policy
+    this.ops = ops
+    this.count = count
+    this.timeout = timeout
+    this.deadline = deadline
+  }
+  /** Answers the caller (once). */
+  complete(exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>): void {
+    if (this.answer !== undefined) return
+    this.answer = exit
+    const resume = this.resume
+    if (resume !== undefined) {
+      this.resume = undefined
+      resume(exit)
+    }
+  }
+  /** The caller's wait: one suspension, cancelled (not sent) if interrupted. */
+  readonly wait: Effect.Effect<ReadonlyArray<Reply>, StoreUnavailable> = Effect.callback((resume) => {
+    if (this.answer !== undefined) return resume(this.answer)
+    this.resume = resume
+    return Effect.sync(() => {
+      this.cancelled = true
+      this.resume = undefined
+    })
+  })
 }
 
 /**
@@ -269,20 +312,24 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
       for (const e of batch) args.push(e.policy, e.ops)
       const result = yield* Effect.result(evalSha(script, args))
-      if (result._tag === "Failure") {
-        for (const e of batch) Deferred.doneUnsafe(e.reply, Exit.fail(result.failure))
-        return
-      }
-      const raw = result.success
-      const replies = Array.isArray(raw) && raw.length === batch.length ? raw : undefined
-      for (let i = 0; i < batch.length; i++) {
-        const decoded = replies === undefined ? undefined : decode(replies[i], batch[i].count)
-        Deferred.doneUnsafe(
-          batch[i].reply,
-          decoded === undefined
-            ? Exit.fail(unavailable(`unexpected reply from the ${script.name} script`))
-            : Exit.succeed(decoded)
-        )
+      answering = true
+      try {
+        if (result._tag === "Failure") {
+          for (const e of batch) e.complete(Exit.fail(result.failure))
+          return
+        }
+        const raw = result.success
+        const replies = Array.isArray(raw) && raw.length === batch.length ? raw : undefined
+        for (let i = 0; i < batch.length; i++) {
+          const decoded = replies === undefined ? undefined : decode(replies[i], batch[i].count)
+          batch[i].complete(
+            decoded === undefined
+              ? Exit.fail(unavailable(`unexpected reply from the ${script.name} script`))
+              : Exit.succeed(decoded)
+          )
+        }
+      } finally {
+        answering = false
       }
     }, (effect, _script, batch) =>
       // Whatever happens, every caller in the batch gets an answer (a defect
@@ -290,7 +337,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       Effect.catchCause(effect, (cause) =>
         Effect.sync(() => {
           const error = unavailable(`the round trip failed: ${Cause.pretty(cause)}`)
-          for (const e of batch) Deferred.doneUnsafe(e.reply, Exit.fail(error))
+          for (const e of batch) e.complete(Exit.fail(error))
         })))
 
     // Batching: a call goes out at once while fewer than `maxInFlight` rounds
@@ -299,6 +346,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     // everything pending at once, in as few calls as `maxBatchKeys` allows.
     const pending: Array<Entry> = []
     let inFlight = 0
+    let answering = false
     const round: Effect.Effect<void> = Effect.suspend(() => {
       // One call per script; a key's calls stay in order (a key whose calls
       // use two scripts here, around a change of policy, waits for the next
@@ -312,7 +360,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
         if (e.cancelled) continue
         // out of time while it waited for a round: not sent
         if (e.deadline <= now) {
-          Deferred.doneUnsafe(e.reply, Exit.fail(timedOut(e)))
+          e.complete(Exit.fail(timedOut(e)))
           continue
         }
         const seen = scriptOf.get(e.key)
@@ -345,14 +393,19 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       // than the call's share of the round trip).
       const timed = until === Infinity ?
         all :
-        Effect.timeoutOption(all, Duration.millis(Math.max(1, until - now))).pipe(
-          Effect.andThen(Effect.sync(() => {
-            for (const group of groups.values()) {
-              for (const e of group) {
-                if (!Deferred.isDoneUnsafe(e.reply)) Deferred.doneUnsafe(e.reply, Exit.fail(timedOut(e)))
+        Effect.flatMap(
+          Effect.timeoutOption(all, Duration.millis(Math.max(1, until - now))),
+          (done) =>
+            done._tag === "Some" ? Effect.void : Effect.sync(() => {
+              answering = true
+              try {
+                for (const group of groups.values()) {
+                  for (const e of group) if (e.answer === undefined) e.complete(Exit.fail(timedOut(e)))
+                }
+              } finally {
+                answering = false
               }
-            }
-          }))
+            })
         )
       return timed.pipe(
         Effect.ensuring(Effect.suspend(() => {
@@ -369,34 +422,27 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
 
     // The hot path (one call per batch of a key's requests): untraced; the
     // span is the round trip's.
-    const apply = Effect.fnUntraced(function*(
-      key: string,
-      policy: Policy.Valid,
-      ops: ReadonlyArray<Op>,
-      timeoutMillis?: number
-    ) {
-      const e = encode(policy)
-      if (Predicate.isString(e)) return yield* unavailable(e)
-      const timeout = timeoutMillis ?? Infinity
-      const entry: Entry = {
-        key: prefix + key,
-        script: e.script,
-        policy: e.policy,
-        ops: encodeOps(ops),
-        count: ops.length,
-        reply: Deferred.makeUnsafe(),
-        timeout,
-        deadline: timeout === Infinity ? Infinity : clock.currentTimeMillisUnsafe() + timeout,
-        cancelled: false
-      }
-      pending.push(entry)
-      if (inFlight < maxInFlight) yield* startRound
-      // interrupted (the limiter's timeout): not sent if it has not been yet
-      return yield* Effect.onInterrupt(Deferred.await(entry.reply), () =>
-        Effect.sync(() => {
-          entry.cancelled = true
-        }))
-    })
+    const apply = (key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>, timeoutMillis?: number) =>
+      Effect.suspend(() => {
+        const e = encode(policy)
+        if (Predicate.isString(e)) return Effect.fail(unavailable(e))
+        const timeout = timeoutMillis ?? Infinity
+        const entry = new Entry(
+          prefix + key,
+          e.script,
+          e.policy,
+          encodeOps(ops),
+          ops.length,
+          timeout,
+          timeout === Infinity ? Infinity : clock.currentTimeMillisUnsafe() + timeout
+        )
+        pending.push(entry)
+        // While a round is answering its callers, those that call again join
+        // the next round (started when it ends) instead of going out one by one.
+        if (inFlight < maxInFlight && !answering) return Effect.andThen(startRound, entry.wait)
+        // interrupted (the limiter's timeout): not sent if it has not been yet
+        return entry.wait
+      })
     return { name: "redis", apply, timesOut: true }
   })
 
