@@ -56,6 +56,14 @@ export interface Options {
    * hash slot: set 1 there (or give keys a common `{hash tag}`).
    */
   readonly maxBatchKeys?: number | undefined
+  /**
+   * Most round trips out at once (default 1). A call made while they are out
+   * waits for the next round, which carries every call made meanwhile: a busy
+   * store costs few, large calls (far less CPU per decision, here and on the
+   * server) for at most one extra round trip of waiting. A lone call never
+   * waits. Raise it when callers are few and spread out over a slow link.
+   */
+  readonly maxInFlight?: number | undefined
 }
 
 /**
@@ -131,11 +139,20 @@ const validate = (options: Options) => {
       reason: "must be a positive integer"
     })
   }
+  const maxInFlight = options.maxInFlight ?? 1
+  if (!(Number.isSafeInteger(maxInFlight) && maxInFlight > 0)) {
+    return new InvalidPolicy({
+      field: "maxInFlight",
+      value: String(options.maxInFlight),
+      reason: "must be a positive integer"
+    })
+  }
   return {
     prefix,
     server: clock === "server",
     keep: keep === Infinity ? "inf" : String(keep),
-    maxBatchKeys
+    maxBatchKeys,
+    maxInFlight
   } as const
 }
 
@@ -274,7 +291,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
   .fnUntraced(function*(options: Options = {}) {
     const settings = validate(options)
     if (settings instanceof InvalidPolicy) return yield* settings
-    const { keep, maxBatchKeys, prefix, server } = settings
+    const { keep, maxBatchKeys, maxInFlight, prefix, server } = settings
     const redis = yield* Redis.Redis
     const clock = yield* Clock.Clock
     // Policies are immutable values, shared by every key they apply to.
@@ -418,7 +435,6 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     // limiter's timeout) cannot cut the round trip of the others in it; it
     // starts at once, on the caller's turn, up to the network call.
     const startRound = Effect.asVoid(Effect.forkDetach(round, { startImmediately: true }))
-    const maxInFlight = 4
 
     // The hot path (one call per batch of a key's requests): untraced; the
     // span is the round trip's.
