@@ -363,6 +363,8 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     // everything pending at once, in as few calls as `maxBatchKeys` allows.
     const pending: Array<Entry> = []
     let inFlight = 0
+    // Set while a round answers its callers (who resume at once, on its
+    // stack): their next calls wait for the next round.
     let answering = false
     const round: Effect.Effect<void> = Effect.suspend(() => {
       // One call per script; a key's calls stay in order (a key whose calls
