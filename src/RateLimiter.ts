@@ -45,8 +45,9 @@ export interface Options {
   readonly maxKeyLength?: number | undefined
   /**
    * Decide uncontended requests on the caller's fiber, with the same pure step
-   * the actor runs (default true). Off, every request goes through the
-   * bucket's mailbox and every live bucket keeps its fiber.
+   * the actor runs (default true); with a shared store, an idle key's request
+   * is sent through the store from the caller's fiber. Off, every request
+   * goes through the bucket's mailbox and every live bucket keeps its fiber.
    */
   readonly fastPath?: boolean | undefined
   /** The `limiter` label on this limiter's metrics. Default "default". */

@@ -1,6 +1,7 @@
 /**
  * The fast path is the actor serving a request at once: the same random
- * workloads, run with the fast path on and off, get identical decisions.
+ * workloads, run with the fast path on and off, get identical decisions; with
+ * the state in a store, so does the caller-side store path (on and off).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Fiber } from "effect"
@@ -51,15 +52,15 @@ const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 10 }))
 // Runs the ops against one limiter and returns a transcript of every outcome.
 const transcriptFor = (
   ops: ReadonlyArray<Op>,
-  mode: "fast" | "actor" | "store",
+  mode: "fast" | "actor" | "store" | "store-direct",
   idleTimeout: Duration.Input = "3 seconds"
 ) =>
   Effect.gen(function*() {
     yield* TestClock.setTime(0)
-    const store = mode === "store" ? yield* MemoryStore.make : undefined
+    const store = mode === "store" || mode === "store-direct" ? yield* MemoryStore.make : undefined
     const limiter = yield* RateLimiter.make({
       policy: (k) => policies[Number(k.slice(1))],
-      fastPath: mode === "fast",
+      fastPath: mode === "fast" || mode === "store-direct",
       idleTimeout
     }).pipe(Effect.provideService(Store.CurrentStore, store))
     const out: Array<string> = []
@@ -139,6 +140,9 @@ describe("fast path and store", () => {
         const kept = yield* Effect.scoped(transcriptFor(ops, "actor", "365 days"))
         const stored = yield* Effect.scoped(transcriptFor(ops, "store", "365 days"))
         assert.deepStrictEqual(stored.slice(0, -1), kept.slice(0, -1), JSON.stringify(ops))
+        // and with idle keys decided by the caller's own store call
+        const direct = yield* Effect.scoped(transcriptFor(ops, "store-direct", "365 days"))
+        assert.deepStrictEqual(direct, stored, JSON.stringify(ops))
       }
     }))
 })

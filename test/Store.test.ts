@@ -26,7 +26,13 @@ const switchable = Effect.gen(function*() {
 describe("store-backed limiter", () => {
   it.effect("coalesces a hot key's batch into one store call and admits exactly the capacity", () =>
     Effect.gen(function*() {
-      const store = yield* MemoryStore.make
+      // A store that answers a turn later, as any store over a network does
+      // (one that answers at once never has a call in flight to queue behind).
+      const inner = yield* MemoryStore.make
+      const store: Store.Store = {
+        name: "later",
+        apply: (key, policy, ops) => Effect.andThen(Effect.yieldNow, inner.apply(key, policy, ops))
+      }
       const limiter = yield* RateLimiter.make({ policy: perSecond(100, 1), mailboxCapacity: 2048 }).pipe(
         Effect.provideService(Store.CurrentStore, store)
       )

@@ -10,11 +10,19 @@
  * `degraded`. After a failure the store is skipped for `retryAfter`, then
  * tried again: recovery is automatic.
  *
+ * A key with nothing queued, nobody waiting and no store call in flight is
+ * decided on the caller's fiber ({@link direct}): the caller sends its one
+ * operation through the store itself (which batches calls for different keys
+ * made at the same moment), as the in-process fast path decides on the
+ * caller's fiber. While that call is out, the key's other requests queue in
+ * its mailbox and the actor sends them together once it is back, so a key's
+ * operations stay in order and a hot key still costs one call per batch.
+ *
  * @since 0.1.0
  */
-import { type Cause, Deferred, Duration, Effect, Exit, Latch, Queue } from "effect"
-import * as Decision from "../Decision.ts"
-import { Overloaded, RateLimitExceeded } from "../Errors.ts"
+import { Cause, Deferred, Duration, Effect, Exit, Latch, Queue, Result } from "effect"
+import type * as Decision from "../Decision.ts"
+import { BucketFailed, Overloaded, RateLimitExceeded } from "../Errors.ts"
 import type * as Policy from "../Policy.ts"
 import { applyOps } from "../store/MemoryStore.ts"
 import { type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../store/Store.ts"
@@ -67,7 +75,41 @@ export interface Link {
   readonly localPolicy: Policy.Valid
   /** The local fallback's state for this key. */
   localState: unknown
+  /** Whether a caller-side call ({@link direct}) for this key is out. */
+  busy: boolean
+  /** Completed when that call is back, for an actor that waits for it. */
+  idle: Deferred.Deferred<void> | undefined
+  /** When that call started (an actor waits for it at most the store timeout). */
+  busySince: number
+  /** Ends that call: frees the key and wakes an actor waiting for it. */
+  readonly settled: () => Effect.Effect<void>
 }
+
+/**
+ * The link of a store-backed bucket.
+ *
+ * @since 0.1.0
+ */
+export const makeLink = (store: Store, fallback: Fallback, health: Health, localPolicy: Policy.Valid): Link => {
+  const link: Link = {
+    store,
+    fallback,
+    health,
+    localPolicy,
+    localState: undefined,
+    busy: false,
+    idle: undefined,
+    busySince: 0,
+    settled: () => settledEffect
+  }
+  const settledEffect = Effect.sync(() => settle(link))
+  return link
+}
+
+// How often the head of a line that waits for a release (a concurrency limit
+// with every unit out) asks the store again: another process's release
+// wakes nobody here.
+const releasePollMillis = 100
 
 // Waiters whose callers left go; if the head went, the new head asks at once.
 const dropCancelled = (bucket: Bucket.Bucket): void => {
@@ -85,23 +127,32 @@ const call = (bucket: Bucket.Bucket, link: Link, ops: ReadonlyArray<Op>) => {
   if (now < health.downUntil) return Effect.succeed(fallback(bucket, link, ops, now))
   health.calls++
   health.ops += ops.length
-  return link.store.apply(bucket.key, bucket.policy, ops).pipe(
-    Effect.timeoutOrElse({
-      duration: Duration.millis(link.fallback.timeoutMillis),
-      orElse: () =>
-        Effect.fail(
-          new StoreUnavailable({ store: link.store.name, reason: `timed out after ${link.fallback.timeoutMillis} ms` })
-        )
-    }),
-    Effect.map((replies): Answer => ({ replies, degraded: false, error: undefined })),
-    Effect.catchTag("StoreUnavailable", (error) =>
-      Effect.sync(() => {
-        health.failures++
-        const at = bucket.clock.currentTimeMillisUnsafe()
-        health.downUntil = at + link.fallback.retryMillis
-        return fallback(bucket, link, ops, at, error)
-      }))
-  )
+  const store = link.store
+  const timeout = link.fallback.timeoutMillis
+  const applied = store.timesOut === true
+    ? store.apply(bucket.key, bucket.policy, ops, timeout)
+    : Effect.timeoutOrElse(store.apply(bucket.key, bucket.policy, ops), {
+      duration: Duration.millis(timeout),
+      orElse: () => Effect.fail(new StoreUnavailable({ store: store.name, reason: `timed out after ${timeout} ms` }))
+    })
+  // One handler for every outcome (a combinator per case costs on every call).
+  return Effect.matchCauseEffect(applied, {
+    onSuccess: (replies) => Effect.succeed<Answer>({ replies, degraded: false, error: undefined }),
+    onFailure: (cause) => {
+      // interrupted: the caller leaves (no answer is owed to it)
+      if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
+      // A store that dies is a store that failed: the fallback answers, and
+      // nobody is left waiting on a batch the defect would have dropped.
+      const found = Cause.findError(cause)
+      const error = Result.isSuccess(found)
+        ? found.success
+        : new StoreUnavailable({ store: store.name, reason: `it died: ${String(Cause.squash(cause))}` })
+      health.failures++
+      const at = bucket.clock.currentTimeMillisUnsafe()
+      health.downUntil = at + link.fallback.retryMillis
+      return Effect.succeed(fallback(bucket, link, ops, at, error))
+    }
+  })
 }
 
 interface Answer {
@@ -152,29 +203,35 @@ const fallback = (
 
 // The op a decide-now request becomes. While anyone waits, acquire/consume/
 // peek are denied behind the line: the store answers how long that is.
-const opFor = (bucket: Bucket.Bucket, request: Bucket.Request): Op => {
+const opFor = (bucket: Bucket.Bucket, kind: Bucket.Kind, cost: number): Op => {
   const behind = bucket.line.length > 0
-  switch (request.kind) {
+  switch (kind) {
     case Bucket.Kind.Reset:
-      return { kind: OpKind.Reset, cost: 0, queued: 0 }
-    case Bucket.Kind.Release:
-      return { kind: OpKind.Release, cost: request.cost, queued: 0 }
     case Bucket.Kind.Reconfigure:
       // A shared store keeps no carry-over: a reconfigured key starts afresh.
-      return { kind: OpKind.Reset, cost: 0, queued: 0 }
+      return resetOp
+    case Bucket.Kind.Release:
+      return { kind: OpKind.Release, cost, queued: 0 }
     case Bucket.Kind.Peek:
       return behind
-        ? { kind: OpKind.WaitTime, cost: request.cost, queued: bucket.lineCost }
-        : { kind: OpKind.Peek, cost: request.cost, queued: 0 }
+        ? { kind: OpKind.WaitTime, cost, queued: bucket.lineCost }
+        : { kind: OpKind.Peek, cost, queued: 0 }
     default:
       return behind
-        ? { kind: OpKind.WaitTime, cost: request.cost, queued: bucket.lineCost }
-        : { kind: OpKind.Take, cost: request.cost, queued: 0 }
+        ? { kind: OpKind.WaitTime, cost, queued: bucket.lineCost }
+        : cost === 1
+        ? takeOne
+        : { kind: OpKind.Take, cost, queued: 0 }
   }
 }
 
-const answer = (bucket: Bucket.Bucket, request: Bucket.Request, op: Op, r: Reply, degraded: boolean) => {
-  switch (request.kind) {
+// The most common operations, shared (ops are never mutated).
+const takeOne: Op = { kind: OpKind.Take, cost: 1, queued: 0 }
+const takeOneOps: ReadonlyArray<Op> = [takeOne]
+const resetOp: Op = { kind: OpKind.Reset, cost: 0, queued: 0 }
+
+const answer = (bucket: Bucket.Bucket, kind: Bucket.Kind, op: Op, r: Reply, degraded: boolean) => {
+  switch (kind) {
     case Bucket.Kind.Reset:
     case Bucket.Kind.Release:
     case Bucket.Kind.Reconfigure:
@@ -182,11 +239,11 @@ const answer = (bucket: Bucket.Bucket, request: Bucket.Request, op: Op, r: Reply
   }
   const behind = op.kind === OpKind.WaitTime
   const allowed = !behind && r.allowed
-  if (request.kind !== Bucket.Kind.Peek) {
+  if (kind !== Bucket.Kind.Peek) {
     if (allowed) bucket.recorder.allowed++
     else bucket.recorder.denied++
   }
-  if (request.kind === Bucket.Kind.Acquire) return allowed ? Bucket.exitTrue : Bucket.exitFalse
+  if (kind === Bucket.Kind.Acquire) return allowed ? Bucket.exitTrue : Bucket.exitFalse
   const decision: Decision.Decision = {
     allowed,
     remaining: behind ? 0 : r.remaining,
@@ -204,7 +261,7 @@ const serveSegment = Effect.fnUntraced(function*(
   link: Link,
   requests: ReadonlyArray<Bucket.Request>
 ) {
-  const ops = requests.map((r) => opFor(bucket, r))
+  const ops = requests.map((r) => opFor(bucket, r.kind, r.cost))
   for (const r of requests) {
     if (r.kind === Bucket.Kind.Reconfigure) {
       bucket.policy = r.payload!.policy
@@ -222,7 +279,7 @@ const serveSegment = Effect.fnUntraced(function*(
       requests[i].reply,
       result.error !== undefined
         ? Exit.fail(result.error)
-        : answer(bucket, requests[i], ops[i], result.replies[i], result.degraded)
+        : answer(bucket, requests[i].kind, ops[i], result.replies[i], result.degraded)
     )
   }
 })
@@ -230,20 +287,32 @@ const serveSegment = Effect.fnUntraced(function*(
 const serveWait = Effect.fnUntraced(function*(bucket: Bucket.Bucket, link: Link, request: Bucket.Request) {
   const reserving = request.kind === Bucket.Kind.Reserve
   const empty = bucket.line.length === 0
-  const op: Op = empty
-    ? { kind: OpKind.Take, cost: request.cost, queued: 0 }
-    : { kind: OpKind.WaitTime, cost: request.cost, queued: bucket.lineCost }
-  const result = yield* call(bucket, link, [op])
+  // With nobody in line: take it only if admitted (a refused try changes
+  // nothing, as in-process), and how long it would wait if not.
+  const result = yield* call(
+    bucket,
+    link,
+    empty
+      ? [{ kind: OpKind.Admit, cost: request.cost, queued: 0 }, {
+        kind: OpKind.WaitTime,
+        cost: request.cost,
+        queued: 0
+      }]
+      : [{ kind: OpKind.WaitTime, cost: request.cost, queued: bucket.lineCost }]
+  )
   const now = bucket.clock.currentTimeMillisUnsafe()
   bucket.lastActive = now
   if (result.error !== undefined) return Deferred.doneUnsafe(request.reply, Exit.fail(result.error))
-  const reply = result.replies[0]
-  if (empty && reply.allowed) {
+  if (empty && result.replies[0].allowed) {
     bucket.recorder.allowed++
     return Deferred.doneUnsafe(request.reply, reserving ? Bucket.exitReservedNow : Exit.void)
   }
-  const wait = reply.retryAfter
-  if (wait > request.maxWait) {
+  const wait = result.replies[empty ? 1 : 0].retryAfter
+  // Infinity with a release: the turn comes when units come back, not with
+  // time; such a waiter may wait up to its maxWait for it (as in-process).
+  const onRelease = wait === Infinity && bucket.policy.algorithm.release !== undefined &&
+    request.kind === Bucket.Kind.Wait
+  if (wait > request.maxWait && !onRelease) {
     bucket.recorder.denied++
     return Deferred.doneUnsafe(
       request.reply,
@@ -260,23 +329,48 @@ const serveWait = Effect.fnUntraced(function*(bucket: Bucket.Bucket, link: Link,
   const entry = reserving
     ? new Bucket.Request(Bucket.Kind.Wait, request.cost, request.maxWait, Deferred.makeUnsafe())
     : request
+  if (onRelease && request.maxWait !== Infinity) {
+    entry.deadline = now + request.maxWait
+    if (entry.deadline < bucket.nextDeadline) bucket.nextDeadline = entry.deadline
+  }
   bucket.line.push(entry)
   bucket.lineCost += request.cost
   bucket.recorder.waiting++
-  if (empty) bucket.wakeAt = now + wait
+  if (empty) bucket.wakeAt = now + (wait === Infinity ? releasePollMillis : wait)
   if (reserving) Deferred.doneUnsafe(request.reply, Exit.succeed<Bucket.Reserved>({ delay: wait, entry, bucket }))
 })
+
+// Waiters for a release whose maxWait has passed give up: they took nothing.
+const expire = (bucket: Bucket.Bucket, now: number): void => {
+  if (bucket.nextDeadline > now) return
+  let next = Infinity
+  for (const w of bucket.line) {
+    if (w.cancelled) continue
+    if (w.deadline <= now) {
+      w.cancelled = true
+      bucket.recorder.denied++
+      Deferred.doneUnsafe(
+        w.reply,
+        Exit.fail(new RateLimitExceeded({ key: bucket.key, retryAfter: Duration.infinity }))
+      )
+    } else if (w.deadline < next) next = w.deadline
+  }
+  bucket.nextDeadline = next
+  dropCancelled(bucket)
+}
 
 // Admits the head of the line while the store admits it; other processes
 // share the store, so the head asks rather than assumes.
 const admitLine = Effect.fnUntraced(function*(bucket: Bucket.Bucket, link: Link) {
   while (bucket.line.length > 0) {
     dropCancelled(bucket)
+    expire(bucket, bucket.clock.currentTimeMillisUnsafe())
     if (bucket.line.length === 0) return
     const now = bucket.clock.currentTimeMillisUnsafe()
     if (now < bucket.wakeAt) return
     const head = bucket.line[0]
-    const result = yield* call(bucket, link, [{ kind: OpKind.Take, cost: head.cost, queued: 0 }])
+    // Only an admission changes the key: a head that is refused logs nothing.
+    const result = yield* call(bucket, link, [{ kind: OpKind.Admit, cost: head.cost, queued: 0 }])
     if (head.cancelled) {
       // The caller left while we asked: give the units back if they were taken.
       if (result.error === undefined && result.replies[0].allowed) {
@@ -293,7 +387,10 @@ const admitLine = Effect.fnUntraced(function*(bucket: Bucket.Bucket, link: Link)
     }
     const reply = result.replies[0]
     if (!reply.allowed) {
-      bucket.wakeAt = bucket.clock.currentTimeMillisUnsafe() + Math.max(1, reply.retryAfter)
+      // Waiting for a release: ask again now and then (another process's
+      // release wakes nobody here; this process's own wakes the head at once).
+      const retry = reply.retryAfter === Infinity ? releasePollMillis : reply.retryAfter
+      bucket.wakeAt = bucket.clock.currentTimeMillisUnsafe() + Math.max(1, retry)
       return
     }
     bucket.line.shift()
@@ -326,6 +423,95 @@ const serve = Effect.fnUntraced(function*(bucket: Bucket.Bucket, link: Link, bat
   if (bucket.line.length > 0) yield* admitLine(bucket, link)
 })
 
+// A defect in serving a batch (a bug, never a store failure: `call` answers
+// those) hurts only this key: the batch and the line get BucketFailed, and
+// the actor goes on.
+const guarded = (bucket: Bucket.Bucket, link: Link, batch: ReadonlyArray<Bucket.Request>) =>
+  Effect.catchDefect(serve(bucket, link, batch), (defect) =>
+    Effect.sync(() => {
+      const exit = Exit.fail(new BucketFailed({ key: bucket.key, defect: String(defect) }))
+      for (const request of batch) if (request.kind !== Bucket.Kind.Poke) Deferred.doneUnsafe(request.reply, exit)
+      for (const w of bucket.line) Deferred.doneUnsafe(w.reply, exit)
+      bucket.recorder.waiting -= bucket.line.length
+      bucket.line.length = 0
+      bucket.lineCost = 0
+      bucket.nextDeadline = Infinity
+    }))
+
+// Waits until the key's caller-side call is back, so the batch goes after
+// it (in order) and takes everything queued meanwhile (coalescing). That
+// call ends within the store timeout; should its caller never have run it
+// (interrupted before it started), the wait ends after twice that.
+const awaitIdle = (bucket: Bucket.Bucket, link: Link): Effect.Effect<void> => {
+  const left = link.busySince + 2 * link.fallback.timeoutMillis - bucket.clock.currentTimeMillisUnsafe()
+  if (left <= 0) {
+    settle(link)
+    return Effect.void
+  }
+  link.idle ??= Deferred.makeUnsafe<void>()
+  return Effect.timeoutOption(Deferred.await(link.idle), Duration.millis(left)).pipe(
+    Effect.andThen(Effect.sync(() => settle(link)))
+  )
+}
+
+const settle = (link: Link): void => {
+  link.busy = false
+  const idle = link.idle
+  if (idle !== undefined) {
+    link.idle = undefined
+    Deferred.doneUnsafe(idle, Exit.void)
+  }
+}
+
+/**
+ * The caller-side path of a store-backed key: when the key has nothing
+ * queued, nobody waiting, no actor running and no call of this kind in
+ * flight, a decide-now request (`acquire`, `consume`, `peek`, `reset`,
+ * `release`) is sent through the store from the caller's fiber, with the
+ * same timeout, fallback, metrics and replies as the actor's batch of one.
+ * Returns `undefined` when the request must go through the actor.
+ *
+ * Interruption is as on the actor's path: an operation not yet sent is
+ * dropped; one already sent is applied by the store (its units taken) and
+ * its answer is lost, as for a caller that leaves while its batch is out.
+ *
+ * @example
+ * ```ts
+ * import type { Bucket } from "tollgate"
+ * import { Remote } from "tollgate"
+ *
+ * declare const bucket: Bucket.Bucket
+ * const reply = Remote.direct(bucket, 0, 1) // an acquire of 1, or undefined: queue it
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const direct = (
+  bucket: Bucket.Bucket,
+  kind: Bucket.Kind,
+  cost: number
+): Effect.Effect<any, StoreUnavailable> | undefined => {
+  const link = bucket.remote
+  if (
+    link === undefined || link.busy || bucket.retired || bucket.mailbox !== undefined || bucket.pending > 0 ||
+    bucket.line.length > 0 || isWait(kind) || kind === Bucket.Kind.Reconfigure || kind === Bucket.Kind.Poke
+  ) return undefined
+  const now = bucket.clock.currentTimeMillisUnsafe()
+  link.busy = true
+  link.busySince = now
+  bucket.lastActive = now
+  const op = opFor(bucket, kind, cost)
+  return Effect.onExit(
+    Effect.flatMap(call(bucket, link, op === takeOne ? takeOneOps : [op]), (result) => {
+      bucket.lastActive = bucket.clock.currentTimeMillisUnsafe()
+      return result.error !== undefined
+        ? Exit.fail(result.error)
+        : answer(bucket, kind, op, result.replies[0], result.degraded)
+    }),
+    link.settled
+  )
+}
+
 const empty: ReadonlyArray<Bucket.Request> = []
 
 /**
@@ -345,11 +531,12 @@ export const run: (bucket: Bucket.Bucket, mailbox: Queue.Queue<Bucket.Request, C
           // for all of them (a store call costs a round trip; a yield does not).
           yield* Effect.yieldNow
           if (Bucket.hibernate(bucket, mailbox)) return
-          yield* serve(bucket, link, yield* Queue.takeAll(mailbox))
+          if (link.busy) yield* awaitIdle(bucket, link)
+          yield* guarded(bucket, link, yield* Queue.takeAll(mailbox))
         } else {
-          const delay = Math.max(1, Bucket.millisUntil(bucket.clock, bucket.wakeAt))
+          const delay = Math.max(1, Bucket.millisUntil(bucket.clock, Math.min(bucket.wakeAt, bucket.nextDeadline)))
           const batch = yield* Effect.timeoutOption(Queue.takeAll(mailbox), Duration.millis(delay))
-          yield* serve(bucket, link, batch._tag === "Some" ? batch.value : empty)
+          yield* guarded(bucket, link, batch._tag === "Some" ? batch.value : empty)
         }
       }
     },

@@ -55,6 +55,21 @@ export const applyOps = (
         })
         break
       }
+      case OpKind.Admit: {
+        // A denial keeps the state as it was; a fresh key still gets its
+        // initial state (its first use anchors it, as a bucket's start does).
+        const before = current()
+        const outcome = algorithm.step(c, before as never, now, op.cost)
+        state = outcome.allowed ? outcome.state : before
+        replies.push({
+          allowed: outcome.allowed,
+          remaining: outcome.remaining,
+          retryAfter: outcome.retryAfter,
+          resetAfter: outcome.resetAfter,
+          limit: outcome.limit
+        })
+        break
+      }
       case OpKind.Reset:
         if (state !== undefined) state = algorithm.initial(c, now)
         replies.push(done(policy))

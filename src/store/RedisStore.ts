@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { NodeRedis } from "@effect/platform-node"
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Layer, Predicate } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Layer, Predicate } from "effect"
 import { identity } from "effect/Function"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
@@ -56,6 +56,14 @@ export interface Options {
    * hash slot: set 1 there (or give keys a common `{hash tag}`).
    */
   readonly maxBatchKeys?: number | undefined
+  /**
+   * Most round trips out at once (default 1). A call made while they are out
+   * waits for the next round, which carries every call made meanwhile: a busy
+   * store costs few, large calls (far less CPU per decision, here and on the
+   * server) for at most one extra round trip of waiting. A lone call never
+   * waits. Raise it when callers are few and spread out over a slow link.
+   */
+  readonly maxInFlight?: number | undefined
 }
 
 /**
@@ -131,15 +139,26 @@ const validate = (options: Options) => {
       reason: "must be a positive integer"
     })
   }
+  const maxInFlight = options.maxInFlight ?? 1
+  if (!(Number.isSafeInteger(maxInFlight) && maxInFlight > 0)) {
+    return new InvalidPolicy({
+      field: "maxInFlight",
+      value: String(options.maxInFlight),
+      reason: "must be a positive integer"
+    })
+  }
   return {
     prefix,
     server: clock === "server",
     keep: keep === Infinity ? "inf" : String(keep),
-    maxBatchKeys
+    maxBatchKeys,
+    maxInFlight
   } as const
 }
 
 const unavailable = (reason: string) => new StoreUnavailable({ store: "redis", reason })
+
+const timedOut = (e: Entry) => unavailable(`timed out after ${e.timeout} ms`)
 
 const describe = (error: Redis.RedisError): string => {
   const cause = error.cause
@@ -178,6 +197,8 @@ const number = (s: string): number => s === "inf" ? Infinity : s === "-inf" ? -I
 // `kind cost queued times` for each run of equal operations (a hot key's
 // batch is mostly the same Take, over and over).
 const encodeOps = (ops: ReadonlyArray<Op>): string => {
+  // the most common call by far: one Take of 1
+  if (ops.length === 1 && ops[0].kind === 0 && ops[0].cost === 1 && ops[0].queued === 0) return "0 1 0 1"
   let out = ""
   for (let i = 0; i < ops.length;) {
     const op = ops[i]
@@ -189,15 +210,59 @@ const encodeOps = (ops: ReadonlyArray<Op>): string => {
   return out
 }
 
-// One key's call waiting for its round trip.
-interface Entry {
+// One key's call waiting for its round trip. Its caller waits in an
+// `Effect.callback` (no Deferred, no interrupt handler of its own: a call
+// costs one suspension).
+class Entry {
+  /** Set when the caller was interrupted: not sent if it has not been yet. */
+  cancelled = false
+  /** The caller's resume, once it waits; the answer, if it came first. */
+  resume: ((exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void) | undefined = undefined
+  answer: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable> | undefined = undefined
   readonly key: string
   readonly script: Scripts.Script
   readonly policy: string
   readonly ops: string
   readonly count: number
-  readonly reply: Deferred.Deferred<ReadonlyArray<Reply>, StoreUnavailable>
-  cancelled: boolean
+  /** The caller's timeout (ms), and when it runs out (Infinity: none). */
+  readonly timeout: number
+  readonly deadline: number
+  constructor(
+    key: string,
+    script: Scripts.Script,
+    policy: string,
+    ops: string,
+    count: number,
+    timeout: number,
+    deadline: number
+  ) {
+    this.key = key
+    this.script = script
+    this.policy = policy
+    this.ops = ops
+    this.count = count
+    this.timeout = timeout
+    this.deadline = deadline
+  }
+  /** Answers the caller (once). */
+  complete(exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>): void {
+    if (this.answer !== undefined) return
+    this.answer = exit
+    const resume = this.resume
+    if (resume !== undefined) {
+      this.resume = undefined
+      resume(exit)
+    }
+  }
+  /** The caller's wait: one suspension, cancelled (not sent) if interrupted. */
+  readonly wait: Effect.Effect<ReadonlyArray<Reply>, StoreUnavailable> = Effect.callback((resume) => {
+    if (this.answer !== undefined) return resume(this.answer)
+    this.resume = resume
+    return Effect.sync(() => {
+      this.cancelled = true
+      this.resume = undefined
+    })
+  })
 }
 
 /**
@@ -226,7 +291,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
   .fnUntraced(function*(options: Options = {}) {
     const settings = validate(options)
     if (settings instanceof InvalidPolicy) return yield* settings
-    const { keep, maxBatchKeys, prefix, server } = settings
+    const { keep, maxBatchKeys, maxInFlight, prefix, server } = settings
     const redis = yield* Redis.Redis
     const clock = yield* Clock.Clock
     // Policies are immutable values, shared by every key they apply to.
@@ -264,20 +329,24 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
       for (const e of batch) args.push(e.policy, e.ops)
       const result = yield* Effect.result(evalSha(script, args))
-      if (result._tag === "Failure") {
-        for (const e of batch) Deferred.doneUnsafe(e.reply, Exit.fail(result.failure))
-        return
-      }
-      const raw = result.success
-      const replies = Array.isArray(raw) && raw.length === batch.length ? raw : undefined
-      for (let i = 0; i < batch.length; i++) {
-        const decoded = replies === undefined ? undefined : decode(replies[i], batch[i].count)
-        Deferred.doneUnsafe(
-          batch[i].reply,
-          decoded === undefined
-            ? Exit.fail(unavailable(`unexpected reply from the ${script.name} script`))
-            : Exit.succeed(decoded)
-        )
+      answering = true
+      try {
+        if (result._tag === "Failure") {
+          for (const e of batch) e.complete(Exit.fail(result.failure))
+          return
+        }
+        const raw = result.success
+        const replies = Array.isArray(raw) && raw.length === batch.length ? raw : undefined
+        for (let i = 0; i < batch.length; i++) {
+          const decoded = replies === undefined ? undefined : decode(replies[i], batch[i].count)
+          batch[i].complete(
+            decoded === undefined
+              ? Exit.fail(unavailable(`unexpected reply from the ${script.name} script`))
+              : Exit.succeed(decoded)
+          )
+        }
+      } finally {
+        answering = false
       }
     }, (effect, _script, batch) =>
       // Whatever happens, every caller in the batch gets an answer (a defect
@@ -285,7 +354,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       Effect.catchCause(effect, (cause) =>
         Effect.sync(() => {
           const error = unavailable(`the round trip failed: ${Cause.pretty(cause)}`)
-          for (const e of batch) Deferred.doneUnsafe(e.reply, Exit.fail(error))
+          for (const e of batch) e.complete(Exit.fail(error))
         })))
 
     // Batching: a call goes out at once while fewer than `maxInFlight` rounds
@@ -294,6 +363,9 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     // everything pending at once, in as few calls as `maxBatchKeys` allows.
     const pending: Array<Entry> = []
     let inFlight = 0
+    // Set while a round answers its callers (who resume at once, on its
+    // stack): their next calls wait for the next round.
+    let answering = false
     const round: Effect.Effect<void> = Effect.suspend(() => {
       // One call per script; a key's calls stay in order (a key whose calls
       // use two scripts here, around a change of policy, waits for the next
@@ -301,8 +373,15 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       const groups = new Map<Scripts.Script, Array<Entry>>()
       const scriptOf = new Map<string, Scripts.Script | undefined>()
       const later: Array<Entry> = []
+      const now = clock.currentTimeMillisUnsafe()
+      let until = Infinity
       for (const e of pending) {
         if (e.cancelled) continue
+        // out of time while it waited for a round: not sent
+        if (e.deadline <= now) {
+          e.complete(Exit.fail(timedOut(e)))
+          continue
+        }
         const seen = scriptOf.get(e.key)
         if (scriptOf.has(e.key) && seen !== e.script) {
           scriptOf.set(e.key, undefined)
@@ -310,6 +389,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           continue
         }
         scriptOf.set(e.key, e.script)
+        if (e.deadline < until) until = e.deadline
         const group = groups.get(e.script)
         if (group === undefined) groups.set(e.script, [e])
         else group.push(e)
@@ -321,10 +401,32 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       const sends: Array<Effect.Effect<void>> = []
       for (const [script, group] of groups) {
         for (let i = 0; i < group.length; i += maxBatchKeys) {
-          sends.push(send(script, group.slice(i, i + maxBatchKeys)))
+          sends.push(send(script, group.length <= maxBatchKeys ? group : group.slice(i, i + maxBatchKeys)))
         }
       }
-      return Effect.forEach(sends, identity, { concurrency: "unbounded", discard: true }).pipe(
+      const all = sends.length === 1
+        ? sends[0]
+        : Effect.forEach(sends, identity, { concurrency: "unbounded", discard: true })
+      // One timer for the round, up to the earliest caller's deadline: those
+      // still unanswered then fail as timed out (a timer per call costs more
+      // than the call's share of the round trip).
+      const timed = until === Infinity ?
+        all :
+        Effect.flatMap(
+          Effect.timeoutOption(all, Duration.millis(Math.max(1, until - now))),
+          (done) =>
+            done._tag === "Some" ? Effect.void : Effect.sync(() => {
+              answering = true
+              try {
+                for (const group of groups.values()) {
+                  for (const e of group) if (e.answer === undefined) e.complete(Exit.fail(timedOut(e)))
+                }
+              } finally {
+                answering = false
+              }
+            })
+        )
+      return timed.pipe(
         Effect.ensuring(Effect.suspend(() => {
           inFlight--
           return pending.length > 0 ? startRound : Effect.void
@@ -335,31 +437,31 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     // limiter's timeout) cannot cut the round trip of the others in it; it
     // starts at once, on the caller's turn, up to the network call.
     const startRound = Effect.asVoid(Effect.forkDetach(round, { startImmediately: true }))
-    const maxInFlight = 4
 
     // The hot path (one call per batch of a key's requests): untraced; the
     // span is the round trip's.
-    const apply = Effect.fnUntraced(function*(key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>) {
-      const e = encode(policy)
-      if (Predicate.isString(e)) return yield* unavailable(e)
-      const entry: Entry = {
-        key: prefix + key,
-        script: e.script,
-        policy: e.policy,
-        ops: encodeOps(ops),
-        count: ops.length,
-        reply: Deferred.makeUnsafe(),
-        cancelled: false
-      }
-      pending.push(entry)
-      if (inFlight < maxInFlight) yield* startRound
-      // interrupted (the limiter's timeout): not sent if it has not been yet
-      return yield* Effect.onInterrupt(Deferred.await(entry.reply), () =>
-        Effect.sync(() => {
-          entry.cancelled = true
-        }))
-    })
-    return { name: "redis", apply }
+    const apply = (key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>, timeoutMillis?: number) =>
+      Effect.suspend(() => {
+        const e = encode(policy)
+        if (Predicate.isString(e)) return Effect.fail(unavailable(e))
+        const timeout = timeoutMillis ?? Infinity
+        const entry = new Entry(
+          prefix + key,
+          e.script,
+          e.policy,
+          encodeOps(ops),
+          ops.length,
+          timeout,
+          timeout === Infinity ? Infinity : clock.currentTimeMillisUnsafe() + timeout
+        )
+        pending.push(entry)
+        // While a round is answering its callers, those that call again join
+        // the next round (started when it ends) instead of going out one by one.
+        if (inFlight < maxInFlight && !answering) return Effect.andThen(startRound, entry.wait)
+        // interrupted (the limiter's timeout): not sent if it has not been yet
+        return entry.wait
+      })
+    return { name: "redis", apply, timesOut: true }
   })
 
 /**

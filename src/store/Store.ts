@@ -30,7 +30,13 @@ export const OpKind = {
   /** Give `cost` units back, capped. */
   Release: 3,
   /** How long until `cost` could be admitted behind `queued` units: answered in `retryAfter`. */
-  WaitTime: 4
+  WaitTime: 4,
+  /**
+   * Decide a request of `cost`, taking it only if admitted: a denial leaves
+   * the state as it was (a waiter's try, which in-process logs nothing); a
+   * key with no state gets its initial one either way.
+   */
+  Admit: 5
 } as const
 
 /**
@@ -94,12 +100,24 @@ export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("St
 export interface Store {
   /** A short name for errors and metrics ("memory", "redis"). */
   readonly name: string
-  /** Applies `ops` to `key` atomically and in order; one reply per op. */
+  /**
+   * Applies `ops` to `key` atomically and in order; one reply per op. A
+   * store that sets `timesOut` fails the call with `StoreUnavailable` once
+   * `timeoutMillis` have passed; for any other, the limiter races the call
+   * with a timer of its own.
+   */
   readonly apply: (
     key: string,
     policy: Policy.Valid,
-    ops: ReadonlyArray<Op>
+    ops: ReadonlyArray<Op>,
+    timeoutMillis?: number
   ) => Effect.Effect<ReadonlyArray<Reply>, StoreUnavailable>
+  /**
+   * Whether `apply` enforces its `timeoutMillis` itself (a store that sends
+   * many calls in one round trip can time them out together, for far less
+   * than a timer per call).
+   */
+  readonly timesOut?: boolean | undefined
 }
 
 /**

@@ -33,9 +33,10 @@ export interface Options {
   /** Most live buckets; a new key past it takes the place of a settled bucket, or fails with `Overloaded`. */
   readonly maxBuckets?: number | undefined
   /**
-   * Decide uncontended requests on the caller's fiber (default true). Off,
-   * every request goes through the actor's mailbox and every live bucket
-   * keeps its fiber.
+   * Decide uncontended requests on the caller's fiber (default true); with a
+   * store, send an idle key's request through the store from the caller's
+   * fiber. Off, every request goes through the actor's mailbox and every
+   * live bucket keeps its fiber.
    */
   readonly fastPath?: boolean | undefined
   /** The `limiter` label of the metrics. */
@@ -154,8 +155,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const store = options.store
   const fallback = options.fallback ?? defaultFallback
   const health = new Remote.Health()
-  // A shared store's state is not here to decide on: every request goes to the actor.
+  // A shared store's state is not here to decide on: an idle store-backed key
+  // goes by the caller's own store call instead (Remote.direct).
   const fastPath = (options.fastPath ?? true) && store === undefined
+  const storeDirect = (options.fastPath ?? true) && store !== undefined
   const maxBuckets = options.maxBuckets ?? 1_000_000
   const recorder = new Metrics.Recorder()
   yield* Metrics.register(recorder, options.name ?? "default")
@@ -191,13 +194,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const startBucket = (key: string, policy: Policy.Valid): Bucket.Bucket => {
     const bucket = new Bucket.Bucket(key, policy, options.limits, clock, recorder, fastPath || store !== undefined)
     if (store !== undefined) {
-      bucket.remote = {
-        store,
-        fallback,
-        health,
-        localPolicy: Policy.share(policy, fallback.share),
-        localState: undefined
-      }
+      bucket.remote = Remote.makeLink(store, fallback, health, Policy.share(policy, fallback.share))
     }
     buckets.set(key, bucket)
     recorder.live++
@@ -271,6 +268,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
             return Bucket.fail(bucket, now, defect)
           }
         }
+      }
+      // A store-backed key that is idle: the caller sends its op itself.
+      if (storeDirect) {
+        const reply = Remote.direct(bucket, kind, cost)
+        if (reply !== undefined) return reply as Effect.Effect<A>
       }
       const request = new Bucket.Request(kind, cost, maxWait, Deferred.makeUnsafe(), payload)
       switch (Bucket.offer(bucket, request)) {

@@ -279,6 +279,7 @@ const batches = (c: Case, { jumps }: { readonly jumps: boolean }): fc.Arbitrary<
   const cost = fc.integer({ min: 1, max: c.costs })
   const op: fc.Arbitrary<Op> = fc.oneof(
     { weight: 8, arbitrary: cost.map((cost) => ({ kind: OpKind.Take, cost, queued: 0 })) },
+    { weight: 2, arbitrary: cost.map((cost) => ({ kind: OpKind.Admit, cost, queued: 0 })) },
     {
       weight: 2,
       arbitrary: fc.integer({ min: 0, max: c.costs }).map((cost) => ({ kind: OpKind.Peek, cost, queued: 0 }))
@@ -326,6 +327,7 @@ const reference = (p: Policy.Valid, stored: unknown, now: number, ops: ReadonlyA
     replies.push(reply)
     state = after
     if (op.kind === OpKind.Take && (before === undefined || after !== before)) dirty = true
+    if (op.kind === OpKind.Admit && (before === undefined || after !== before)) dirty = true
     if (op.kind === OpKind.Reset && before !== undefined) dirty = true
     if (op.kind === OpKind.Release && before !== undefined && p.algorithm.release !== undefined) dirty = true
   }

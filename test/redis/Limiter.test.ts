@@ -44,16 +44,12 @@ const policies: ReadonlyArray<Policy.Valid> = [
 ] as ReadonlyArray<Policy.Valid>
 
 const key = fc.integer({ min: 0, max: policies.length - 1 })
-// Waits only where the store-backed actor waits as the in-process one does:
-// not on a sliding log with countBlocked, nor on a concurrency limit (see
-// RemoteKnownFailures.test.ts).
-const waitKey = fc.constantFrom(0, 1, 2, 3, 4, 5, 8)
 const cost = fc.integer({ min: 1, max: 4 })
 const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ _tag: fc.constant("acquire" as const), key, cost }) },
   { weight: 3, arbitrary: fc.record({ _tag: fc.constant("consume" as const), key, cost }) },
   { weight: 1, arbitrary: fc.record({ _tag: fc.constant("peek" as const), key, cost }) },
-  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("wait" as const), key: waitKey, cost }) },
+  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("wait" as const), key, cost }) },
   { weight: 1, arbitrary: fc.record({ _tag: fc.constant("release" as const), key, cost }) },
   {
     weight: 1,
@@ -172,6 +168,36 @@ describeRedis("the limiter on Redis", (it) => {
       yield* cleanup(prefix)
     }))
 
+  it.effect("idle keys go by the caller's own call; concurrent calls on one key stay in order", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("direct")
+      const store = yield* RedisStore.make({ prefix })
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 hour" } })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      // 300 idle keys at once: each decided by its caller's call (no actor),
+      // the store batching them into a few round trips
+      const many = yield* Effect.forEach(Array.from({ length: 300 }, (_, i) => `k${i}`), (k) => limiter.acquire(k), {
+        concurrency: "unbounded"
+      })
+      assert.isTrue(many.every(Boolean))
+      let stats = yield* limiter.stats
+      assert.strictEqual(stats.storeCalls, 300)
+      assert.strictEqual(stats.actors, 0)
+      // one key, 20 callers at once: the first goes out alone, the others
+      // queue behind it and go in one call after it, in call order
+      const decisions = yield* Effect.forEach(Array.from({ length: 20 }), () => limiter.consume("one"), {
+        concurrency: "unbounded"
+      })
+      assert.deepStrictEqual(decisions.map((d) => d.allowed), Array.from({ length: 20 }, (_, i) => i < 5))
+      assert.deepStrictEqual(decisions.slice(0, 5).map((d) => d.remaining), [4, 3, 2, 1, 0])
+      stats = yield* limiter.stats
+      assert.strictEqual(stats.storeCalls, 302)
+      assert.strictEqual(stats.storeOps, 320)
+      assert.strictEqual(stats.degraded, 0)
+      yield* cleanup(prefix)
+    }))
+
   it.effect("calls for many keys at once share round trips, each key applied atomically and in order", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("batch")
@@ -191,7 +217,7 @@ describeRedis("the limiter on Redis", (it) => {
         assert.deepStrictEqual(mine, [true, true, true, false, false], `key k${k}`)
       }
       // a call interrupted while it waits for its round trip takes nothing
-      // (four rounds out: the next call waits)
+      // (rounds out: the next call waits for one to end)
       const busy = yield* Effect.forEach(
         [0, 1, 2, 3],
         (i) => take(`busy${i}`, policies[0]).pipe(Effect.forkChild({ startImmediately: true }))
@@ -348,5 +374,7 @@ describeRedis("the limiter on Redis", (it) => {
       assert.strictEqual(clock.field, "clock")
       const keep = yield* Effect.flip(RedisStore.make({ keepSettled: -1 }))
       assert.strictEqual(keep.field, "keepSettled")
+      const inFlight = yield* Effect.flip(RedisStore.make({ maxInFlight: 0 }))
+      assert.strictEqual(inFlight.field, "maxInFlight")
     }))
 })

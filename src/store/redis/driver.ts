@@ -111,6 +111,15 @@ local function applyOps(key, P, opsText)
         if state == nil or o.state ~= cur then dirty = true end
         state = o.state
         answer(o.allowed, o.remaining, o.retry, o.reset, o.limit)
+      elseif kind == 5 then
+        -- a waiter's try: only an admission changes the state (a fresh key
+        -- still gets its initial one)
+        local o = A.step(c, cur, now, cost)
+        local next = cur
+        if o.allowed then next = o.state end
+        if state == nil or next ~= cur then dirty = true end
+        state = next
+        answer(o.allowed, o.remaining, o.retry, o.reset, o.limit)
       elseif kind == 1 then
         -- Decision.peekOutcome: allowed and retryAfter for the cost, the rest as it stands
         local o = A.step(c, cur, now, cost)
