@@ -139,6 +139,18 @@ export interface Now {
  * un-refilled, and a bucket started in the meantime is anchored where a kept
  * one would be (so a reap stays invisible, DESIGN invariants 2 and 6).
  *
+ * @example
+ * ```ts
+ * import { Bucket } from "tollgate"
+ *
+ * let t = 5_000
+ * const clock = new Bucket.Monotone({ currentTimeMillisUnsafe: () => t })
+ * clock.currentTimeMillisUnsafe() // 5000
+ * t = 3_000 // the clock steps back 2 s
+ * clock.currentTimeMillisUnsafe() // 5000: the limiter's time stands still
+ * clock.behind // 2000
+ * ```
+ *
  * @since 0.1.0
  */
 export class Monotone implements Now {
@@ -173,6 +185,17 @@ export class Monotone implements Now {
  * reaches `target` (0 when it has). While the limiter's time stands still
  * after a step back, it reaches a later `target` exactly when the clock does,
  * so the sleep runs to `target` on the clock, not `target - now` of it.
+ *
+ * @example
+ * ```ts
+ * import { Bucket } from "tollgate"
+ *
+ * let t = 5_000
+ * const clock = new Bucket.Monotone({ currentTimeMillisUnsafe: () => t })
+ * Bucket.millisUntil(clock, 6_000) // 1000
+ * t = 3_000 // stepped back: the limiter's time stays at 5000
+ * Bucket.millisUntil(clock, 6_000) // 3000, on the clock that reads 3000
+ * ```
  *
  * @since 0.1.0
  */
