@@ -72,8 +72,9 @@ local function nums(s)
 end
 
 -- States are kept as 8-byte little-endian doubles: exact, and about ten
--- times cheaper to read and write than text. One struct call per state (its
--- format, "<dd…", made once per length).
+-- times cheaper to read and write than text. One struct call per state of
+-- up to 64 numbers (its format, "<dd…", made once per length); a longer one
+-- (a sliding log) goes in pieces of 64, within Lua's limit on results.
 local spack, sunpack, unpack = struct.pack, struct.unpack, unpack
 local packFormats = {}
 local function packFormat(n)
@@ -85,14 +86,35 @@ local function packFormat(n)
   return f
 end
 local function packNums(a)
-  return spack(packFormat(#a), unpack(a))
+  local n = #a
+  if n <= 64 then return spack(packFormat(n), unpack(a)) end
+  local parts, k = {}, 0
+  for i = 1, n, 64 do
+    local j = i + 63
+    if j > n then j = n end
+    k = k + 1
+    parts[k] = spack(packFormat(j - i + 1), unpack(a, i, j))
+  end
+  return concat(parts)
 end
 local function unpackNums(raw)
   local n = floor(#raw / 8)
   if n == 0 then return {} end
-  -- the last value struct.unpack returns is the position after the data
-  local a = { sunpack(packFormat(n), raw) }
-  a[n + 1] = nil
+  if n <= 64 then
+    -- the last value struct.unpack returns is the position after the data
+    local a = { sunpack(packFormat(n), raw) }
+    a[n + 1] = nil
+    return a
+  end
+  local a, i, pos = {}, 0, 1
+  while i < n do
+    local m = n - i
+    if m > 64 then m = 64 end
+    local t = { sunpack(packFormat(m), raw, pos) }
+    for j = 1, m do a[i + j] = t[j] end
+    pos = t[m + 1]
+    i = i + m
+  end
   return a
 end
 
