@@ -393,3 +393,25 @@ describeRedis("Redis scripts conform to MemoryStore.applyOps", (it) => {
     }
   }
 })
+
+describeRedis("Redis scripts: large states", (it) => {
+  it.effect("a sliding log of 10 000 entries is stored and read back exactly", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("large")
+      const { clock, time } = settableClock(T0)
+      const store = yield* RedisStore.make({ prefix, clock: "client", keepSettled: Duration.infinity }).pipe(
+        Effect.provideService(Clock.Clock, clock)
+      )
+      const p = Policy.slidingLog({ limit: 10_000, window: "1 hour" }) as Policy.Valid
+      let state: unknown = undefined
+      // one entry per millisecond, in batches: every read and write carries the whole log
+      for (let i = 0; i < 10; i++) {
+        time.now = T0 + i
+        const ops = Array.from({ length: i === 9 ? 1_005 : 1_000 }, () => ({ kind: OpKind.Take, cost: 1, queued: 0 }))
+        const expected = reference(p, state, time.now, ops)
+        state = expected.state
+        assert.deepStrictEqual(yield* store.apply("log", p, ops), expected.replies)
+      }
+      yield* cleanup(prefix)
+    }))
+})

@@ -52,14 +52,47 @@ else
 end
 local keep = num(ARGV[2])
 
+-- A key's limit is the same in every reply: formatted once while it repeats.
+local lastLimit, lastLimitText = nil, nil
 local function reply(allowed, remaining, retry, reset, limit)
   local a = "0"
   if allowed then a = "1" end
-  return a .. " " .. fmt(remaining) .. " " .. fmt(retry) .. " " .. fmt(reset) .. " " .. fmt(limit)
+  if not (lastLimit ~= nil and same(limit, lastLimit)) then
+    lastLimit, lastLimitText = limit, fmt(limit)
+  end
+  return a .. " " .. fmt(remaining) .. " " .. fmt(retry) .. " " .. fmt(reset) .. " " .. lastLimitText
 end
 
 -- In a batch most keys carry the same operations ("0 1 0"): parse each once.
 local parsedOps = {}
+
+-- Replies of the key being applied, equal ones in a row sent once with
+-- "*count" after them (a hot key under attack answers the same denial a
+-- thousand times). Kept here, not in closures per key: a call with many keys
+-- allocates less (and leaves the Lua collector less to do).
+local out, n = {}, 0
+local la, lrem, lretry, lreset, llimit, times = false, 0, 0, 0, 0, 0
+local function flush()
+  if times == 0 then return end
+  n = n + 1
+  out[n] = reply(la, lrem, lretry, lreset, llimit)
+  if times > 1 then
+    n = n + 1
+    out[n] = "*" .. times
+  end
+  times = 0
+end
+local function answer(allowed, remaining, retry, reset, limit)
+  if
+    times > 0 and allowed == la and same(remaining, lrem) and same(retry, lretry) and same(reset, lreset)
+    and same(limit, llimit)
+  then
+    times = times + 1
+    return
+  end
+  flush()
+  la, lrem, lretry, lreset, llimit, times = allowed, remaining, retry, reset, limit, 1
+end
 
 local function applyOps(key, P, opsText)
   local A, c, code = P.A, P.c, P.code
@@ -70,31 +103,7 @@ local function applyOps(key, P, opsText)
     if sa[1] == code then state = A.decode(c, sa, 2) end
   end
   local dirty = false
-  -- Replies, equal ones in a row sent once with "*count" after them (a hot
-  -- key under attack answers the same denial a thousand times).
-  local out, n = {}, 0
-  local la, lrem, lretry, lreset, llimit, times = false, 0, 0, 0, 0, 0
-  local function flush()
-    if times == 0 then return end
-    n = n + 1
-    out[n] = reply(la, lrem, lretry, lreset, llimit)
-    if times > 1 then
-      n = n + 1
-      out[n] = "*" .. times
-    end
-    times = 0
-  end
-  local function answer(allowed, remaining, retry, reset, limit)
-    if
-      times > 0 and allowed == la and same(remaining, lrem) and same(retry, lretry) and same(reset, lreset)
-      and same(limit, llimit)
-    then
-      times = times + 1
-      return
-    end
-    flush()
-    la, lrem, lretry, lreset, llimit, times = allowed, remaining, retry, reset, limit, 1
-  end
+  n, times = 0, 0
   local op = parsedOps[opsText]
   if op == nil then
     op = nums(opsText)
@@ -160,7 +169,7 @@ local function applyOps(key, P, opsText)
       end
     end
   end
-  return concat(out, " ")
+  return concat(out, " ", 1, n)
 end
 
 local policies = {}

@@ -50,6 +50,8 @@ end
 -- Replies travel as text: "%.17g" round-trips every double ("%d" writes the
 -- same digits for a whole number, twice as fast); "inf" is Infinity.
 local function fmt(x)
+  -- the commonest figure (retryAfter of an admission), with no call at all
+  if x == 0 and 1 / x > 0 then return "0" end
   if x == huge then return "inf" end
   if x == -huge then return "-inf" end
   if x == floor(x) and x < 1e15 and x > -1e15 and (x ~= 0 or 1 / x > 0) then return format("%d", x) end
@@ -70,19 +72,48 @@ local function nums(s)
 end
 
 -- States are kept as 8-byte little-endian doubles: exact, and about ten
--- times cheaper to read and write than text.
-local spack, sunpack = struct.pack, struct.unpack
+-- times cheaper to read and write than text. One struct call per state of
+-- up to 64 numbers (its format, "<dd…", made once per length); a longer one
+-- (a sliding log) goes in pieces of 64, within Lua's limit on results.
+local spack, sunpack, unpack = struct.pack, struct.unpack, unpack
+local packFormats = {}
+local function packFormat(n)
+  local f = packFormats[n]
+  if f == nil then
+    f = "<" .. string.rep("d", n)
+    packFormats[n] = f
+  end
+  return f
+end
 local function packNums(a)
-  local parts = {}
-  for i = 1, #a do parts[i] = spack("<d", a[i]) end
+  local n = #a
+  if n <= 64 then return spack(packFormat(n), unpack(a)) end
+  local parts, k = {}, 0
+  for i = 1, n, 64 do
+    local j = i + 63
+    if j > n then j = n end
+    k = k + 1
+    parts[k] = spack(packFormat(j - i + 1), unpack(a, i, j))
+  end
   return concat(parts)
 end
 local function unpackNums(raw)
-  local a, n, pos = {}, 0, 1
-  local last = #raw - 7
-  while pos <= last do
-    n = n + 1
-    a[n], pos = sunpack("<d", raw, pos)
+  local n = floor(#raw / 8)
+  if n == 0 then return {} end
+  if n <= 64 then
+    -- the last value struct.unpack returns is the position after the data
+    local a = { sunpack(packFormat(n), raw) }
+    a[n + 1] = nil
+    return a
+  end
+  local a, i, pos = {}, 0, 1
+  while i < n do
+    local m = n - i
+    if m > 64 then m = 64 end
+    local t = { sunpack(packFormat(m), raw, pos) }
+    for j = 1, m do a[i + j] = t[j] end
+    pos = t[m + 1]
+    i = i + m
   end
   return a
 end
