@@ -666,20 +666,36 @@ export const removeCancelled = (bucket: Bucket): void => {
   bucket.line.length = j
 }
 
-// Waiters past their deadline give up: they took nothing.
-const expire = (bucket: Bucket, now: number): void => {
-  if (bucket.nextDeadline > now) return
+/**
+ * Waiters past their deadline (waiting for a release) give up: they took
+ * nothing. Each is marked cancelled and answered `RateLimitExceeded` through
+ * `answer`; returns whether any deadline was due (then the caller drops the
+ * cancelled from the line). Shared by the in-process and the store-backed
+ * actor, which answer differently (after the batch's commit, or at once).
+ *
+ * @internal
+ */
+export const expireWaiters = (
+  bucket: Bucket,
+  now: number,
+  answer: (deferred: Deferred.Deferred<any, any>, exit: Exit.Exit<never, RateLimitExceeded>) => void
+): boolean => {
+  if (bucket.nextDeadline > now) return false
   let next = Infinity
   for (const w of bucket.line) {
     if (w.cancelled) continue
     if (w.deadline <= now) {
       w.cancelled = true
       bucket.recorder.denied++
-      reply(w.reply, Exit.fail(new RateLimitExceeded({ key: bucket.key, retryAfter: Duration.infinity })))
+      answer(w.reply, Exit.fail(new RateLimitExceeded({ key: bucket.key, retryAfter: Duration.infinity })))
     } else if (w.deadline < next) next = w.deadline
   }
   bucket.nextDeadline = next
-  removeCancelled(bucket)
+  return true
+}
+
+const expire = (bucket: Bucket, now: number): void => {
+  if (expireWaiters(bucket, now, reply)) removeCancelled(bucket)
 }
 
 // Admits the head of the line while it fits, in arrival order.

@@ -342,21 +342,7 @@ const serveWait = Effect.fnUntraced(function*(bucket: Bucket.Bucket, link: Link,
 
 // Waiters for a release whose maxWait has passed give up: they took nothing.
 const expire = (bucket: Bucket.Bucket, now: number): void => {
-  if (bucket.nextDeadline > now) return
-  let next = Infinity
-  for (const w of bucket.line) {
-    if (w.cancelled) continue
-    if (w.deadline <= now) {
-      w.cancelled = true
-      bucket.recorder.denied++
-      Deferred.doneUnsafe(
-        w.reply,
-        Exit.fail(new RateLimitExceeded({ key: bucket.key, retryAfter: Duration.infinity }))
-      )
-    } else if (w.deadline < next) next = w.deadline
-  }
-  bucket.nextDeadline = next
-  dropCancelled(bucket)
+  if (Bucket.expireWaiters(bucket, now, Deferred.doneUnsafe)) dropCancelled(bucket)
 }
 
 // Admits the head of the line while the store admits it; other processes
