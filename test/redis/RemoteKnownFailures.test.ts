@@ -71,6 +71,33 @@ describe("store-backed actor: former differences from in-process", () => {
       assert.isTrue(Exit.isSuccess(yield* run(remote))) // admitted on the release
     }))
 
+  it.effect("#2b a wait on a concurrency limit with no release gives up at its maxWait, taking nothing", () =>
+    Effect.gen(function*() {
+      const { local, remote } = yield* limiters(Policy.concurrency({ capacity: 1 }))
+      const run = (limiter: RateLimiter["Service"]) =>
+        Effect.gen(function*() {
+          assert.isTrue(yield* limiter.acquire("k"))
+          const waiter = yield* Effect.exit(limiter.wait("k", { maxWait: "1 second" })).pipe(
+            Effect.forkChild({ startImmediately: true })
+          )
+          yield* settle
+          yield* TestClock.adjust("999 millis")
+          assert.isUndefined(waiter.pollUnsafe()) // still waiting
+          yield* TestClock.adjust("1 millis")
+          const exit = yield* Fiber.join(waiter)
+          yield* limiter.release("k")
+          // the waiter took nothing: the released unit is there for the next caller
+          return { exit, next: yield* limiter.acquire("k") }
+        })
+      for (const { exit, next } of [yield* run(local), yield* run(remote)]) {
+        assert.isTrue(
+          Exit.isFailure(exit) &&
+            exit.cause.reasons.some((r) => r._tag === "Fail" && r.error._tag === "RateLimitExceeded")
+        )
+        assert.isTrue(next)
+      }
+    }))
+
   it.effect("#3 a store that dies fails the call instead of leaving it hanging", () =>
     Effect.gen(function*() {
       const store: Store.Store = { name: "dying", apply: () => Effect.die(new Error("boom")) }
