@@ -35,6 +35,17 @@ const limiters = (policy: Policy.Policy) =>
 
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
+// The one unit of a concurrency limit taken, then a caller waiting up to 1 s for it.
+const holdThenWait = (limiter: RateLimiter["Service"]) =>
+  Effect.gen(function*() {
+    assert.isTrue(yield* limiter.acquire("k"))
+    const waiter = yield* Effect.exit(limiter.wait("k", { maxWait: "1 second" })).pipe(
+      Effect.forkChild({ startImmediately: true })
+    )
+    yield* settle
+    return waiter
+  })
+
 describe("store-backed actor: former differences from in-process", () => {
   it.effect("#1 a refused wait logs no attempt on a sliding log with countBlocked", () =>
     Effect.gen(function*() {
@@ -58,11 +69,7 @@ describe("store-backed actor: former differences from in-process", () => {
       const { local, remote } = yield* limiters(Policy.concurrency({ capacity: 1 }))
       const run = (limiter: RateLimiter["Service"]) =>
         Effect.gen(function*() {
-          assert.isTrue(yield* limiter.acquire("k"))
-          const waiter = yield* Effect.exit(limiter.wait("k", { maxWait: "1 second" })).pipe(
-            Effect.forkChild({ startImmediately: true })
-          )
-          yield* settle
+          const waiter = yield* holdThenWait(limiter)
           yield* limiter.release("k")
           yield* settle
           return yield* Fiber.join(waiter)
@@ -76,11 +83,7 @@ describe("store-backed actor: former differences from in-process", () => {
       const { local, remote } = yield* limiters(Policy.concurrency({ capacity: 1 }))
       const run = (limiter: RateLimiter["Service"]) =>
         Effect.gen(function*() {
-          assert.isTrue(yield* limiter.acquire("k"))
-          const waiter = yield* Effect.exit(limiter.wait("k", { maxWait: "1 second" })).pipe(
-            Effect.forkChild({ startImmediately: true })
-          )
-          yield* settle
+          const waiter = yield* holdThenWait(limiter)
           yield* TestClock.adjust("999 millis")
           assert.isUndefined(waiter.pollUnsafe()) // still waiting
           yield* TestClock.adjust("1 millis")
