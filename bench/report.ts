@@ -3,6 +3,7 @@
  */
 import { existsSync, readFileSync } from "node:fs"
 import { shortNames } from "./chart.ts"
+import { type RedisResults, renderRedisSection } from "./redis/report.ts"
 import type { ContenderId, ContenderResult, Results, ThroughputResult } from "./types.ts"
 
 const group = (n: number): string => Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, " ")
@@ -346,9 +347,14 @@ export const renderMarkdown = (results: Results, chartFile: string): string => {
     "  contender must be measured and every timed decision be the expected one; it asserts nothing on speed.",
     ""
   )
+  // The Redis scenarios' last full run (bench/redis/run.ts writes it).
+  if (existsSync(redisFile)) {
+    out.push(renderRedisSection(JSON.parse(readFileSync(redisFile, "utf8")) as RedisResults))
+  }
   // Hand-written: what each change did, with the figures of the runs before and after it.
   if (existsSync(historyFile)) out.push(readFileSync(historyFile, "utf8").trimEnd(), "")
   return out.join("\n")
 }
 
 const historyFile = new URL("./history.md", import.meta.url)
+const redisFile = new URL("./redis/results.json", import.meta.url)

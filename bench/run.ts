@@ -7,11 +7,16 @@
  *                              docs/performance.md and docs/performance-ratios.svg
  *   npm run bench:quick        15-20 s smoke run (or BENCH_QUICK=1): writes bench/results/quick.json
  *
- * Flags (after `--` with npm): --quick, --only=<ids> (scenarios: 1key-allow, 1key-deny, 1key-1000,
+ * After the in-process scenarios a full or quick run also runs the Redis scenarios (bench/redis/run.ts,
+ * in a process of its own, on REDIS_URL or a redis-server it starts) when a redis-server is installed or
+ * REDIS_URL is set; --no-redis skips them. docs/performance.md shows the last full Redis run.
+ *
+ * Flags (after `--` with npm): --quick, --no-redis, --only=<ids> (scenarios: 1key-allow, 1key-deny, 1key-1000,
  * 1000keys, 1000keys-1000, largekeys, wait, memory, reap), --contenders=<ids> (plain, effect-floor, lazy-floor, rlf, effect,
  * tollgate), --out=<file> (where the results go, relative to bench/ or absolute), --report-only (re-render the docs from bench/results/latest.json). A filtered run writes
  * bench/results/partial.json and leaves the docs alone.
  */
+import { spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import * as os from "node:os"
 import { renderChart } from "./chart.ts"
@@ -355,4 +360,23 @@ mkdirSync(here("./results/"), { recursive: true })
 const file = flag("out") ?? `results/${filtered ? "partial.json" : quick ? "quick.json" : "latest.json"}`
 writeFileSync(new URL(file, here("./")), JSON.stringify(results, null, 2) + "\n")
 log(`\nwrote ${file} (${results.meta.durationSeconds.toFixed(0)} s)`)
+
+// The Redis scenarios, in a process of their own (their clients and server
+// must not share this one's heap and timers).
+if (!filtered && flag("no-redis") === undefined) {
+  const available = process.env.REDIS_URL !== undefined ||
+    spawnSync("redis-server", ["--version"], { stdio: "ignore" }).status === 0
+  if (available) {
+    log("\n== on Redis (bench/redis/run.ts)")
+    const redis = spawnSync(process.execPath, [
+      new URL("./redis/run.ts", import.meta.url).pathname,
+      ...(quick ? ["--quick"] : [])
+    ], {
+      stdio: "inherit"
+    })
+    if (redis.status !== 0) log(`the Redis scenarios failed (exit ${redis.status}); docs keep the last full Redis run`)
+  } else {
+    log("\n== on Redis: skipped (no redis-server installed and no REDIS_URL)")
+  }
+}
 if (!filtered && !quick) writeDocs(results)

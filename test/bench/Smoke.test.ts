@@ -10,6 +10,7 @@ import { spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { type RedisRow, renderRedisSection } from "../../bench/redis/report.ts"
 
 const scenarios = ["1key-allow", "1key-deny", "1key-1000", "1000keys"]
 
@@ -52,4 +53,59 @@ describe("npm run bench", () => {
       rmSync(dir, { recursive: true, force: true })
     }
   }, 150_000)
+})
+
+describe("the Redis section of docs/performance.md", () => {
+  it("shows each scenario's figures, the stolen CPU and each target's verdict from the rounds' ratios", () => {
+    const row = (scenario: string, contender: string, samples: Array<number>, more: object = {}): RedisRow => ({
+      scenario,
+      contender,
+      label: contender,
+      callers: 100,
+      keys: scenario === "c100-hot" ? 1 : 10_000,
+      opsPerSecond: samples.slice().sort((a, b) => a - b)[samples.length >> 1],
+      samples,
+      stealPercent: 7,
+      ...more
+    })
+    const text = renderRedisSection({
+      meta: {
+        date: "2026-11-24T00:00:00.000Z",
+        node: "v24.0.0",
+        redis: "7.0.15",
+        cpu: "cpu",
+        cores: 2,
+        mode: "full",
+        rounds: 3,
+        measureMillis: 1000
+      },
+      rows: [
+        row("c100-hot", "tollgate", [90_000, 100_000, 110_000], { coalescing: 99.6 }),
+        row("c100-hot", "rlf", [40_000, 60_000, 50_000]),
+        row("c100-many", "store", [40_000, 40_000, 40_000], { decisionsPerEval: 50 }),
+        row("clients-ping-c1", "ioredis-ping", [3_000]),
+        row("clients-evalsha-c1", "ioredis-evalsha", [1_500])
+      ],
+      ceilings: [{ scenario: "c100-hot", callers: 100, keys: 1, opsPerSecond: 20_000 }],
+      targets: [{
+        name: "hot key ≥ 2×",
+        scenario: "c100-hot",
+        ratio: 2,
+        ratioOfMedians: 2,
+        rounds: [2.25, 1.67, 2.2],
+        target: 2,
+        pass: true
+      }]
+    })
+    assert.include(text, "| decisions/s | 100 callers, 1 hot key | 100 callers, 10 000 keys |")
+    assert.include(text, "| **tollgate `acquire`, RedisStore** | 100 000 (100 ops per call) |  |")
+    assert.include(text, "| `RedisStore.apply` alone |  | 40 000 (50 keys per call) |")
+    assert.include(
+      text,
+      "| `redis-benchmark` EVALSHA, one decision per call (the server's ceiling for unbatched calls) | 20 000 |  |"
+    )
+    assert.include(text, "| CPU stolen by the VM's host meanwhile | 7 % | 7 % |")
+    assert.include(text, "| hot key ≥ 2× | 2.00× | 2.25, 1.67, 2.20 | 2.00× | PASS |")
+    assert.include(text, "| ioredis | 3 000 | 1 500 |")
+  })
 })

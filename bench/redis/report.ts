@@ -1,0 +1,162 @@
+/**
+ * The Redis benchmark's results (bench/redis/results.json) and the section of
+ * docs/performance.md that shows them. The analysis of the figures (why a
+ * target passes or fails, what was tried) is in docs/distributed.md.
+ */
+
+export interface RedisRow {
+  readonly scenario: string
+  readonly contender: string
+  readonly label: string
+  readonly callers: number
+  readonly keys: number
+  readonly opsPerSecond: number
+  /** One per round, in round order (so two contenders' samples of a round pair up). */
+  readonly samples: ReadonlyArray<number>
+  readonly coalescing?: number | undefined
+  /** Decisions per EVALSHA the server saw (undefined for contenders that send none). */
+  readonly decisionsPerEval?: number | undefined
+  /** CPU stolen by the host while the scenario ran, % of all CPU time (Linux only). */
+  readonly stealPercent?: number | undefined
+}
+
+export interface RedisTarget {
+  readonly name: string
+  readonly scenario: string
+  /** Median over rounds of tollgate ÷ rate-limiter-flexible within the round. */
+  readonly ratio: number
+  readonly ratioOfMedians: number
+  readonly rounds: ReadonlyArray<number>
+  readonly target: number
+  readonly pass: boolean
+}
+
+export interface RedisResults {
+  readonly meta: {
+    readonly date: string
+    readonly node: string
+    readonly redis: string
+    readonly cpu: string | undefined
+    readonly cores: number
+    readonly mode: "quick" | "full"
+    readonly rounds: number
+    readonly measureMillis: number
+  }
+  readonly rows: ReadonlyArray<RedisRow>
+  readonly ceilings: ReadonlyArray<
+    {
+      readonly scenario: string
+      readonly callers: number
+      readonly keys: number
+      readonly opsPerSecond?: number | undefined
+    }
+  >
+  readonly targets: ReadonlyArray<RedisTarget>
+}
+
+const scenarios: ReadonlyArray<readonly [id: string, title: string]> = [
+  ["c1-hot", "1 caller, 1 key"],
+  ["c100-hot", "100 callers, 1 hot key"],
+  ["c1-many", "1 caller, 10 000 keys"],
+  ["c100-many", "100 callers, 10 000 keys"],
+  ["c100-hot-deny", "100 callers, 1 hot key, all denied"]
+]
+
+const contenders: ReadonlyArray<readonly [id: string, title: string]> = [
+  ["tollgate", "**tollgate `acquire`, RedisStore**"],
+  ["store", "`RedisStore.apply` alone"],
+  ["store-unbatched", "`RedisStore.apply` alone, `maxBatchKeys: 1`"],
+  ["rlf", "rate-limiter-flexible `RateLimiterRedis` (ioredis)"],
+  ["effect", "Effect `RateLimiter`, `layerStoreRedis`"]
+]
+
+const ops = (n: number | undefined): string =>
+  n === undefined || !Number.isFinite(n) ? "" : Math.round(n).toLocaleString("en-US").replace(/,/g, " ")
+
+/**
+ * The "On Redis" section of docs/performance.md.
+ */
+export const renderRedisSection = (results: RedisResults): string => {
+  const { meta } = results
+  const present = scenarios.filter(([id]) => results.rows.some((r) => r.scenario === id))
+  const cell = (scenario: string, contender: string): string => {
+    const row = results.rows.find((r) => r.scenario === scenario && r.contender === contender)
+    if (row === undefined) return ""
+    const per = contender === "tollgate" && row.coalescing !== undefined && row.coalescing > 1.05
+      ? ` (${row.coalescing.toFixed(0)} ops per call)`
+      : contender !== "store-unbatched" && row.decisionsPerEval !== undefined && row.decisionsPerEval > 1.05
+      ? ` (${row.decisionsPerEval.toFixed(0)} keys per call)`
+      : ""
+    return ops(row.opsPerSecond) + per
+  }
+  const out: Array<string> = [
+    "## On Redis",
+    "",
+    `\`npm run bench:redis\` (also run by \`npm run bench\` when a \`redis-server\` is at hand), ${
+      meta.date.slice(0, 10)
+    } · Node ${meta.node} · Redis ${meta.redis} · ${
+      meta.cpu ?? "?"
+    } × ${meta.cores} · ${meta.mode} run: ${meta.rounds} rounds of ${
+      meta.measureMillis / 1000
+    } s per contender, interleaved. Decisions per second, medians over rounds; every limit is generous (every call a full decision that admits) except in the last column. What these figures mean, what bounds them and what was tried: [distributed.md](distributed.md#performance).`,
+    "",
+    `| decisions/s | ${present.map(([, t]) => t).join(" | ")} |`,
+    `|---|${present.map(() => "---:").join("|")}|`
+  ]
+  for (const [id, title] of contenders) {
+    if (!results.rows.some((r) => r.contender === id)) continue
+    out.push(`| ${title} | ${present.map(([s]) => cell(s, id)).join(" | ")} |`)
+  }
+  out.push(
+    `| \`redis-benchmark\` EVALSHA, one decision per call (the server's ceiling for unbatched calls) | ${
+      present.map(([s]) => ops(results.ceilings.find((c) => c.scenario === s)?.opsPerSecond)).join(" | ")
+    } |`
+  )
+  const steal = present.map(([s]) => results.rows.find((r) => r.scenario === s)?.stealPercent)
+  if (steal.some((x) => x !== undefined)) {
+    out.push(
+      `| CPU stolen by the VM's host meanwhile | ${
+        steal.map((x) => x === undefined ? "" : `${x.toFixed(0)} %`).join(" | ")
+      } |`
+    )
+  }
+  out.push(
+    "",
+    "| target | median of the rounds' ratios | each round | ratio of medians | result |",
+    "|---|---:|---|---:|---|"
+  )
+  for (const t of results.targets) {
+    out.push(
+      `| ${t.name} | ${t.ratio.toFixed(2)}× | ${t.rounds.map((r) => r.toFixed(2)).join(", ")} | ${
+        t.ratioOfMedians.toFixed(2)
+      }× | ${t.pass ? "PASS" : "**FAIL**"} |`
+    )
+  }
+  // clients-<ping|evalsha>-c<callers>: one row per client, one column per command and concurrency
+  const clients = results.rows.filter((r) => r.scenario.startsWith("clients-"))
+  if (clients.length > 0) {
+    const columns = [...new Set(clients.map((r) => r.scenario))]
+    const client = (r: RedisRow) => r.contender.replace(/-(ping|evalsha)$/, "")
+    const title = (scenario: string) => {
+      const [, kind, callers] = /^clients-(\w+)-c(\d+)$/.exec(scenario) ?? []
+      return `${kind === "ping" ? "PING" : "EVALSHA (tollgate's script)"}, ${callers} caller${
+        callers === "1" ? "" : "s"
+      }`
+    }
+    out.push(
+      "",
+      "The clients alone, on 10 000 keys (the choice of client rests on these):",
+      "",
+      `| ops/s | ${columns.map(title).join(" | ")} |`,
+      `|---|${columns.map(() => "---:").join("|")}|`
+    )
+    for (const name of new Set(clients.map(client))) {
+      out.push(
+        `| ${name} | ${
+          columns.map((k) => ops(clients.find((r) => r.scenario === k && client(r) === name)?.opsPerSecond)).join(" | ")
+        } |`
+      )
+    }
+  }
+  return out.join("\n") + "\n"
+}
