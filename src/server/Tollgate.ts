@@ -1,16 +1,18 @@
 /**
  * The service's core, below HTTP: picks each request's policy (named in the
  * request, else by key prefix rule, else the default), and serves it from
- * one in-process `RateLimiter` whose buckets are kept apart per policy (the
- * same key under two policies is two limits).
+ * one `RateLimiter` whose buckets are kept apart per policy (the same key
+ * under two policies is two limits). The limiter keeps keys' state
+ * in-process, or in Redis when one is configured (see `ServiceStore`).
  *
  * @since 0.1.0
  */
-import { Clock, Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Schema, type Scope } from "effect"
 import type { Decision } from "../Decision.ts"
 import type { InvalidPolicy } from "../Errors.ts"
 import { RateLimiter } from "../RateLimiter.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
+import * as ServiceStore from "./ServiceStore.ts"
 
 /**
  * A request named a policy the configuration does not have.
@@ -159,7 +161,8 @@ export class Tollgate extends Context.Service<Tollgate, {
   readonly ready: Effect.Effect<boolean>
 }>()("tollgate/server/Tollgate") {
   /**
-   * Starts the limiter in the current scope.
+   * Starts the limiter in the current scope, on the `Store.CurrentStore` of
+   * the context (none: in-process).
    *
    * @since 0.1.0
    */
@@ -175,7 +178,11 @@ export class Tollgate extends Context.Service<Tollgate, {
         maxWaiters: settings.limiter.maxWaiters,
         // room for "<policy>|" in front of the longest key the API accepts
         maxKeyLength: settings.limits.maxKeyLength + 65,
-        name: "service"
+        name: "service",
+        fallback: Option.match(settings.redis, {
+          onNone: () => undefined,
+          onSome: (redis) => redis.fallback
+        })
       })
       const known = [...policies.keys()]
 
@@ -227,12 +234,13 @@ export class Tollgate extends Context.Service<Tollgate, {
     })
 
   /**
-   * The service core as a layer.
+   * The service core as a layer, on the configured store (`ServiceStore.layer`).
    *
    * @since 0.1.0
    */
-  static readonly layer: Layer.Layer<Tollgate, InvalidPolicy, ServiceConfig.ServiceConfig> = Layer.effect(
+  static readonly layer: Layer.Layer<
     Tollgate,
-    Tollgate.make
-  )
+    InvalidPolicy | ServiceConfig.InvalidConfig | ServiceStore.RedisUnavailable,
+    ServiceConfig.ServiceConfig
+  > = Layer.effect(Tollgate, Tollgate.make).pipe(Layer.provide(ServiceStore.layer))
 }
