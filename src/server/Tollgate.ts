@@ -3,7 +3,8 @@
  * request, else by key prefix rule, else the default), and serves it from
  * one `RateLimiter` whose buckets are kept apart per policy (the same key
  * under two policies is two limits). The limiter keeps keys' state
- * in-process, or in Redis when one is configured (see `ServiceStore`).
+ * in-process, or in Redis when one is configured (see `ServiceStore`);
+ * decisions its fallback made while Redis did not answer say `degraded`.
  *
  * @since 0.1.0
  */
@@ -11,6 +12,7 @@ import { Clock, Context, Duration, Effect, Layer, Option, Schema, type Scope } f
 import type { Decision } from "../Decision.ts"
 import type { InvalidPolicy } from "../Errors.ts"
 import { RateLimiter } from "../RateLimiter.ts"
+import { CurrentStore } from "../store/Store.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
 import * as ServiceStore from "./ServiceStore.ts"
 
@@ -60,7 +62,8 @@ export interface Request {
 
 /**
  * A decision as the API reports it: durations in whole milliseconds (rounded
- * up), `null` for "never".
+ * up), `null` for "never"; `degraded: true` when Redis did not answer and the
+ * configured fallback decided (absent otherwise).
  *
  * @example
  * ```ts
@@ -80,6 +83,25 @@ export interface Result {
   readonly resetAfter: number | null
   readonly limit: number
   readonly policy: string
+  readonly degraded?: true
+}
+
+/**
+ * The outcome of `acquire`: the decision without its figures.
+ *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const acquired: Tollgate.AcquireResult = { allowed: false, policy: "default", degraded: true }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface AcquireResult {
+  readonly allowed: boolean
+  readonly policy: string
+  readonly degraded?: true
 }
 
 /**
@@ -120,14 +142,17 @@ const millis = (d: Duration.Duration): number | null => {
   return Number.isFinite(ms) ? Math.ceil(ms) : null
 }
 
-const toResult = (decision: Decision, policy: string): Result => ({
-  allowed: decision.allowed,
-  remaining: decision.remaining,
-  retryAfter: millis(decision.retryAfter),
-  resetAfter: millis(decision.resetAfter),
-  limit: decision.limit,
-  policy
-})
+const toResult = (decision: Decision, policy: string): Result => {
+  const result: Result = {
+    allowed: decision.allowed,
+    remaining: decision.remaining,
+    retryAfter: millis(decision.retryAfter),
+    resetAfter: millis(decision.resetAfter),
+    limit: decision.limit,
+    policy
+  }
+  return decision.degraded === true ? { ...result, degraded: true } : result
+}
 
 // Buckets are kept apart per policy: the limiter's key is "<policy>|<key>"; policy names have no "|".
 const SEPARATOR = "|"
@@ -151,9 +176,7 @@ const SEPARATOR = "|"
  */
 export class Tollgate extends Context.Service<Tollgate, {
   readonly consume: (request: Request) => Effect.Effect<Result, CallError>
-  readonly acquire: (
-    request: Request
-  ) => Effect.Effect<{ readonly allowed: boolean; readonly policy: string }, CallError>
+  readonly acquire: (request: Request) => Effect.Effect<AcquireResult, CallError>
   readonly peek: (request: Request) => Effect.Effect<Result, CallError>
   readonly wait: (request: Request & { readonly maxWaitMillis: number }) => Effect.Effect<WaitResult, CallError>
   readonly reset: (request: Request) => Effect.Effect<{ readonly policy: string }, CallError>
@@ -185,6 +208,9 @@ export class Tollgate extends Context.Service<Tollgate, {
         })
       })
       const known = [...policies.keys()]
+      // A shared store's fallback flags its decisions, and only `consume`
+      // carries the flag; in-process, `acquire` keeps its faster path.
+      const shared = (yield* CurrentStore) !== undefined
 
       const route = <A, E>(
         request: Request,
@@ -204,8 +230,16 @@ export class Tollgate extends Context.Service<Tollgate, {
         acquire: (request) =>
           route(
             request,
-            (key, policy) =>
-              Effect.map(limiter.acquire(key, { cost: request.cost }), (allowed) => ({ allowed, policy }))
+            (key, policy): Effect.Effect<AcquireResult, CallError> =>
+              shared
+                ? Effect.map(
+                  limiter.consume(key, { cost: request.cost }),
+                  (d) =>
+                    d.degraded === true
+                      ? { allowed: d.allowed, policy, degraded: true }
+                      : { allowed: d.allowed, policy }
+                )
+                : Effect.map(limiter.acquire(key, { cost: request.cost }), (allowed) => ({ allowed, policy }))
           ),
         peek: (request) =>
           route(
