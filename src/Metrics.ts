@@ -72,6 +72,14 @@ export const lifecycle = Metric.counter("tollgate_bucket_events_total", {
 /**
  * Calls made to a shared store (a key's batch of operations per call).
  *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const calls = Metric.value(Metric.withAttributes(Metrics.storeCalls, { limiter: "default" }))
+ * ```
+ *
  * @since 0.1.0
  */
 export const storeCalls = Metric.counter("tollgate_store_calls_total", {
@@ -81,6 +89,14 @@ export const storeCalls = Metric.counter("tollgate_store_calls_total", {
 
 /**
  * Calls to a shared store that failed or timed out.
+ *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const failures = Metric.value(Metric.withAttributes(Metrics.storeFailures, { limiter: "default" }))
+ * ```
  *
  * @since 0.1.0
  */
@@ -92,6 +108,14 @@ export const storeFailures = Metric.counter("tollgate_store_failures_total", {
 /**
  * Operations (requests) decided by the fallback because the shared store did
  * not answer: the decisions that carry `degraded: true`.
+ *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const degraded = Metric.value(Metric.withAttributes(Metrics.degraded, { limiter: "default" }))
+ * ```
  *
  * @since 0.1.0
  */
