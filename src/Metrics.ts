@@ -70,6 +70,79 @@ export const lifecycle = Metric.counter("tollgate_bucket_events_total", {
 })
 
 /**
+ * Calls made to a shared store (a key's batch of operations per call).
+ *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const calls = Metric.value(Metric.withAttributes(Metrics.storeCalls, { limiter: "default" }))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const storeCalls = Metric.counter("tollgate_store_calls_total", {
+  description: "Calls to the shared store",
+  incremental: true
+})
+
+/**
+ * Calls to a shared store that failed or timed out.
+ *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const failures = Metric.value(Metric.withAttributes(Metrics.storeFailures, { limiter: "default" }))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const storeFailures = Metric.counter("tollgate_store_failures_total", {
+  description: "Calls to the shared store that failed or timed out",
+  incremental: true
+})
+
+/**
+ * Operations (requests) decided by the fallback because the shared store did
+ * not answer: the decisions that carry `degraded: true`.
+ *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const degraded = Metric.value(Metric.withAttributes(Metrics.degraded, { limiter: "default" }))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const degraded = Metric.counter("tollgate_degraded_total", {
+  description: "Operations decided by the fallback while the shared store did not answer",
+  incremental: true
+})
+
+/**
+ * What a limiter on a shared store counts (`Remote.Health` is one).
+ *
+ * @example
+ * ```ts
+ * import type { Metrics } from "tollgate"
+ *
+ * const counts: Metrics.StoreCounts = { calls: 10, failures: 1, degraded: 3 }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface StoreCounts {
+  readonly calls: number
+  readonly failures: number
+  readonly degraded: number
+}
+
+/**
  * The counts of one limiter.
  *
  * @example
@@ -96,7 +169,8 @@ export class Recorder {
 
 /**
  * Publishes a recorder's counts in the current `MetricRegistry` under
- * `limiter=<name>`, for as long as the scope is open.
+ * `limiter=<name>`, for as long as the scope is open; with `store`, a shared
+ * store's calls and the fallback's decisions too.
  *
  * @example
  * ```ts
@@ -108,7 +182,11 @@ export class Recorder {
  *
  * @since 0.1.0
  */
-export const register = (recorder: Recorder, name: string): Effect.Effect<void, never, Scope.Scope> =>
+export const register = (
+  recorder: Recorder,
+  name: string,
+  store?: StoreCounts
+): Effect.Effect<void, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.contextWith((context) => {
       const counter = (metric: Metric.Counter<number>, attributes: Record<string, string>, get: () => number) =>
@@ -123,7 +201,13 @@ export const register = (recorder: Recorder, name: string): Effect.Effect<void, 
           update: () => {},
           modify: () => {}
         })
+      const shared = store === undefined ? [] : [
+        counter(storeCalls, {}, () => store.calls),
+        counter(storeFailures, {}, () => store.failures),
+        counter(degraded, {}, () => store.degraded)
+      ]
       return Effect.succeed([
+        ...shared,
         counter(decisions, { outcome: "allowed" }, () => recorder.allowed),
         counter(decisions, { outcome: "denied" }, () => recorder.denied),
         counter(overloaded, {}, () => recorder.overloaded),

@@ -32,7 +32,8 @@ export const kinds = {
   "rate-limited": { status: 429, title: "Too many requests" },
   "internal": { status: 500, title: "Internal error" },
   "overloaded": { status: 503, title: "Overloaded" },
-  "shutting-down": { status: 503, title: "Shutting down" }
+  "shutting-down": { status: 503, title: "Shutting down" },
+  "store-unavailable": { status: 503, title: "Store unavailable" }
 } as const
 
 /**

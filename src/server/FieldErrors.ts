@@ -116,7 +116,8 @@ const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
 /**
  * The invalid fields of a schema failure, with each value looked up in the
  * input. `root` is prepended to every path; values of `secret` fields are
- * never shown.
+ * never shown, and values of `redact` fields are shown as their function
+ * makes them (a URL without its password).
  *
  * @example
  * ```ts
@@ -133,7 +134,11 @@ const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
 export const fromIssue = (
   issue: SchemaIssue.Issue,
   input: unknown,
-  options?: { readonly root?: string | undefined; readonly secret?: ReadonlyArray<string> | undefined }
+  options?: {
+    readonly root?: string | undefined
+    readonly secret?: ReadonlyArray<string> | undefined
+    readonly redact?: Readonly<Record<string, (value: unknown) => unknown>> | undefined
+  }
 ): Array<FieldError> =>
   formatter(issue).issues.map(({ message, path }) => {
     const keys = (path ?? []).map((p) => (Predicate.isObject(p) && "key" in p ? p.key : p) as PropertyKey)
@@ -141,7 +146,10 @@ export const fromIssue = (
     const at = valueAt(input, keys)
     const reason = lowerFirst(message)
     if (!at.found || options?.secret?.includes(field) === true) return { field, reason }
-    return { field, value: show(at.value), reason }
+    const redact = options?.redact !== undefined && Object.hasOwn(options.redact, field)
+      ? options.redact[field]
+      : undefined
+    return { field, value: show(redact === undefined ? at.value : redact(at.value)), reason }
   })
 
 /**

@@ -3,16 +3,17 @@
  *
  * | route | does |
  * | --- | --- |
- * | `POST /v1/consume` `{key, cost?, policy?}` | decides now: `{allowed, remaining, retryAfter, resetAfter, limit, policy}` (ms) |
- * | `POST /v1/acquire` `{key, cost?, policy?}` | decides now: `{allowed, policy}` |
+ * | `POST /v1/consume` `{key, cost?, policy?}` | decides now: `{allowed, remaining, retryAfter, resetAfter, limit, policy, degraded?}` (ms) |
+ * | `POST /v1/acquire` `{key, cost?, policy?}` | decides now: `{allowed, policy, degraded?}` |
  * | `POST /v1/wait` `{key, cost?, maxWait?, policy?}` | waits its turn (FIFO), up to `maxWait` ms |
  * | `GET /v1/peek?key=&cost=&policy=`, `POST /v1/peek` | what `consume` would decide, taking nothing |
  * | `POST /v1/reset` `{key, policy?}` | admin (bearer token): forgets the key's usage |
  * | `GET /healthz`, `GET /readyz` | liveness, readiness |
  * | `GET /metrics` | Prometheus text format |
  *
- * A denial is a normal `200` with `allowed: false`. Errors are
- * `application/problem+json` (RFC 9457) whose `detail` names the field.
+ * A denial is a normal `200` with `allowed: false`; `degraded: true` marks a
+ * decision made by the Redis fallback. Errors are `application/problem+json`
+ * (RFC 9457) whose `detail` names the field.
  *
  * @since 0.1.0
  */
@@ -94,6 +95,13 @@ export const problemOf = (error: RouteError): Effect.Effect<HttpServerResponse.H
       return Effect.succeed(Problem.response("shutting-down", "the service is shutting down; retry", {
         headers: retryShortly
       }))
+    case "StoreUnavailable":
+      // Only with `fallback.mode: "error"`: the other modes answer for Redis. The reason stays in the metrics.
+      return Effect.succeed(
+        Problem.response("store-unavailable", "the shared store (Redis) did not answer; retry shortly", {
+          headers: retryShortly
+        })
+      )
     case "Unauthorized":
       return Effect.succeed(Problem.response("unauthorized", `admin operation: ${error.reason}`, {
         headers: { "www-authenticate": "Bearer realm=\"tollgate\"" }

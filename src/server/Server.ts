@@ -1,10 +1,12 @@
 /**
- * The stand-alone service, assembled: configuration, the limiter, the HTTP
- * API on Node's HTTP server, and an orderly shutdown. Layers are released in
+ * The stand-alone service, assembled: configuration, the store (in-process
+ * or Redis), the limiter, the HTTP API on Node's HTTP server, and an orderly
+ * shutdown. Layers are released in
  * reverse order, so on SIGTERM/SIGINT the service first starts draining
  * (waiters are answered at once), then the HTTP server stops accepting and
  * waits for every accepted request to be answered (up to
- * `TOLLGATE_SHUTDOWN_TIMEOUT`), then the limiter stops.
+ * `TOLLGATE_SHUTDOWN_TIMEOUT`), then the limiter stops, then the
+ * connection to Redis closes.
  *
  * @since 0.1.0
  */
@@ -17,6 +19,7 @@ import type { InvalidPolicy } from "../Errors.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 import * as Routes from "./Routes.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
+import * as ServiceStore from "./ServiceStore.ts"
 import * as Tollgate from "./Tollgate.ts"
 
 const describePolicies = (settings: ServiceConfig.Settings): string =>
@@ -35,6 +38,7 @@ const logStartup = ServiceConfig.ServiceConfig.use((settings) =>
         ? ""
         : `; rules ${settings.rules.map((r) => `${r.prefix}* -> ${r.policy}`).join(", ")}`) +
       `; admin API ${Option.isSome(settings.adminToken) ? "enabled" : "disabled"}` +
+      `; store ${ServiceStore.describe(settings)}` +
       `; configured from ${settings.sources.length === 0 ? "defaults" : settings.sources.join(", ")}`
   )
 )
@@ -87,7 +91,11 @@ export const layerHttp: Layer.Layer<
  */
 export const layerWith = <E, R>(
   config: Layer.Layer<ServiceConfig.ServiceConfig, E, R>
-): Layer.Layer<never, E | InvalidPolicy | HttpServerError.ServeError, R> => {
+): Layer.Layer<
+  never,
+  E | InvalidPolicy | ServiceConfig.InvalidConfig | ServiceStore.RedisUnavailable | HttpServerError.ServeError,
+  R
+> => {
   const core = Layer.mergeAll(Tollgate.Tollgate.layer, Lifecycle.Lifecycle.layer).pipe(Layer.provideMerge(config))
   // Built in this order (core, HTTP, drain trigger), released in reverse: drain, stop HTTP, stop the limiter.
   return Layer.effectDiscard(logStartup).pipe(
@@ -111,5 +119,7 @@ export const layerWith = <E, R>(
  *
  * @since 0.1.0
  */
-export const layer: Layer.Layer<never, ServiceConfig.InvalidConfig | InvalidPolicy | HttpServerError.ServeError> =
-  layerWith(ServiceConfig.ServiceConfig.layer.pipe(Layer.provide(NodeFileSystem.layer)))
+export const layer: Layer.Layer<
+  never,
+  ServiceConfig.InvalidConfig | InvalidPolicy | ServiceStore.RedisUnavailable | HttpServerError.ServeError
+> = layerWith(ServiceConfig.ServiceConfig.layer.pipe(Layer.provide(NodeFileSystem.layer)))

@@ -1,6 +1,7 @@
 /**
  * The service's configuration: where it listens, its named policies, which
- * policy a key gets, size limits, and the admin token. Read once at start
+ * policy a key gets, size limits, the admin token, and where keys' state
+ * lives (in-process, or in Redis with a fallback). Read once at start
  * from a JSON file (`TOLLGATE_CONFIG`) and the environment (which wins), and
  * validated with Schema: a bad value stops the service with a message that
  * names the field and the value.
@@ -13,13 +14,26 @@
  *   },
  *   "defaultPolicy": "default",
  *   "rules": [{ "prefix": "ip:", "policy": "per-ip" }],
- *   "limits": { "maxBodyBytes": 4096, "maxKeyLength": 256, "maxWait": 30000 }
+ *   "limits": { "maxBodyBytes": 4096, "maxKeyLength": 256, "maxWait": 30000 },
+ *   "redis": { "prefix": "api:", "fallback": { "mode": "local", "share": 0.5, "timeout": "250 millis" } }
  * }
  * ```
  *
  * @since 0.1.0
  */
-import { Config, Context, Duration, Effect, FileSystem, Layer, Option, Redacted, Schema, SchemaGetter } from "effect"
+import {
+  Config,
+  Context,
+  Duration,
+  Effect,
+  FileSystem,
+  Layer,
+  Option,
+  Redacted,
+  Result,
+  Schema,
+  SchemaGetter
+} from "effect"
 import * as Policy from "../Policy.ts"
 import * as FieldErrors from "./FieldErrors.ts"
 import * as PolicySpec from "./PolicySpec.ts"
@@ -129,6 +143,122 @@ export const LimiterOptions = Schema.Struct({
   maxWaiters: Schema.optionalKey(Int(1, 1_000_000))
 })
 
+const isRedisUrl = (s: string): string | undefined => {
+  let url: URL
+  try {
+    url = new URL(s)
+  } catch {
+    return "is not a URL (expected redis://host:port or rediss://host:port)"
+  }
+  if (url.protocol !== "redis:" && url.protocol !== "rediss:") return "must start with redis:// or rediss://"
+  if (url.hostname === "") return "has no host"
+  if (!/^\/?\d*$/.test(url.pathname)) return "may name only a database number after the host (redis://host:port/0)"
+  return undefined
+}
+
+/**
+ * Where Redis is: `redis://[[user]:password@]host[:port][/db]`, or
+ * `rediss://` for TLS. A secret (it may hold a password): shown only
+ * through {@link redactUrl}.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.RedisUrl)("redis://127.0.0.1:6379/0")
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const RedisUrl = Schema.String.check(
+  Schema.makeFilter(isRedisUrl, { expected: "a redis:// or rediss:// URL" })
+)
+
+/**
+ * A Redis URL fit for logs and error messages: its user name and password
+ * replaced by `***`. A value that is not a URL loses everything up to its
+ * last `@`.
+ *
+ * @example
+ * ```ts
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * ServiceConfig.redactUrl("redis://app:s3cret@cache:6379/0") // "redis://***:***@cache:6379/0"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const redactUrl = (value: unknown): string => {
+  const s = String(value)
+  try {
+    const url = new URL(s)
+    if (url.username !== "") url.username = "***"
+    if (url.password !== "") url.password = "***"
+    return url.href
+  } catch {
+    const at = s.lastIndexOf("@")
+    return at < 0 ? s : "***" + s.slice(at)
+  }
+}
+
+const RedisPrefix = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(256))
+
+/**
+ * What the limiter does while Redis does not answer: `"local"` decides
+ * in-process with `share` of each key's limit, `"allow"` fails open,
+ * `"deny"` fails closed, `"error"` answers 503.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.FallbackMode)("deny")
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const FallbackMode = Schema.Literals(["local", "allow", "deny", "error"])
+
+/**
+ * The `redis` section of the file: where keys' state lives when several
+ * instances share their limits (see docs/distributed.md).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.RedisOptions)({
+ *   url: "redis://127.0.0.1:6379",
+ *   prefix: "api:",
+ *   fallback: { mode: "local", share: 0.5, timeout: "250 millis", retryAfter: "1 second" }
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const RedisOptions = Schema.Struct({
+  /** `REDIS_URL` wins over it. Without either, state is kept in-process. */
+  url: Schema.optionalKey(RedisUrl),
+  /** Prepended to every key in Redis; instances that share limits use the same one. Default `"tollgate:"`. */
+  prefix: Schema.optionalKey(RedisPrefix),
+  /** Whose time decides: Redis's (`"server"`, the default) or each instance's (`"client"`). */
+  clock: Schema.optionalKey(Schema.Literals(["server", "client"])),
+  fallback: Schema.optionalKey(Schema.Struct({
+    mode: Schema.optionalKey(FallbackMode),
+    /** For `"local"`: the fraction of each key's limit an instance grants on its own. Default 1. */
+    share: Schema.optionalKey(
+      Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1, exclusiveMinimum: true }))
+    ),
+    /** Longest wait for Redis per call before the fallback decides. Default 250 ms. */
+    timeout: Schema.optionalKey(PolicySpec.DurationInput),
+    /** After a failure, how long Redis is left alone before it is tried again. Default 1 second. */
+    retryAfter: Schema.optionalKey(PolicySpec.DurationInput)
+  }))
+})
+
 /**
  * The configuration file (`TOLLGATE_CONFIG`). Every field is optional.
  *
@@ -150,7 +280,8 @@ export const ConfigFile = Schema.Struct({
   defaultPolicy: Schema.optionalKey(PolicyName),
   rules: Schema.optionalKey(Schema.Array(Rule)),
   limits: Schema.optionalKey(Limits),
-  limiter: Schema.optionalKey(LimiterOptions)
+  limiter: Schema.optionalKey(LimiterOptions),
+  redis: Schema.optionalKey(RedisOptions)
 })
 
 /**
@@ -189,8 +320,9 @@ const IntFromString = (minimum: number, maximum: number) =>
   Schema.FiniteFromString.pipe(Schema.decodeTo(Int(minimum, maximum)))
 
 /**
- * The environment variables the service reads (besides `TOLLGATE_ADMIN_TOKEN`,
- * read as `Config.Redacted`). They override the file.
+ * The environment variables the service reads (besides the secrets
+ * `TOLLGATE_ADMIN_TOKEN` and `REDIS_URL`, read as `Config.Redacted`). They
+ * override the file.
  *
  * @example
  * ```ts
@@ -212,7 +344,9 @@ export const Env = Schema.Struct({
   TOLLGATE_MAX_BODY_BYTES: Schema.optionalKey(IntFromString(64, 1_048_576)),
   TOLLGATE_MAX_KEY_LENGTH: Schema.optionalKey(IntFromString(1, 4096)),
   TOLLGATE_MAX_WAIT: Schema.optionalKey(IntFromString(0, 600_000)),
-  TOLLGATE_SHUTDOWN_TIMEOUT: Schema.optionalKey(Schema.NonEmptyString)
+  TOLLGATE_SHUTDOWN_TIMEOUT: Schema.optionalKey(Schema.NonEmptyString),
+  REDIS_PREFIX: Schema.optionalKey(RedisPrefix),
+  REDIS_FALLBACK: Schema.optionalKey(FallbackMode)
 })
 
 const envNames = Object.keys(Env.fields) as ReadonlyArray<keyof typeof Env.fields>
@@ -266,8 +400,43 @@ export interface Settings {
   }
   /** How long shutdown waits for accepted requests before cutting them off. */
   readonly shutdownTimeout: Duration.Duration
+  /** Keys' state in Redis, shared by every instance that uses the same one; none: in-process. */
+  readonly redis: Option.Option<RedisSettings>
   /** Where each setting came from, for the start-up log. */
   readonly sources: ReadonlyArray<string>
+}
+
+/**
+ * The resolved Redis settings.
+ *
+ * @example
+ * ```ts
+ * import { Duration, Redacted } from "effect"
+ * import type { ServiceConfig } from "tollgate/server"
+ *
+ * const redis: ServiceConfig.RedisSettings = {
+ *   url: Redacted.make("redis://127.0.0.1:6379"),
+ *   urlField: "REDIS_URL",
+ *   prefix: "tollgate:",
+ *   clock: "server",
+ *   fallback: { mode: "local", share: 1, timeout: Duration.millis(250), retryAfter: Duration.seconds(1) }
+ * }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface RedisSettings {
+  readonly url: Redacted.Redacted<string>
+  /** Where the URL came from (`REDIS_URL` or `redis.url`), for error messages. */
+  readonly urlField: string
+  readonly prefix: string
+  readonly clock: "server" | "client"
+  readonly fallback: {
+    readonly mode: "local" | "allow" | "deny" | "error"
+    readonly share: number
+    readonly timeout: Duration.Duration
+    readonly retryAfter: Duration.Duration
+  }
 }
 
 /**
@@ -308,6 +477,8 @@ export interface Input {
   readonly fileName?: string | undefined
   readonly env?: RawEnv | undefined
   readonly adminToken?: Option.Option<Redacted.Redacted<string>> | undefined
+  /** `REDIS_URL`; an empty value counts as unset. */
+  readonly redisUrl?: Option.Option<Redacted.Redacted<string>> | undefined
 }
 
 const fail = (errors: ReadonlyArray<FieldErrors.FieldError>) => Effect.fail(new InvalidConfig({ errors }))
@@ -331,7 +502,10 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
     const file = input.file === undefined
       ? {}
       : yield* Schema.decodeUnknownEffect(ConfigFile)(input.file, { onExcessProperty: "error", errors: "all" }).pipe(
-        Effect.catchTag("SchemaError", (error) => fail(FieldErrors.fromIssue(error.issue, input.file)))
+        Effect.catchTag(
+          "SchemaError",
+          (error) => fail(FieldErrors.fromIssue(error.issue, input.file, { redact: { "redis.url": redactUrl } }))
+        )
       )
     const rawEnv = input.env ?? {}
     const env = yield* Schema.decodeUnknownEffect(Env)(rawEnv, { errors: "all" }).pipe(
@@ -435,8 +609,15 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
       })
     }
 
+    const redis = resolveRedis(file.redis, env, input.redisUrl, errors)
+
     if (errors.length > 0) return yield* fail(errors)
-    for (const name of envNames) if (rawEnv[name] !== undefined && name.startsWith("TOLLGATE_")) sources.push(name)
+    for (const name of envNames) {
+      if (rawEnv[name] !== undefined && (name.startsWith("TOLLGATE_") || name.startsWith("REDIS_"))) {
+        sources.push(name)
+      }
+    }
+    if (Option.isSome(redis) && redis.value.urlField === "REDIS_URL") sources.push("REDIS_URL")
     return {
       host: env.HOST ?? "127.0.0.1",
       port: env.PORT ?? 8080,
@@ -451,9 +632,64 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
         maxWaiters: file.limiter?.maxWaiters ?? 1024
       },
       shutdownTimeout: Duration.millis(shutdownMillis ?? 20_000),
+      redis,
       sources: [...new Set(sources)]
     }
   })
+
+// The Redis settings: the environment's URL, else the file's (none: in-process);
+// the rest from the file, REDIS_PREFIX and REDIS_FALLBACK winning. Checked even
+// without a URL, so that a mistake shows before the URL is added.
+const resolveRedis = (
+  file: typeof RedisOptions.Type | undefined,
+  env: typeof Env.Type,
+  envUrl: Option.Option<Redacted.Redacted<string>> | undefined,
+  errors: Array<FieldErrors.FieldError>
+): Option.Option<RedisSettings> => {
+  let url: Option.Option<{ readonly value: Redacted.Redacted<string>; readonly field: string }> = Option.none()
+  const fromEnv = Option.filter(envUrl ?? Option.none(), (url) => Redacted.value(url) !== "")
+  if (Option.isSome(fromEnv)) {
+    const raw = Redacted.value(fromEnv.value)
+    const decoded = Schema.decodeResult(RedisUrl)(raw)
+    if (Result.isFailure(decoded)) {
+      errors.push(
+        ...FieldErrors.fromIssue(decoded.failure.issue, raw, { root: "REDIS_URL", redact: { REDIS_URL: redactUrl } })
+      )
+    } else {
+      url = Option.some({ value: fromEnv.value, field: "REDIS_URL" })
+    }
+  } else if (file?.url !== undefined) {
+    url = Option.some({ value: Redacted.make(file.url, { label: "redis.url" }), field: "redis.url" })
+  }
+
+  const duration = (field: "timeout" | "retryAfter", fallback: number, example: string): number => {
+    const input = file?.fallback?.[field]
+    if (input === undefined) return fallback
+    const millis = Policy.positiveMillis(input)
+    if (millis !== undefined) return millis
+    errors.push({
+      field: `redis.fallback.${field}`,
+      value: FieldErrors.show(input),
+      reason: `must be a positive duration such as "${example}"`
+    })
+    return fallback
+  }
+  const timeoutMillis = duration("timeout", 250, "250 millis")
+  const retryMillis = duration("retryAfter", 1000, "1 second")
+
+  return Option.map(url, (url) => ({
+    url: url.value,
+    urlField: url.field,
+    prefix: env.REDIS_PREFIX ?? file?.prefix ?? "tollgate:",
+    clock: file?.clock ?? "server",
+    fallback: {
+      mode: env.REDIS_FALLBACK ?? file?.fallback?.mode ?? "local",
+      share: file?.fallback?.share ?? 1,
+      timeout: Duration.millis(timeoutMillis),
+      retryAfter: Duration.millis(retryMillis)
+    }
+  }))
+}
 
 /**
  * Reads the environment (through Effect's `ConfigProvider`) and the file it
@@ -487,6 +723,11 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
       new InvalidConfig({ errors: [{ field: "TOLLGATE_ADMIN_TOKEN", reason: "cannot be read (value not shown)" }] })
     )
   )
+  const redisUrl = yield* Config.option(Config.Redacted("REDIS_URL")).pipe(
+    Effect.mapError(() =>
+      new InvalidConfig({ errors: [{ field: "REDIS_URL", reason: "cannot be read (value not shown)" }] })
+    )
+  )
   const fileName = env.TOLLGATE_CONFIG
   let file: unknown = undefined
   if (fileName !== undefined) {
@@ -514,7 +755,7 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
         })
     })
   }
-  return yield* resolve({ file, fileName, env, adminToken })
+  return yield* resolve({ file, fileName, env, adminToken, redisUrl })
 }).pipe(Effect.withSpan("ServiceConfig.load"))
 
 /**

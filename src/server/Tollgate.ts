@@ -1,16 +1,20 @@
 /**
  * The service's core, below HTTP: picks each request's policy (named in the
  * request, else by key prefix rule, else the default), and serves it from
- * one in-process `RateLimiter` whose buckets are kept apart per policy (the
- * same key under two policies is two limits).
+ * one `RateLimiter` whose buckets are kept apart per policy (the same key
+ * under two policies is two limits). The limiter keeps keys' state
+ * in-process, or in Redis when one is configured (see `ServiceStore`);
+ * decisions its fallback made while Redis did not answer say `degraded`.
  *
  * @since 0.1.0
  */
-import { Clock, Context, Duration, Effect, Layer, Schema, type Scope } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Schema, type Scope } from "effect"
 import type { Decision } from "../Decision.ts"
 import type { InvalidPolicy } from "../Errors.ts"
 import { RateLimiter } from "../RateLimiter.ts"
+import { CurrentStore } from "../store/Store.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
+import * as ServiceStore from "./ServiceStore.ts"
 
 /**
  * A request named a policy the configuration does not have.
@@ -58,7 +62,8 @@ export interface Request {
 
 /**
  * A decision as the API reports it: durations in whole milliseconds (rounded
- * up), `null` for "never".
+ * up), `null` for "never"; `degraded: true` when Redis did not answer and the
+ * configured fallback decided (absent otherwise).
  *
  * @example
  * ```ts
@@ -78,6 +83,25 @@ export interface Result {
   readonly resetAfter: number | null
   readonly limit: number
   readonly policy: string
+  readonly degraded?: true
+}
+
+/**
+ * The outcome of `acquire`: the decision without its figures.
+ *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const acquired: Tollgate.AcquireResult = { allowed: false, policy: "default", degraded: true }
+ * ```
+ *
+ * @since 0.1.0
+ */
+export interface AcquireResult {
+  readonly allowed: boolean
+  readonly policy: string
+  readonly degraded?: true
 }
 
 /**
@@ -118,14 +142,17 @@ const millis = (d: Duration.Duration): number | null => {
   return Number.isFinite(ms) ? Math.ceil(ms) : null
 }
 
-const toResult = (decision: Decision, policy: string): Result => ({
-  allowed: decision.allowed,
-  remaining: decision.remaining,
-  retryAfter: millis(decision.retryAfter),
-  resetAfter: millis(decision.resetAfter),
-  limit: decision.limit,
-  policy
-})
+const toResult = (decision: Decision, policy: string): Result => {
+  const result: Result = {
+    allowed: decision.allowed,
+    remaining: decision.remaining,
+    retryAfter: millis(decision.retryAfter),
+    resetAfter: millis(decision.resetAfter),
+    limit: decision.limit,
+    policy
+  }
+  return decision.degraded === true ? { ...result, degraded: true } : result
+}
 
 // Buckets are kept apart per policy: the limiter's key is "<policy>|<key>"; policy names have no "|".
 const SEPARATOR = "|"
@@ -149,9 +176,7 @@ const SEPARATOR = "|"
  */
 export class Tollgate extends Context.Service<Tollgate, {
   readonly consume: (request: Request) => Effect.Effect<Result, CallError>
-  readonly acquire: (
-    request: Request
-  ) => Effect.Effect<{ readonly allowed: boolean; readonly policy: string }, CallError>
+  readonly acquire: (request: Request) => Effect.Effect<AcquireResult, CallError>
   readonly peek: (request: Request) => Effect.Effect<Result, CallError>
   readonly wait: (request: Request & { readonly maxWaitMillis: number }) => Effect.Effect<WaitResult, CallError>
   readonly reset: (request: Request) => Effect.Effect<{ readonly policy: string }, CallError>
@@ -159,7 +184,8 @@ export class Tollgate extends Context.Service<Tollgate, {
   readonly ready: Effect.Effect<boolean>
 }>()("tollgate/server/Tollgate") {
   /**
-   * Starts the limiter in the current scope.
+   * Starts the limiter in the current scope, on the `Store.CurrentStore` of
+   * the context (none: in-process).
    *
    * @since 0.1.0
    */
@@ -175,9 +201,16 @@ export class Tollgate extends Context.Service<Tollgate, {
         maxWaiters: settings.limiter.maxWaiters,
         // room for "<policy>|" in front of the longest key the API accepts
         maxKeyLength: settings.limits.maxKeyLength + 65,
-        name: "service"
+        name: "service",
+        fallback: Option.match(settings.redis, {
+          onNone: () => undefined,
+          onSome: (redis) => redis.fallback
+        })
       })
       const known = [...policies.keys()]
+      // A shared store's fallback flags its decisions, and only `consume`
+      // carries the flag; in-process, `acquire` keeps its faster path.
+      const shared = (yield* CurrentStore) !== undefined
 
       const route = <A, E>(
         request: Request,
@@ -197,8 +230,16 @@ export class Tollgate extends Context.Service<Tollgate, {
         acquire: (request) =>
           route(
             request,
-            (key, policy) =>
-              Effect.map(limiter.acquire(key, { cost: request.cost }), (allowed) => ({ allowed, policy }))
+            (key, policy): Effect.Effect<AcquireResult, CallError> =>
+              shared
+                ? Effect.map(
+                  limiter.consume(key, { cost: request.cost }),
+                  (d) =>
+                    d.degraded === true
+                      ? { allowed: d.allowed, policy, degraded: true }
+                      : { allowed: d.allowed, policy }
+                )
+                : Effect.map(limiter.acquire(key, { cost: request.cost }), (allowed) => ({ allowed, policy }))
           ),
         peek: (request) =>
           route(
@@ -227,12 +268,13 @@ export class Tollgate extends Context.Service<Tollgate, {
     })
 
   /**
-   * The service core as a layer.
+   * The service core as a layer, on the configured store (`ServiceStore.layer`).
    *
    * @since 0.1.0
    */
-  static readonly layer: Layer.Layer<Tollgate, InvalidPolicy, ServiceConfig.ServiceConfig> = Layer.effect(
+  static readonly layer: Layer.Layer<
     Tollgate,
-    Tollgate.make
-  )
+    InvalidPolicy | ServiceConfig.InvalidConfig | ServiceStore.RedisUnavailable,
+    ServiceConfig.ServiceConfig
+  > = Layer.effect(Tollgate, Tollgate.make).pipe(Layer.provide(ServiceStore.layer))
 }

@@ -68,6 +68,13 @@ export * as Server from "./Server.ts"
 export * as ServiceConfig from "./ServiceConfig.ts"
 
 /**
+ * Where keys' state lives: in-process or Redis.
+ *
+ * @since 0.1.0
+ */
+export * as ServiceStore from "./ServiceStore.ts"
+
+/**
  * The service core below HTTP.
  *
  * @since 0.1.0

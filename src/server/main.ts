@@ -2,8 +2,8 @@
  * Entry point of the stand-alone service (`npm start`).
  *
  * Exit codes: 0 after a SIGTERM/SIGINT shutdown (every accepted request
- * answered), 1 when the service cannot start (bad configuration, port in use)
- * or fails.
+ * answered), 1 when the service cannot start (bad configuration, port in
+ * use, Redis unreachable) or fails.
  *
  * @since 0.1.0
  */

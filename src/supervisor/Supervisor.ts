@@ -161,7 +161,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const storeDirect = (options.fastPath ?? true) && store !== undefined
   const maxBuckets = options.maxBuckets ?? 1_000_000
   const recorder = new Metrics.Recorder()
-  yield* Metrics.register(recorder, options.name ?? "default")
+  yield* Metrics.register(recorder, options.name ?? "default", store === undefined ? undefined : health)
   const buckets = new Map<string, Bucket.Bucket>()
   const fork = yield* FiberSet.makeRuntime<never, void, never>()
   let closed = false

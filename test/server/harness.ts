@@ -24,11 +24,15 @@ export interface Options {
   readonly config?: unknown
 }
 
-// The parent's environment without anything the service reads.
+// The parent's environment without anything the service reads (REDIS_URL
+// too: a service uses Redis only when its test says so).
 const baseEnv = (): Record<string, string> => {
   const env: Record<string, string> = {}
   for (const [name, value] of Object.entries(process.env)) {
-    if (value === undefined || name === "PORT" || name === "HOST" || name.startsWith("TOLLGATE_")) continue
+    if (
+      value === undefined || name === "PORT" || name === "HOST" || name.startsWith("TOLLGATE_") ||
+      name.startsWith("REDIS_")
+    ) continue
     env[name] = value
   }
   return env

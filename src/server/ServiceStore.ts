@@ -1,0 +1,230 @@
+/**
+ * Where the service keeps keys' state: in-process when no Redis is
+ * configured, else in Redis (`RedisStore.layer`), which provides
+ * `Store.CurrentStore` to the service's limiter, so that every instance on
+ * the same Redis and prefix shares each key's limit.
+ *
+ * A Redis that cannot be used at start-up stops the service with one line
+ * (exit code 1), whether it refuses the connection or accepts it and never
+ * answers: connecting is bounded by {@link connectTimeout}. Closing is
+ * bounded too, so a hung Redis cannot hold the shutdown up.
+ *
+ * @since 0.1.0
+ */
+import {
+  Cause,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Logger,
+  Option,
+  Predicate,
+  Redacted,
+  Schema,
+  Scope
+} from "effect"
+import type * as Policy from "../Policy.ts"
+import * as RedisStore from "../store/RedisStore.ts"
+import * as ServiceConfig from "./ServiceConfig.ts"
+
+/**
+ * Redis could not be used at start-up: the connection was refused, failed,
+ * or got no answer within {@link connectTimeout}. The URL is shown without
+ * its user name and password.
+ *
+ * @example
+ * ```ts
+ * import { ServiceStore } from "tollgate/server"
+ *
+ * new ServiceStore.RedisUnavailable({
+ *   field: "REDIS_URL",
+ *   url: "redis://127.0.0.1:6379",
+ *   reason: "connect ECONNREFUSED 127.0.0.1:6379"
+ * }).message // "cannot use Redis at redis://127.0.0.1:6379 (REDIS_URL): connect ECONNREFUSED 127.0.0.1:6379"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class RedisUnavailable extends Schema.TaggedError<RedisUnavailable>()("RedisUnavailable", {
+  field: Schema.String,
+  url: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `cannot use Redis at ${this.url} (${this.field}): ${this.reason}`
+  }
+}
+
+/**
+ * How long start-up waits for Redis to connect and answer.
+ *
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { ServiceStore } from "tollgate/server"
+ *
+ * Duration.toSeconds(ServiceStore.connectTimeout) // 5
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const connectTimeout: Duration.Duration = Duration.seconds(5)
+
+// How long shutdown waits for the client to close: node-redis's close waits
+// for the replies of commands already sent, which a hung server never sends.
+const closeTimeout = Duration.seconds(2)
+
+/**
+ * The store, as one phrase for the start-up log (the URL without credentials).
+ *
+ * @example
+ * ```ts
+ * import { ServiceStore } from "tollgate/server"
+ *
+ * declare const settings: ServiceStore.Settings
+ * ServiceStore.describe(settings) // "in-process", or "Redis at redis://cache:6379 (prefix \"tollgate:\", ...)"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const describe = (settings: Settings): string =>
+  Option.match(settings.redis, {
+    onNone: () => "in-process",
+    onSome: (redis) => {
+      const { mode, retryAfter, share, timeout } = redis.fallback
+      const url = ServiceConfig.redactUrl(Redacted.value(redis.url))
+      const fallback = mode === "local" ? `local with share ${share}` : mode
+      return `Redis at ${url} (prefix ${JSON.stringify(redis.prefix)}, ${redis.clock} clock; fallback ${fallback} ` +
+        `after ${Duration.format(timeout)} without an answer, Redis tried again after ${Duration.format(retryAfter)})`
+    }
+  })
+
+/**
+ * The configuration this module reads.
+ *
+ * @example
+ * ```ts
+ * import type { ServiceStore } from "tollgate/server"
+ *
+ * declare const settings: ServiceStore.Settings
+ * const shared = settings.redis._tag === "Some"
+ * ```
+ *
+ * @since 0.1.0
+ */
+export type Settings = Pick<ServiceConfig.Settings, "redis" | "policies">
+
+// The client's own log lines (a warning with a stack trace for every failed
+// reconnect) as one line each. Before the first connection there are none:
+// a start-up failure is reported once, as RedisUnavailable.
+const oneLineLogs = (connected: { value: boolean }) =>
+  Effect.gen(function*() {
+    const loggers = yield* Logger.CurrentLoggers
+    const oneLine = Logger.make((options) => {
+      if (!connected.value) return
+      const parts = Array.isArray(options.message) ? options.message : [options.message]
+      const message = `Redis: ${parts.map((part) => Predicate.isError(part) ? part.message : String(part)).join(": ")}`
+      for (const logger of loggers) logger.log({ ...options, message })
+    })
+    return new Set([oneLine])
+  })
+
+const reasonOf = (error: unknown): string => {
+  const cause = Predicate.hasProperty(error, "cause") ? error.cause : error
+  const message = Predicate.isError(cause) ? cause.message : String(cause)
+  return message === "" ? String(cause) : message
+}
+
+const connect = Effect.fn("ServiceStore.connect")(
+  function*(settings: Settings, redis: ServiceConfig.RedisSettings) {
+    const unavailable = (reason: string) =>
+      new RedisUnavailable({
+        field: redis.urlField,
+        url: ServiceConfig.redactUrl(Redacted.value(redis.url)),
+        reason
+      })
+    // A policy without a script would be decided by the fallback for ever: refuse it now.
+    const unsupported = [...settings.policies].filter(([, policy]) => !RedisStore.supports(policy as Policy.Valid))
+    if (unsupported.length > 0) {
+      return yield* new ServiceConfig.InvalidConfig({
+        errors: unsupported.map(([name, policy]) => ({
+          field: `policies.${name}`,
+          value: policy._tag,
+          reason: `the Redis store has no script for this algorithm (it runs ${RedisStore.supported.join(", ")})`
+        }))
+      })
+    }
+    const connected = { value: false }
+    const loggers = yield* oneLineLogs(connected)
+    // Built in a scope of its own, on a fiber of its own: a connection that
+    // hangs is left behind (with its scope) rather than waited for.
+    const scope = yield* Scope.make()
+    const store = RedisStore.layer({ url: Redacted.value(redis.url), prefix: redis.prefix, clock: redis.clock })
+    const building = yield* Layer.buildWithScope(store, scope).pipe(
+      Effect.provideService(Logger.CurrentLoggers, loggers),
+      Effect.forkDetach
+    )
+    const built = yield* Fiber.await(building).pipe(Effect.timeoutOption(connectTimeout))
+    if (Option.isNone(built)) {
+      building.interruptUnsafe()
+      yield* Effect.forkDetach(Scope.close(scope, Exit.void))
+      return yield* unavailable(`no answer within ${Duration.format(connectTimeout)}`)
+    }
+    const exit = built.value
+    if (Exit.isFailure(exit)) {
+      yield* Effect.forkDetach(Scope.close(scope, Exit.void))
+      const failure = Exit.findErrorOption(exit)
+      if (Option.isSome(failure) && failure.value._tag === "InvalidPolicy") {
+        const e = failure.value
+        return yield* new ServiceConfig.InvalidConfig({
+          errors: [{ field: `redis.${e.field}`, value: e.value, reason: e.reason }]
+        })
+      }
+      return yield* unavailable(reasonOf(Option.isSome(failure) ? failure.value : Cause.squash(exit.cause)))
+    }
+    connected.value = true
+    yield* Effect.addFinalizer(() =>
+      Effect.forkDetach(Scope.close(scope, Exit.void)).pipe(
+        Effect.flatMap((closing) => Fiber.await(closing).pipe(Effect.timeoutOption(closeTimeout))),
+        Effect.flatMap((closed) =>
+          Option.isSome(closed)
+            ? Effect.void
+            : Effect.logWarning(`Redis: the connection did not close within ${Duration.format(closeTimeout)}; left`)
+        )
+      )
+    )
+    return exit.value
+  }
+)
+
+/**
+ * The store of the configuration: nothing (in-process) without a Redis URL,
+ * else `RedisStore.layer` on it, connected before the limiter starts.
+ *
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { ServiceConfig, ServiceStore, Tollgate } from "tollgate/server"
+ *
+ * const core = Tollgate.Tollgate.layer.pipe(
+ *   Layer.provide(ServiceStore.layer),
+ *   Layer.provide(ServiceConfig.ServiceConfig.layerFrom({ env: { PORT: "0" } }))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const layer: Layer.Layer<
+  never,
+  RedisUnavailable | ServiceConfig.InvalidConfig,
+  ServiceConfig.ServiceConfig
+> = Layer.effectContext(
+  Effect.gen(function*() {
+    const settings = yield* ServiceConfig.ServiceConfig
+    if (Option.isNone(settings.redis)) return Context.empty()
+    return yield* connect(settings, settings.redis.value)
+  })
+)

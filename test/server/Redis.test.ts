@@ -1,0 +1,254 @@
+// The service with its limits in Redis, end to end: real service processes
+// on 127.0.0.1 (see harness.ts) and a real Redis. Two instances on one Redis
+// share each key's limit (needs REDIS_URL, like test/redis); a Redis that
+// hangs or dies under a running service (a redis-server of this test's own)
+// is answered by the fallback, flagged `degraded`; and a bad or unreachable
+// Redis stops the service at start.
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Schedule } from "effect"
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
+import { redactUrl } from "../../src/server/ServiceConfig.ts"
+import { cleanup, describeRedis, uniquePrefix, url } from "../redis/redis.ts"
+import { metrics, post, request, sample, type Service, start, startFailing } from "./harness.ts"
+
+const hour = (capacity: number) => ({ kind: "tokenBucket", capacity, refill: { tokens: 1, per: "1 hour" } })
+
+const consume = (service: Service, body: unknown) => post(service, "/v1/consume", body)
+
+const freePort = Effect.callback<number>((resume) => {
+  const server = net.createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const port = (server.address() as net.AddressInfo).port
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+const PASSWORD = "hunter2-not-to-be-shown"
+
+// Bounded polling, for states that come about in the service's own time.
+const poll = Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 200 })
+
+describe("service: Redis settings", () => {
+  it.live("a bad REDIS_URL or fallback value stops the service with exit code 1, naming the field", () =>
+    Effect.gen(function*() {
+      const badUrl = yield* startFailing({ env: { REDIS_URL: `http://app:${PASSWORD}@127.0.0.1:6379` } })
+      assert.strictEqual(badUrl.code, 1)
+      assert.include(badUrl.output, "REDIS_URL = \"http://***:***@127.0.0.1:6379/\": must start with redis://")
+      assert.notInclude(badUrl.output, PASSWORD)
+
+      const badMode = yield* startFailing({ env: { REDIS_URL: "redis://127.0.0.1:6379", REDIS_FALLBACK: "sometimes" } })
+      assert.strictEqual(badMode.code, 1)
+      assert.include(badMode.output, "REDIS_FALLBACK = \"sometimes\"")
+
+      const badShare = yield* startFailing({ config: { redis: { fallback: { share: 1.5 } } } })
+      assert.strictEqual(badShare.code, 1)
+      assert.include(badShare.output, "redis.fallback.share = 1.5")
+
+      const badTimeout = yield* startFailing({ config: { redis: { fallback: { timeout: "soon" } } } })
+      assert.strictEqual(badTimeout.code, 1)
+      assert.include(badTimeout.output, "redis.fallback.timeout = \"soon\": must be a positive duration")
+
+      const badFileUrl = yield* startFailing({ config: { redis: { url: `redis://:${PASSWORD}@cache:6379/db` } } })
+      assert.strictEqual(badFileUrl.code, 1)
+      assert.include(badFileUrl.output, "redis.url = \"redis://:***@cache:6379/db\"")
+      assert.notInclude(badFileUrl.output, PASSWORD)
+    }))
+
+  it.live("Redis that refuses the connection at start: exit code 1 and one line that says so", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort // nothing listens there
+      const failed = yield* startFailing({ env: { REDIS_URL: `redis://:${PASSWORD}@127.0.0.1:${port}` } })
+      assert.strictEqual(failed.code, 1)
+      const lines = failed.output.trim().split("\n")
+      assert.strictEqual(lines.length, 1, failed.output)
+      assert.include(
+        lines[0],
+        `tollgate: cannot use Redis at redis://:***@127.0.0.1:${port} (REDIS_URL): connect ECONNREFUSED`
+      )
+      assert.notInclude(failed.output, PASSWORD)
+    }))
+
+  it.live("Redis that accepts the connection and never answers: exit code 1 once the connect timeout passes", () =>
+    Effect.gen(function*() {
+      const silent = yield* Effect.acquireRelease(
+        Effect.callback<net.Server>((resume) => {
+          const server = net.createServer(() => {})
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) => Effect.sync(() => server.close())
+      )
+      const port = (silent.address() as net.AddressInfo).port
+      const failed = yield* startFailing({ config: { redis: { url: `redis://127.0.0.1:${port}` } } })
+      assert.strictEqual(failed.code, 1)
+      assert.strictEqual(
+        failed.output.trim(),
+        `tollgate: cannot use Redis at redis://127.0.0.1:${port} (redis.url): no answer within 5s`
+      )
+    }))
+})
+
+describeRedis("service: two instances on one Redis", (it) => {
+  it.effect(
+    "share one limit: capacity 10, 20 consumes alternated between them, exactly 10 admitted",
+    () =>
+      Effect.gen(function*() {
+        const prefix = uniquePrefix("service")
+        const options = { env: { REDIS_URL: url!, REDIS_PREFIX: prefix }, config: { policies: { default: hour(10) } } }
+        const [a, b] = yield* Effect.all([start(options), start(options)], { concurrency: 2 })
+        // the start-up log says which store (it follows "Listening on")
+        for (const service of [a, b]) {
+          const store = `store Redis at ${redactUrl(url)} (prefix ${JSON.stringify(prefix)}`
+          yield* Effect.sync(() => service.output()).pipe(
+            Effect.filterOrFail((output) => output.includes(store), (output) => `no "${store}" in:\n${output}`),
+            poll
+          )
+        }
+
+        const replies = []
+        for (let i = 0; i < 20; i++) replies.push(yield* consume(i % 2 === 0 ? a : b, { key: "shared" }))
+        assert.isTrue(replies.every((r) => r.status === 200))
+        assert.isTrue(replies.every((r) => r.json.degraded === undefined))
+        const admitted = replies.filter((r) => r.json.allowed === true)
+        assert.strictEqual(admitted.length, 10)
+        // one count between them: 9, 8, ..., 0, whichever instance answered
+        assert.deepStrictEqual(admitted.map((r) => r.json.remaining), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+        assert.isTrue(replies.slice(0, 10).every((r) => r.json.allowed === true))
+        for (const service of [a, b]) {
+          const peeked = yield* post(service, "/v1/peek", { key: "shared" })
+          assert.strictEqual(peeked.json.remaining, 0)
+          assert.strictEqual(peeked.json.allowed, false)
+          const text = yield* metrics(service)
+          assert.isAtLeast(sample(text, "tollgate_store_calls_total{limiter=\"service\"}")!, 11)
+          assert.strictEqual(sample(text, "tollgate_store_failures_total{limiter=\"service\"}"), 0)
+          assert.strictEqual(sample(text, "tollgate_degraded_total{limiter=\"service\"}"), 0)
+          assert.strictEqual(sample(text, "tollgate_decisions_total{limiter=\"service\",outcome=\"allowed\"}"), 5)
+        }
+        yield* cleanup(prefix)
+      }),
+    60_000
+  )
+})
+
+const hasServer = spawnSync("redis-server", ["--version"]).status === 0
+const skipped = "redis-server is not installed: the service's Redis-failure test is skipped (.ci/run installs it)"
+if (!hasServer) console.warn(skipped)
+
+// A redis-server of this test's own on 127.0.0.1:port, no persistence; ready when it says so.
+const startServer = (port: number, dir: string) =>
+  Effect.callback<ChildProcessWithoutNullStreams>((resume) => {
+    const child = spawn("redis-server", [
+      "--bind",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      dir
+    ])
+    let out = ""
+    const onData = (chunk: unknown) => {
+      out += String(chunk)
+      if (out.includes("Ready to accept connections")) {
+        child.stdout.off("data", onData)
+        resume(Effect.succeed(child))
+      }
+    }
+    child.stdout.on("data", onData)
+    child.on("exit", (code) => resume(Effect.die(`redis-server exited (${code}): ${out}`)))
+  })
+
+const killServer = (child: ChildProcessWithoutNullStreams) =>
+  Effect.callback<void>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    child.once("exit", () => resume(Effect.void))
+    child.kill("SIGKILL") // a crash, not a clean shutdown
+  })
+
+const suite = hasServer ? describe : describe.skip
+suite(hasServer ? "service: Redis fails under it" : `service: Redis fails under it (${skipped})`, () => {
+  it.live(
+    "the fallback answers with degraded: true while Redis hangs or is down; Redis is used again once back",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const port = yield* freePort
+        const server = yield* startServer(port, dir)
+        yield* Effect.addFinalizer(() => killServer(server))
+        const redis = (mode: string, share?: number) => ({
+          url: `redis://127.0.0.1:${port}`,
+          fallback: { mode, share, timeout: "300 millis", retryAfter: "200 millis" }
+        })
+        const local = yield* start({ config: { policies: { default: hour(10) }, redis: redis("local", 0.5) } })
+        const deny = yield* start({ config: { policies: { default: hour(10) }, redis: redis("deny") } })
+        const error = yield* start({ config: { policies: { default: hour(10) }, redis: redis("error") } })
+
+        // up: decided by Redis, no flag
+        const up = yield* consume(local, { key: "k" })
+        assert.deepStrictEqual(
+          { allowed: up.json.allowed, limit: up.json.limit, degraded: up.json.degraded },
+          { allowed: true, limit: 10, degraded: undefined }
+        )
+        assert.isUndefined((yield* consume(deny, { key: "d" })).json.degraded)
+        assert.strictEqual((yield* consume(error, { key: "e" })).json.allowed, true)
+
+        // hung (stopped, its socket open): calls time out, and the fallback decides
+        server.kill("SIGSTOP")
+        const hung = yield* consume(local, { key: "k" })
+        assert.strictEqual(hung.status, 200)
+        assert.deepStrictEqual(
+          { allowed: hung.json.allowed, limit: hung.json.limit, degraded: hung.json.degraded },
+          { allowed: true, limit: 5, degraded: true } // half of the limit, decided in the process
+        )
+        assert.deepStrictEqual((yield* post(local, "/v1/acquire", { key: "k" })).json, {
+          allowed: true,
+          policy: "default",
+          degraded: true
+        })
+        const denied = yield* consume(deny, { key: "d" })
+        assert.strictEqual(denied.json.allowed, false)
+        assert.strictEqual(denied.json.degraded, true)
+        const failed = yield* consume(error, { key: "e" })
+        assert.strictEqual(failed.status, 503)
+        assert.strictEqual(failed.json.type, "urn:tollgate:problem:store-unavailable")
+        assert.strictEqual(failed.headers.get("retry-after"), "1")
+        assert.strictEqual((yield* request(error, "GET", "/readyz")).status, 503)
+        const text = yield* metrics(local)
+        assert.isAtLeast(sample(text, "tollgate_store_failures_total{limiter=\"service\"}")!, 1)
+        assert.strictEqual(sample(text, "tollgate_degraded_total{limiter=\"service\"}"), 2)
+
+        // a service whose Redis hangs still shuts down
+        deny.child.kill("SIGTERM")
+        const code = yield* deny.exited.pipe(
+          Effect.timeoutOrElse({ duration: "20 seconds", orElse: () => Effect.fail("no exit on SIGTERM") })
+        )
+        assert.strictEqual(code, 0)
+
+        // back: the service uses Redis again
+        server.kill("SIGCONT")
+        const back = yield* consume(local, { key: "k" }).pipe(
+          Effect.filterOrFail((r) => r.json.degraded === undefined, () => "still degraded"),
+          poll
+        )
+        assert.strictEqual(back.json.limit, 10)
+        assert.strictEqual(back.json.allowed, true)
+
+        // down (killed): the connection is refused, the fallback decides; the client's complaints are one line each
+        yield* killServer(server)
+        assert.strictEqual((yield* consume(local, { key: "k" })).json.degraded, true)
+        yield* Effect.sync(() => local.output()).pipe(
+          Effect.filterOrFail((output) => /WARN .*Redis: /.test(output), () => "no warning yet"),
+          poll
+        )
+        assert.notMatch(local.output(), /\n\s+at /, "no stack traces in the log")
+      }),
+    60_000
+  )
+})
