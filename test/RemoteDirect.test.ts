@@ -118,6 +118,31 @@ describe("store-backed limiter: the caller-side path", () => {
       assert.strictEqual(recovered.limit, 10)
     }))
 
+  it.effect("the local fallback's state is dropped once the store answers again: the next outage starts fresh", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* gated
+      const limiter = yield* RateLimiter.make({
+        policy: perHour(4),
+        fallback: { mode: "local", share: 0.5, retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      control.die = true
+      const outage = [yield* limiter.consume("k"), yield* limiter.consume("k"), yield* limiter.consume("k")]
+      assert.deepStrictEqual(outage.map((d) => [d.allowed, d.degraded, d.limit]), [
+        [true, true, 2],
+        [true, true, 2],
+        [false, true, 2]
+      ])
+      control.die = false
+      yield* TestClock.adjust("1 second")
+      const back = yield* limiter.consume("k")
+      assert.isTrue(back.allowed && back.degraded === undefined && back.limit === 4)
+      // the second outage: the local share is whole again (half a token an hour
+      // has not refilled the first outage's two)
+      control.die = true
+      const again = yield* limiter.consume("k")
+      assert.isTrue(again.allowed && again.degraded === true && again.remaining === 1)
+    }))
+
   it.effect("a store that dies on that path: each fallback mode answers, nobody hangs", () =>
     Effect.gen(function*() {
       for (const mode of ["local", "allow", "deny", "error"] as const) {

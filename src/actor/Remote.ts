@@ -137,7 +137,12 @@ const call = (bucket: Bucket.Bucket, link: Link, ops: ReadonlyArray<Op>) => {
     })
   // One handler for every outcome (a combinator per case costs on every call).
   return Effect.matchCauseEffect(applied, {
-    onSuccess: (replies) => Effect.succeed<Answer>({ replies, degraded: false, error: undefined }),
+    onSuccess: (replies) => {
+      // the store is back: what the local fallback counted meanwhile is moot,
+      // and a later outage starts from a whole share
+      if (link.localState !== undefined) link.localState = undefined
+      return Effect.succeed<Answer>({ replies, degraded: false, error: undefined })
+    },
     onFailure: (cause) => {
       // interrupted: the caller leaves (no answer is owed to it)
       if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
