@@ -135,6 +135,15 @@ const limiterErrorResponse = (
       })
     )
   }
+  if (error._tag === "StoreUnavailable") {
+    // Only with the limiter's `fallback.mode: "error"` (the other modes answer
+    // for the store): the client may retry shortly, the app is not at fault.
+    return Effect.succeed(
+      Problem.response("store-unavailable", "the shared rate limit store did not answer; retry shortly", {
+        headers: { "retry-after": "1" }
+      })
+    )
+  }
   if (error._tag === "InvalidRequest" && error.field === "key") {
     return Effect.succeed(
       Problem.response("invalid-request", `${keyField}: ${error.reason}`, { extensions: { field: keyField } })

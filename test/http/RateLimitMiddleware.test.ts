@@ -14,7 +14,7 @@ import { RateLimiter as ClientRateLimiter } from "effect/persistence"
 import { TestClock } from "effect/testing"
 import { createServer } from "node:http"
 import { ClientAddress, RateLimitHeaders, RateLimitMiddleware } from "../../src/http/index.ts"
-import { Policy, RateLimiter } from "../../src/index.ts"
+import { Policy, RateLimiter, Store } from "../../src/index.ts"
 
 const bucket = (capacity: number, tokens: number, per: Duration.Input) =>
   Policy.tokenBucket({ capacity, refill: { tokens, per } })
@@ -151,6 +151,34 @@ describe("RateLimitMiddleware: cost and policy per route", () => {
       Effect.provide(RateLimiter.layer({
         policy: (key) => key.startsWith("search|x-api-key:pro-") ? bucket(5, 1, "1 hour") : bucket(2, 1, "1 hour")
       })),
+      provideTest
+    ))
+})
+
+describe("RateLimitMiddleware: a shared store that fails", () => {
+  // A store that never answers: with fallback "error" the limiter fails the
+  // call with StoreUnavailable, which the client should see as a 503 it may retry.
+  const down: Store.Store = {
+    name: "down",
+    apply: () => Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "connection refused" }))
+  }
+
+  it.effect("fallback \"error\": a 503 store-unavailable with Retry-After, not a 500", () =>
+    Effect.gen(function*() {
+      yield* serve(
+        HttpRouter.add("GET", "/a", ok("a")).pipe(
+          // no policy of its own: the RateLimiter service below, on the failing store
+          Layer.provide(RateLimitMiddleware.layer({}))
+        )
+      )
+      const response = yield* get("/a")
+      assert.strictEqual(response.status, 503)
+      assert.strictEqual(response.headers["retry-after"], "1")
+      const body = (yield* response.json) as { type: string }
+      assert.include(body.type, "store-unavailable")
+    }).pipe(
+      Effect.provide(RateLimiter.layer({ policy: bucket(5, 1, "1 hour"), fallback: { mode: "error" } })),
+      Effect.provideService(Store.CurrentStore, down),
       provideTest
     ))
 })
