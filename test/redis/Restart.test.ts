@@ -9,61 +9,17 @@
  */
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Exit, Layer } from "effect"
-import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/store/RedisStore.ts"
 import * as Store from "../../src/store/Store.ts"
+import { freePort, hasServer, killServer, startServer } from "./redis.ts"
 
-const hasServer = spawnSync("redis-server", ["--version"]).status === 0
 const skipped = "redis-server is not installed: the restart test is skipped (.ci/run installs it)"
 if (!hasServer) console.warn(skipped)
-
-const freePort = Effect.callback<number>((resume) => {
-  const server = net.createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const port = (server.address() as net.AddressInfo).port
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
-
-// A redis-server on 127.0.0.1:port, no persistence; ready when it says so.
-const startServer = (port: number, dir: string) =>
-  Effect.callback<ChildProcessWithoutNullStreams>((resume) => {
-    const child = spawn("redis-server", [
-      "--bind",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--save",
-      "",
-      "--appendonly",
-      "no",
-      "--dir",
-      dir
-    ])
-    let out = ""
-    const onData = (chunk: unknown) => {
-      out += String(chunk)
-      if (out.includes("Ready to accept connections")) {
-        child.stdout.off("data", onData)
-        resume(Effect.succeed(child))
-      }
-    }
-    child.stdout.on("data", onData)
-    child.on("exit", (code) => resume(Effect.die(`redis-server exited (${code}): ${out}`)))
-  })
-
-const stopServer = (child: ChildProcessWithoutNullStreams) =>
-  Effect.callback<void>((resume) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-    child.once("exit", () => resume(Effect.void))
-    child.kill("SIGKILL") // a crash, not a clean shutdown
-  })
 
 const modes = ["local", "allow", "deny", "error"] as const
 const TIMEOUT = 300
@@ -78,7 +34,7 @@ suite(hasServer ? "Redis stopped and restarted mid-run" : `Redis stopped and res
         yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
         const port = yield* freePort
         const server = { current: yield* startServer(port, dir) }
-        yield* Effect.addFinalizer(() => stopServer(server.current))
+        yield* Effect.addFinalizer(() => killServer(server.current))
 
         const context = yield* Layer.build(RedisStore.layer({ url: `redis://127.0.0.1:${port}`, prefix: "restart:" }))
         const store = Context.get(context, Store.CurrentStore)!
@@ -149,7 +105,7 @@ suite(hasServer ? "Redis stopped and restarted mid-run" : `Redis stopped and res
         yield* recovered
 
         // down (killed): refused at once, into the fallback
-        yield* stopServer(server.current)
+        yield* killServer(server.current)
         yield* degradedRounds(10)
         expect(slowest).toBeLessThan(TIMEOUT + 200)
 

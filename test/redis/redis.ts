@@ -7,6 +7,8 @@ import { NodeRedis } from "@effect/platform-node"
 import { describe, it, layer, type Vitest } from "@effect/vitest"
 import { Clock, Effect, Layer } from "effect"
 import { Redis } from "effect/persistence"
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process"
+import * as net from "node:net"
 
 /** The Redis the tests use, or undefined (then they are skipped). */
 export const url: string | undefined = process.env.REDIS_URL === "" ? undefined : process.env.REDIS_URL
@@ -77,3 +79,54 @@ export const settableClock = (start: number) => {
   }
   return { time, clock } as const
 }
+
+// ---------------------------------------------------------------------------
+// A redis-server of a test's own (the restart and service-failure tests stop
+// and kill it), skipped when the binary is missing.
+
+/** Whether a `redis-server` binary is installed. */
+export const hasServer: boolean = spawnSync("redis-server", ["--version"]).status === 0
+
+/** A port nothing listens on at the moment (127.0.0.1). */
+export const freePort = Effect.callback<number>((resume) => {
+  const server = net.createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const port = (server.address() as net.AddressInfo).port
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+/** A redis-server on 127.0.0.1:port, no persistence; ready when it says so. */
+export const startServer = (port: number, dir: string) =>
+  Effect.callback<ChildProcessWithoutNullStreams>((resume) => {
+    const child = spawn("redis-server", [
+      "--bind",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      dir
+    ])
+    let out = ""
+    const onData = (chunk: unknown) => {
+      out += String(chunk)
+      if (out.includes("Ready to accept connections")) {
+        child.stdout.off("data", onData)
+        resume(Effect.succeed(child))
+      }
+    }
+    child.stdout.on("data", onData)
+    child.on("exit", (code) => resume(Effect.die(`redis-server exited (${code}): ${out}`)))
+  })
+
+/** Kills the server (SIGKILL: a crash, not a clean shutdown) and waits for it to exit. */
+export const killServer = (child: ChildProcessWithoutNullStreams) =>
+  Effect.callback<void>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    child.once("exit", () => resume(Effect.void))
+    child.kill("SIGKILL") // a crash, not a clean shutdown
+  })

@@ -6,26 +6,26 @@
 // Redis stops the service at start.
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
-import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { redactUrl } from "../../src/server/ServiceConfig.ts"
-import { cleanup, describeRedis, uniquePrefix, url } from "../redis/redis.ts"
+import {
+  cleanup,
+  describeRedis,
+  freePort,
+  hasServer,
+  killServer,
+  startServer,
+  uniquePrefix,
+  url
+} from "../redis/redis.ts"
 import { metrics, post, request, sample, type Service, start, startFailing } from "./harness.ts"
 
 const hour = (capacity: number) => ({ kind: "tokenBucket", capacity, refill: { tokens: 1, per: "1 hour" } })
 
 const consume = (service: Service, body: unknown) => post(service, "/v1/consume", body)
-
-const freePort = Effect.callback<number>((resume) => {
-  const server = net.createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const port = (server.address() as net.AddressInfo).port
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
 
 const PASSWORD = "hunter2-not-to-be-shown"
 
@@ -133,43 +133,8 @@ describeRedis("service: two instances on one Redis", (it) => {
   )
 })
 
-const hasServer = spawnSync("redis-server", ["--version"]).status === 0
 const skipped = "redis-server is not installed: the service's Redis-failure test is skipped (.ci/run installs it)"
 if (!hasServer) console.warn(skipped)
-
-// A redis-server of this test's own on 127.0.0.1:port, no persistence; ready when it says so.
-const startServer = (port: number, dir: string) =>
-  Effect.callback<ChildProcessWithoutNullStreams>((resume) => {
-    const child = spawn("redis-server", [
-      "--bind",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--save",
-      "",
-      "--appendonly",
-      "no",
-      "--dir",
-      dir
-    ])
-    let out = ""
-    const onData = (chunk: unknown) => {
-      out += String(chunk)
-      if (out.includes("Ready to accept connections")) {
-        child.stdout.off("data", onData)
-        resume(Effect.succeed(child))
-      }
-    }
-    child.stdout.on("data", onData)
-    child.on("exit", (code) => resume(Effect.die(`redis-server exited (${code}): ${out}`)))
-  })
-
-const killServer = (child: ChildProcessWithoutNullStreams) =>
-  Effect.callback<void>((resume) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-    child.once("exit", () => resume(Effect.void))
-    child.kill("SIGKILL") // a crash, not a clean shutdown
-  })
 
 const suite = hasServer ? describe : describe.skip
 suite(hasServer ? "service: Redis fails under it" : `service: Redis fails under it (${skipped})`, () => {
