@@ -22,7 +22,11 @@ const skipped = "redis-server is not installed: the restart test is skipped (.ci
 if (!hasServer) console.warn(skipped)
 
 const modes = ["local", "allow", "deny", "error"] as const
-const TIMEOUT = 300
+// Long enough that a busy machine does not time out a call while Redis is up.
+const TIMEOUT = 1000
+// A call that ends this long after its timeout counts as hung: a bound on
+// hanging, not on speed, with room for a loaded machine's scheduling.
+const HUNG = TIMEOUT + 4000
 
 const suite = hasServer ? describe : describe.skip
 suite(hasServer ? "Redis stopped and restarted mid-run" : `Redis stopped and restarted mid-run (${skipped})`, () => {
@@ -100,25 +104,25 @@ suite(hasServer ? "Redis stopped and restarted mid-run" : `Redis stopped and res
         server.current.kill("SIGSTOP")
         yield* degradedRounds(2)
         expect(slowest).toBeGreaterThanOrEqual(TIMEOUT - 10) // the timeout fired
-        expect(slowest).toBeLessThan(TIMEOUT + 200)
+        expect(slowest).toBeLessThan(HUNG)
         server.current.kill("SIGCONT")
         yield* recovered
 
         // down (killed): refused at once, into the fallback
         yield* killServer(server.current)
         yield* degradedRounds(10)
-        expect(slowest).toBeLessThan(TIMEOUT + 200)
+        expect(slowest).toBeLessThan(HUNG)
 
         // back (empty, without the scripts): every limiter uses Redis again
         server.current = yield* startServer(port, dir)
         yield* recovered
-        expect(slowest).toBeLessThan(TIMEOUT + 200)
+        expect(slowest).toBeLessThan(HUNG)
         for (let i = 0; i < modes.length; i++) {
           const stats = yield* limiters[i].stats
           expect(stats.storeFailures).toBeGreaterThan(0)
         }
       }),
-    30_000
+    90_000
   )
 })
 
