@@ -19,11 +19,11 @@
  * @since 0.1.0
  */
 import { NodeRedis } from "@effect/platform-node"
-import { Cause, Clock, Duration, Effect, Exit, Layer, Predicate } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope, Tracer } from "effect"
 import { identity } from "effect/Function"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
-import type * as Policy from "../Policy.ts"
+import * as Policy from "../Policy.ts"
 import * as Scripts from "./redis/scripts.ts"
 import { CurrentStore, type Op, type Reply, type Store, StoreUnavailable } from "./Store.ts"
 
@@ -64,6 +64,12 @@ export interface Options {
    * waits. Raise it when callers are few and spread out over a slow link.
    */
   readonly maxInFlight?: number | undefined
+  /**
+   * How long a call that brings no timeout of its own waits for Redis before
+   * it fails with `StoreUnavailable` (default 5 seconds, node-redis' own
+   * default). The limiter always brings its own: `fallback.timeout`.
+   */
+  readonly timeout?: Duration.Input | undefined
 }
 
 /**
@@ -147,9 +153,18 @@ const validate = (options: Options) => {
       reason: "must be a positive integer"
     })
   }
+  const timeout = options.timeout === undefined ? 5000 : Policy.positiveMillis(options.timeout)
+  if (timeout === undefined) {
+    return new InvalidPolicy({
+      field: "timeout",
+      value: String(options.timeout),
+      reason: "must be a positive, finite duration"
+    })
+  }
   return {
     prefix,
     server: clock === "server",
+    timeout,
     keep: keep === Infinity ? "inf" : String(keep),
     maxBatchKeys,
     maxInFlight
@@ -224,7 +239,7 @@ class Entry {
   readonly policy: string
   readonly ops: string
   readonly count: number
-  /** The caller's timeout (ms), and when it runs out (Infinity: none). */
+  /** The caller's timeout (ms), and when it runs out. */
   readonly timeout: number
   readonly deadline: number
   constructor(
@@ -265,6 +280,19 @@ class Entry {
   })
 }
 
+// One round trip (or a few, one per script) and the calls it carries.
+class Round {
+  /** Its slot given back: answered, failed, or past its deadline. */
+  ended = false
+  readonly groups: ReadonlyMap<Scripts.Script, ReadonlyArray<Entry>>
+  /** The earliest deadline of its calls. */
+  readonly deadline: number
+  constructor(groups: ReadonlyMap<Scripts.Script, ReadonlyArray<Entry>>, deadline: number) {
+    this.groups = groups
+    this.deadline = deadline
+  }
+}
+
 /**
  * Makes a store over the `Redis` service in context. Calls for different
  * keys made at the same moment (by the buckets of many keys) share a round
@@ -287,13 +315,14 @@ class Entry {
  *
  * @since 0.1.0
  */
-export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Redis.Redis> = Effect
+export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Redis.Redis | Scope.Scope> = Effect
   .fnUntraced(function*(options: Options = {}) {
     const settings = validate(options)
     if (settings instanceof InvalidPolicy) return yield* settings
-    const { keep, maxBatchKeys, maxInFlight, prefix, server } = settings
+    const { keep, maxBatchKeys, maxInFlight, prefix, server, timeout: defaultTimeout } = settings
     const redis = yield* Redis.Redis
     const clock = yield* Clock.Clock
+    const scope = yield* Effect.scope
     // Policies are immutable values, shared by every key they apply to.
     const encoded = new WeakMap<Policy.Valid, Scripts.Encoded | string>()
     const encode = (policy: Policy.Valid) => {
@@ -322,8 +351,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     // One round trip for up to `maxBatchKeys` entries of one script: the I/O
     // boundary, and the span (one per round trip, not per call: a span per
     // call costs about a third of the throughput of a busy store).
-    const send = Effect.fn("RedisStore.apply")(function*(script: Scripts.Script, batch: ReadonlyArray<Entry>) {
-      yield* Effect.annotateCurrentSpan({ "tollgate.script": script.name, "tollgate.keys": batch.length })
+    const send = Effect.fnUntraced(function*(script: Scripts.Script, batch: ReadonlyArray<Entry>) {
       const args: Array<string> = [String(batch.length)]
       for (const e of batch) args.push(e.key)
       args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
@@ -355,7 +383,17 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
         Effect.sync(() => {
           const error = unavailable(`the round trip failed: ${Cause.pretty(cause)}`)
           for (const e of batch) e.complete(Exit.fail(error))
-        })))
+        })), (effect, script, batch) =>
+      // The span, only when a tracer is installed to see it. Not `Effect.fn`:
+      // it captures a stack trace per call, and with the span that made a lone
+      // caller's round trip 10-20 % slower here (docs/performance.md). Effect's
+      // native tracer keeps spans nowhere, so skipping it there loses nothing.
+      Effect.withFiber((fiber) =>
+        fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ? effect : Effect.withSpan(effect, "RedisStore.apply", {
+          attributes: { "tollgate.script": script.name, "tollgate.keys": batch.length },
+          captureStackTrace: false
+        })
+      ))
 
     // Batching: a call goes out at once while fewer than `maxInFlight` rounds
     // are out (so a lone caller waits for nothing but its round trip); past
@@ -366,6 +404,70 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     // Set while a round answers its callers (who resume at once, on its
     // stack): their next calls wait for the next round.
     let answering = false
+    // Deadlines: one watchdog per store, asleep until the earliest deadline of
+    // the rounds out and of the calls waiting for one. Not a timer per round:
+    // that timer, a race of two fibers, cost a lone caller about a sixth of
+    // its round trip here (docs/performance.md). On waking it fails every call
+    // past its deadline as timed out and frees the slot of each round past
+    // its own, so the next round goes out even if that one's reply never comes.
+    const watched = new Set<Round>()
+    let wakeAt = Infinity
+    let watchdog: Fiber.Fiber<void> | undefined
+    // A round's slot is given back once: answered, failed, or past its deadline.
+    const end = (round: Round): boolean => {
+      if (round.ended) return false
+      round.ended = true
+      watched.delete(round)
+      inFlight--
+      return true
+    }
+    const expire: Effect.Effect<void> = Effect.suspend(() => {
+      watchdog = undefined
+      wakeAt = Infinity
+      const now = clock.currentTimeMillisUnsafe()
+      let next = Infinity
+      for (const round of watched) {
+        if (round.deadline > now) {
+          if (round.deadline < next) next = round.deadline
+          continue
+        }
+        answering = true
+        try {
+          for (const group of round.groups.values()) {
+            for (const e of group) if (e.answer === undefined) e.complete(Exit.fail(timedOut(e)))
+          }
+        } finally {
+          answering = false
+        }
+        end(round)
+      }
+      // and the calls waiting for a round (behind one that does not answer)
+      let kept = 0
+      for (const e of pending) {
+        if (e.cancelled) continue
+        if (e.deadline <= now) {
+          e.cancelled = true
+          e.complete(Exit.fail(timedOut(e)))
+          continue
+        }
+        if (e.deadline < next) next = e.deadline
+        pending[kept++] = e
+      }
+      pending.length = kept
+      const rearm = next < Infinity ? arm(next) : Effect.void
+      return pending.length > 0 && inFlight < maxInFlight ? Effect.andThen(rearm, startRound) : rearm
+    })
+    const arm = (at: number): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const previous = watchdog
+        wakeAt = at
+        const sleep = clock.sleep(Duration.millis(Math.max(1, at - clock.currentTimeMillisUnsafe())))
+        return Effect.flatMap(Effect.forkIn(Effect.andThen(sleep, expire), scope), (fiber) => {
+          watchdog = fiber
+          return previous === undefined ? Effect.void : Effect.asVoid(Effect.forkDetach(Fiber.interrupt(previous)))
+        })
+      })
+
     const round: Effect.Effect<void> = Effect.suspend(() => {
       // One call per script; a key's calls stay in order (a key whose calls
       // use two scripts here, around a change of policy, waits for the next
@@ -397,7 +499,9 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       pending.length = 0
       for (const e of later) pending.push(e)
       if (groups.size === 0) return Effect.void
+      const out = new Round(groups, until)
       inFlight++
+      watched.add(out)
       const sends: Array<Effect.Effect<void>> = []
       for (const [script, group] of groups) {
         for (let i = 0; i < group.length; i += maxBatchKeys) {
@@ -407,32 +511,16 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       const all = sends.length === 1
         ? sends[0]
         : Effect.forEach(sends, identity, { concurrency: "unbounded", discard: true })
-      // One timer for the round, up to the earliest caller's deadline: those
-      // still unanswered then fail as timed out (a timer per call costs more
-      // than the call's share of the round trip).
-      const timed = until === Infinity ?
-        all :
-        Effect.flatMap(
-          Effect.timeoutOption(all, Duration.millis(Math.max(1, until - now))),
-          (done) =>
-            done._tag === "Some" ? Effect.void : Effect.sync(() => {
-              answering = true
-              try {
-                for (const group of groups.values()) {
-                  for (const e of group) if (e.answer === undefined) e.complete(Exit.fail(timedOut(e)))
-                }
-              } finally {
-                answering = false
-              }
-            })
-        )
-      return timed.pipe(
-        Effect.ensuring(Effect.suspend(() => {
-          inFlight--
-          return pending.length > 0 ? startRound : Effect.void
-        }))
+      const sent = Effect.ensuring(
+        all,
+        Effect.suspend(() => {
+          end(out) // false when the watchdog already gave its slot back
+          return pending.length > 0 && inFlight < maxInFlight ? startRound : Effect.void
+        })
       )
+      return until < wakeAt ? Effect.andThen(arm(until), sent) : sent
     })
+
     // A round runs on a fiber of its own, so that a caller interrupted (the
     // limiter's timeout) cannot cut the round trip of the others in it; it
     // starts at once, on the caller's turn, up to the network call.
@@ -444,7 +532,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       Effect.suspend(() => {
         const e = encode(policy)
         if (Predicate.isString(e)) return Effect.fail(unavailable(e))
-        const timeout = timeoutMillis ?? Infinity
+        const timeout = timeoutMillis ?? defaultTimeout
         const entry = new Entry(
           prefix + key,
           e.script,
@@ -452,14 +540,15 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           encodeOps(ops),
           ops.length,
           timeout,
-          timeout === Infinity ? Infinity : clock.currentTimeMillisUnsafe() + timeout
+          clock.currentTimeMillisUnsafe() + timeout
         )
         pending.push(entry)
         // While a round is answering its callers, those that call again join
         // the next round (started when it ends) instead of going out one by one.
         if (inFlight < maxInFlight && !answering) return Effect.andThen(startRound, entry.wait)
-        // interrupted (the limiter's timeout): not sent if it has not been yet
-        return entry.wait
+        // waits for a round: the watchdog wakes for it if it is the first due
+        // (interrupted, it is not sent if it has not been yet)
+        return entry.deadline < wakeAt ? Effect.andThen(arm(entry.deadline), entry.wait) : entry.wait
       })
     return { name: "redis", apply, timesOut: true }
   })
@@ -520,6 +609,9 @@ export const layer = (options: LayerOptions = {}): Layer.Layer<never, InvalidPol
     const socket = client?.socket
     const redis = NodeRedis.layer({
       disableOfflineQueue: true,
+      // The store bounds every call itself (`timeout`); node-redis' own
+      // per-command timeout costs an `AbortSignal.timeout` per call.
+      commandOptions: { timeout: 0 },
       ...client,
       ...(url === undefined ? {} : { url }),
       socket: { ...socket, reconnectStrategy: socket?.reconnectStrategy ?? reconnect(connected) } as never

@@ -1,0 +1,50 @@
+/**
+ * A round trip to Redis is one `RedisStore.apply` span, with the script and
+ * the number of keys it carried, when a tracer is installed; several keys
+ * sent at once share one span. (With Effect's native tracer the store skips
+ * the span: nothing could see it.)
+ */
+import { assert } from "@effect/vitest"
+import { Effect, Tracer } from "effect"
+import * as Policy from "../../src/Policy.ts"
+import * as RedisStore from "../../src/store/RedisStore.ts"
+import * as Store from "../../src/store/Store.ts"
+import { cleanup, describeRedis, uniquePrefix } from "./redis.ts"
+
+const policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+
+describeRedis("RedisStore spans", (it) => {
+  it.effect("one RedisStore.apply span per round trip, named after its script, with its keys", () =>
+    Effect.gen(function*() {
+      const started: Array<Tracer.Span> = []
+      const tracer = Tracer.make({
+        span: (options) => {
+          const span = new Tracer.NativeSpan(options)
+          started.push(span)
+          return span
+        }
+      })
+      // The callers are answered on the round trip's fiber, before its span ends.
+      const roundsDone = Effect.sleep("20 millis")
+      const prefix = uniquePrefix("tracing")
+      const store = yield* RedisStore.make({ prefix })
+      const traced = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.withTracer(effect, tracer)
+
+      const one = yield* traced(store.apply("a", policy, take))
+      assert.strictEqual(one[0].allowed, true)
+      yield* roundsDone
+      const spans = () => started.filter((s) => s.name === "RedisStore.apply")
+      assert.strictEqual(spans().length, 1)
+      assert.strictEqual(spans()[0].attributes.get("tollgate.script"), "token-bucket")
+      assert.strictEqual(spans()[0].attributes.get("tollgate.keys"), 1)
+      assert.strictEqual(spans()[0].status._tag, "Ended")
+
+      // the first goes out at once; the next three wait and share one round trip
+      yield* traced(Effect.forEach(["b", "c", "d", "e"], (key) => store.apply(key, policy, take), { concurrency: 4 }))
+      yield* roundsDone
+      assert.deepStrictEqual(spans().slice(1).map((s) => s.attributes.get("tollgate.keys")), [1, 3])
+      assert.isTrue(spans().every((s) => s.status._tag === "Ended"))
+      yield* cleanup(prefix)
+    }))
+})
