@@ -22,7 +22,7 @@ const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 // Every EVALSHA waits for its own reply, given by `answer(i)`; the reply is
 // not one the store can decode, so an answered call fails "unexpected reply",
 // which tells it apart from a timed-out one.
-const silentRedis = Effect.gen(function*() {
+const silentRedis = Effect.sync(() => {
   const sent: Array<{ readonly keys: ReadonlyArray<string>; readonly reply: Deferred.Deferred<unknown> }> = []
   const send = <A>(command: string, ...args: ReadonlyArray<string>): Effect.Effect<A, Redis.RedisError> =>
     Effect.suspend(() => {
