@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { NodeRedis } from "@effect/platform-node"
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope, Tracer } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope, Tracer } from "effect"
 import { identity } from "effect/Function"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
@@ -82,6 +82,16 @@ export interface LayerOptions extends Options {
   readonly url?: string | undefined
   /** More node-redis client options (TLS, credentials, timeouts) for `NodeRedis.layer`. */
   readonly client?: Omit<NonNullable<Parameters<typeof NodeRedis.layer>[0]>, "url"> | undefined
+  /**
+   * How long building the layer waits for Redis to connect and answer
+   * (default 5 seconds); past it, building fails with `RedisError`.
+   */
+  readonly connectTimeout?: Duration.Input | undefined
+  /**
+   * How long closing the layer waits for the replies still due (default 2
+   * seconds); past it, the connection is dropped and those calls fail.
+   */
+  readonly closeTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -603,7 +613,9 @@ const reconnect = (connected: { value: boolean }) => (retries: number, cause: Er
  * @since 0.1.0
  */
 export const layer = (options: LayerOptions = {}): Layer.Layer<never, InvalidPolicy | Redis.RedisError> =>
-  Layer.unwrap(Effect.sync(() => {
+  Layer.effectContext(Effect.gen(function*() {
+    const connectTimeout = yield* bounded(options, "connectTimeout", 5000)
+    const closeTimeout = yield* bounded(options, "closeTimeout", 2000)
     const connected = { value: false }
     const { client, url } = options
     const socket = client?.socket
@@ -616,8 +628,49 @@ export const layer = (options: LayerOptions = {}): Layer.Layer<never, InvalidPol
       ...(url === undefined ? {} : { url }),
       socket: { ...socket, reconnectStrategy: socket?.reconnectStrategy ?? reconnect(connected) } as never
     })
-    return layerRedis(options).pipe(
-      Layer.tap(() => Effect.sync(() => (connected.value = true))),
-      Layer.provide(redis)
+    // The client lives in a scope of its own, built and closed on fibers of
+    // their own: a server that accepts the connection and never answers is
+    // left behind after `connectTimeout` / `closeTimeout`, not waited for.
+    const inner = yield* Scope.make()
+    const abandon = Effect.forkDetach(Scope.close(inner, Exit.void))
+    const building = yield* Effect.forkDetach(Layer.buildWithScope(redis, inner))
+    const built = yield* Effect.timeoutOption(Fiber.await(building), connectTimeout)
+    if (built._tag === "None") {
+      yield* Fiber.interrupt(building).pipe(Effect.andThen(abandon), Effect.forkDetach)
+      return yield* new Redis.RedisError({ cause: new Error(`no answer within ${Duration.format(connectTimeout)}`) })
+    }
+    if (Exit.isFailure(built.value)) {
+      yield* abandon
+      return yield* built.value
+    }
+    const context = built.value.value
+    connected.value = true
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(
+        abandon,
+        (closing) =>
+          Effect.flatMap(Effect.timeoutOption(Fiber.await(closing), closeTimeout), (closed) =>
+            closed._tag === "Some" ? Effect.void : Effect.sync(() => {
+              // replies still due: dropped, their calls fail
+              const nodeRedis = Context.getOption(context, NodeRedis.NodeRedis)
+              if (nodeRedis._tag === "Some") {
+                nodeRedis.value.client.destroy()
+              }
+            }))
+      )
     )
+    const store = yield* make(options).pipe(Effect.provideContext(context))
+    return Context.make(CurrentStore, store)
   }))
+
+const bounded = (
+  options: LayerOptions,
+  field: "connectTimeout" | "closeTimeout",
+  fallback: number
+): Effect.Effect<Duration.Duration, InvalidPolicy> => {
+  const input = options[field]
+  const millis = input === undefined ? fallback : Policy.positiveMillis(input)
+  return millis === undefined
+    ? Effect.fail(new InvalidPolicy({ field, value: String(input), reason: "must be a positive, finite duration" }))
+    : Effect.succeed(Duration.millis(millis))
+}

@@ -8,7 +8,7 @@
  * (a stopped redis-server) is in Restart.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { Redis } from "effect/persistence"
 import { TestClock } from "effect/testing"
 import * as Policy from "../../src/Policy.ts"
@@ -105,5 +105,12 @@ describe("RedisStore deadlines", () => {
       assert.include(failure(exit), "InvalidPolicy")
       assert.include(failure(exit), "timeout")
       assert.include(failure(exit), "soon")
+      // and the layer's own bounds, before it connects anywhere
+      for (const field of ["connectTimeout", "closeTimeout"] as const) {
+        const refused = yield* Layer.build(RedisStore.layer({ [field]: -1 })).pipe(Effect.exit)
+        assert.include(failure(refused), "InvalidPolicy")
+        assert.include(failure(refused), field)
+        assert.include(failure(refused), "-1")
+      }
     }))
 })

@@ -8,8 +8,9 @@
  * then it dies (killed: calls are refused at once), then it restarts empty.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Layer } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import * as fs from "node:fs"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Policy from "../../src/Policy.ts"
@@ -133,4 +134,67 @@ describe("an unreachable Redis", () => {
       const exit = yield* Effect.exit(Layer.build(RedisStore.layer({ url: `redis://127.0.0.1:${port}` })))
       assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("RedisError"), String(exit))
     }).pipe(Effect.scoped), 10_000)
+
+  it.live(
+    "that accepts the connection and never answers: building fails with RedisError after connectTimeout",
+    () =>
+      Effect.gen(function*() {
+        const silent = yield* Effect.acquireRelease(
+          Effect.callback<net.Server>((resume) => {
+            const server = net.createServer(() => {})
+            server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+          }),
+          (server) => Effect.sync(() => server.close())
+        )
+        const port = (silent.address() as net.AddressInfo).port
+        const exit = yield* Layer.build(
+          RedisStore.layer({ url: `redis://127.0.0.1:${port}`, connectTimeout: "300 millis" })
+        ).pipe(
+          Effect.exit,
+          Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die("building the layer hung") })
+        )
+        assert.isTrue(Exit.isFailure(exit), String(exit))
+        assert.include(String(exit), "RedisError")
+        assert.include(String(exit), "no answer within 300ms")
+      }).pipe(Effect.scoped),
+    20_000
+  )
+})
+
+const hung = hasServer ? describe : describe.skip
+hung(hasServer ? "a Redis that hangs" : `a Redis that hangs (${skipped})`, () => {
+  it.live(
+    "closing the layer gives up on the replies still due after closeTimeout, failing their calls",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const port = yield* freePort
+        const server = yield* startServer(port, dir)
+        yield* Effect.addFinalizer(() => killServer(server))
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          RedisStore.layer({ url: `redis://127.0.0.1:${port}`, prefix: "close:", closeTimeout: "300 millis" }),
+          scope
+        )
+        const store = Context.get(context, Store.CurrentStore)!
+        const policy = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+        const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+        const up = yield* store.apply("k", policy, take, 10_000)
+        assert.strictEqual(up[0].allowed, true)
+
+        server.kill("SIGSTOP") // its socket stays open; no reply comes
+        const due = yield* store.apply("k", policy, take, 60_000).pipe(Effect.exit, Effect.forkChild)
+        yield* Effect.sleep("50 millis")
+        yield* Scope.close(scope, Exit.void).pipe(
+          Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die("closing the layer hung") })
+        )
+        const exit = yield* Fiber.join(due).pipe(
+          Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die("the call due hung") })
+        )
+        assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("StoreUnavailable"), String(exit))
+        server.kill("SIGCONT")
+      }),
+    30_000
+  )
 })
