@@ -292,8 +292,6 @@ class Entry {
 
 // One round trip (or a few, one per script) and the calls it carries.
 class Round {
-  /** Its slot given back: answered, failed, or past its deadline. */
-  ended = false
   readonly groups: ReadonlyMap<Scripts.Script, ReadonlyArray<Entry>>
   /** The earliest deadline of its calls. */
   readonly deadline: number
@@ -425,9 +423,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     let watchdog: Fiber.Fiber<void> | undefined
     // A round's slot is given back once: answered, failed, or past its deadline.
     const end = (round: Round): boolean => {
-      if (round.ended) return false
-      round.ended = true
-      watched.delete(round)
+      if (!watched.delete(round)) return false
       inFlight--
       return true
     }

@@ -10,14 +10,13 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/store/RedisStore.ts"
 import * as Store from "../../src/store/Store.ts"
-import { freePort, hasServer, killServer, startServer } from "./redis.ts"
+import { freePort, hasServer, killServer, silentServer, startServer } from "./redis.ts"
 
 const skipped = "redis-server is not installed: the restart test is skipped (.ci/run installs it)"
 if (!hasServer) console.warn(skipped)
@@ -139,14 +138,7 @@ describe("an unreachable Redis", () => {
     "that accepts the connection and never answers: building fails with RedisError after connectTimeout",
     () =>
       Effect.gen(function*() {
-        const silent = yield* Effect.acquireRelease(
-          Effect.callback<net.Server>((resume) => {
-            const server = net.createServer(() => {})
-            server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-          }),
-          (server) => Effect.sync(() => server.close())
-        )
-        const port = (silent.address() as net.AddressInfo).port
+        const port = yield* silentServer
         const exit = yield* Layer.build(
           RedisStore.layer({ url: `redis://127.0.0.1:${port}`, connectTimeout: "300 millis" })
         ).pipe(

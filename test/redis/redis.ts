@@ -96,6 +96,15 @@ export const freePort = Effect.callback<number>((resume) => {
   })
 })
 
+/** The port of a TCP server on 127.0.0.1 that accepts connections and never answers (closed with the scope). */
+export const silentServer = Effect.acquireRelease(
+  Effect.callback<net.Server>((resume) => {
+    const server = net.createServer(() => {})
+    server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+  }),
+  (server) => Effect.sync(() => server.close())
+).pipe(Effect.map((server) => (server.address() as net.AddressInfo).port))
+
 /** A redis-server on 127.0.0.1:port, no persistence; ready when it says so. */
 export const startServer = (port: number, dir: string) =>
   Effect.callback<ChildProcessWithoutNullStreams>((resume) => {

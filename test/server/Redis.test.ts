@@ -7,7 +7,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schedule } from "effect"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { redactUrl } from "../../src/server/ServiceConfig.ts"
@@ -17,6 +16,7 @@ import {
   freePort,
   hasServer,
   killServer,
+  silentServer,
   startServer,
   uniquePrefix,
   url
@@ -74,14 +74,7 @@ describe("service: Redis settings", () => {
 
   it.live("Redis that accepts the connection and never answers: exit code 1 once the connect timeout passes", () =>
     Effect.gen(function*() {
-      const silent = yield* Effect.acquireRelease(
-        Effect.callback<net.Server>((resume) => {
-          const server = net.createServer(() => {})
-          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-        }),
-        (server) => Effect.sync(() => server.close())
-      )
-      const port = (silent.address() as net.AddressInfo).port
+      const port = yield* silentServer
       const failed = yield* startFailing({ config: { redis: { url: `redis://127.0.0.1:${port}` } } })
       assert.strictEqual(failed.code, 1)
       assert.strictEqual(
