@@ -8,17 +8,17 @@
  * @since 0.1.0
  */
 import { Duration, Effect, Predicate } from "effect"
-import type { Algorithm } from "./algorithm/Algorithm.ts"
-import * as CompositeAlgorithm from "./algorithm/Composite.ts"
-import * as ConcurrencyAlgorithm from "./algorithm/Concurrency.ts"
-import * as FixedWindowAlgorithm from "./algorithm/FixedWindow.ts"
-import * as GcraAlgorithm from "./algorithm/Gcra.ts"
-import * as LeakyBucketAlgorithm from "./algorithm/LeakyBucket.ts"
-import * as SlidingLogAlgorithm from "./algorithm/SlidingLog.ts"
-import * as SlidingWindowAlgorithm from "./algorithm/SlidingWindow.ts"
-import * as TokenBucketAlgorithm from "./algorithm/TokenBucket.ts"
-import * as WarmUpAlgorithm from "./algorithm/WarmUp.ts"
 import { InvalidPolicy } from "./Errors.ts"
+import type { Algorithm } from "./internal/algorithm/Algorithm.ts"
+import * as CompositeAlgorithm from "./internal/algorithm/Composite.ts"
+import * as ConcurrencyAlgorithm from "./internal/algorithm/Concurrency.ts"
+import * as FixedWindowAlgorithm from "./internal/algorithm/FixedWindow.ts"
+import * as GcraAlgorithm from "./internal/algorithm/Gcra.ts"
+import * as LeakyBucketAlgorithm from "./internal/algorithm/LeakyBucket.ts"
+import * as SlidingLogAlgorithm from "./internal/algorithm/SlidingLog.ts"
+import * as SlidingWindowAlgorithm from "./internal/algorithm/SlidingWindow.ts"
+import * as TokenBucketAlgorithm from "./internal/algorithm/TokenBucket.ts"
+import * as WarmUpAlgorithm from "./internal/algorithm/WarmUp.ts"
 
 /**
  * A policy's headline quota, as HTTP's `RateLimit-Policy` advertises it:

@@ -4,8 +4,6 @@
  * @since 0.1.0
  */
 import { Context, Duration, Effect, Layer, Predicate, type Scope } from "effect"
-import * as Bucket from "./actor/Bucket.ts"
-import type { Carry } from "./algorithm/Algorithm.ts"
 import type { Decision } from "./Decision.ts"
 import {
   type BucketFailed,
@@ -15,9 +13,11 @@ import {
   type Overloaded,
   type RateLimitExceeded
 } from "./Errors.ts"
+import * as Bucket from "./internal/actor/Bucket.ts"
+import type { Carry } from "./internal/algorithm/Algorithm.ts"
+import * as Supervisor from "./internal/supervisor/Supervisor.ts"
 import * as Policy from "./Policy.ts"
-import { CurrentStore, type StoreUnavailable } from "./store/Store.ts"
-import * as Supervisor from "./supervisor/Supervisor.ts"
+import { CurrentStore, type StoreUnavailable } from "./Store.ts"
 
 /**
  * Options of {@link RateLimiter.make} and {@link RateLimiter.layer}.

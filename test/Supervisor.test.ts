@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Deferred, Effect, Exit, Fiber, Latch, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { Bucket, Metrics, Policy, RateLimiter, Supervisor } from "../src/index.ts"
+import { Metrics, Policy, RateLimiter } from "../src/index.ts"
+import * as Bucket from "../src/internal/actor/Bucket.ts"
+import * as Supervisor from "../src/internal/supervisor/Supervisor.ts"
 
 const policy = Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
 

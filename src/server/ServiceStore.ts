@@ -27,7 +27,7 @@ import {
   Scope
 } from "effect"
 import type * as Policy from "../Policy.ts"
-import * as RedisStore from "../store/RedisStore.ts"
+import * as RedisStore from "../redis/RedisStore.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
 
 /**

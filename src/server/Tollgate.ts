@@ -12,7 +12,7 @@ import { Clock, Context, Duration, Effect, Layer, Option, Schema, type Scope } f
 import type { Decision } from "../Decision.ts"
 import type { InvalidPolicy } from "../Errors.ts"
 import { RateLimiter } from "../RateLimiter.ts"
-import { CurrentStore } from "../store/Store.ts"
+import { CurrentStore } from "../Store.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
 import * as ServiceStore from "./ServiceStore.ts"
 

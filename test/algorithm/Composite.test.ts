@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as Composite from "../../src/algorithm/Composite.ts"
-import * as FixedWindow from "../../src/algorithm/FixedWindow.ts"
-import * as SlidingLog from "../../src/algorithm/SlidingLog.ts"
-import * as TokenBucket from "../../src/algorithm/TokenBucket.ts"
+import * as Composite from "../../src/internal/algorithm/Composite.ts"
+import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
+import * as SlidingLog from "../../src/internal/algorithm/SlidingLog.ts"
+import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 import { least } from "./support.ts"
 
 // The model: independent token buckets in exact integers (level × period as

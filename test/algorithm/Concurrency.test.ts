@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as Concurrency from "../../src/algorithm/Concurrency.ts"
+import * as Concurrency from "../../src/internal/algorithm/Concurrency.ts"
 import { least } from "./support.ts"
 
 // The model, from the event history: units taken in total, and each release

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as FixedWindow from "../../src/algorithm/FixedWindow.ts"
+import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
 import { least, windowRuns } from "./support.ts"
 
 // The model: the full history of admissions. The clock is the latest of the

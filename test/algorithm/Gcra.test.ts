@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as Gcra from "../../src/algorithm/Gcra.ts"
-import * as TokenBucket from "../../src/algorithm/TokenBucket.ts"
+import * as Gcra from "../../src/internal/algorithm/Gcra.ts"
+import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 
 // The formal model: the theoretical arrival time itself, as an absolute time
 // in exact integers of 1/count ms (so the emission interval T is `period`

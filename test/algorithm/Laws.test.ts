@@ -7,16 +7,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import type { Algorithm, Outcome } from "../../src/algorithm/Algorithm.ts"
-import * as Composite from "../../src/algorithm/Composite.ts"
-import * as Concurrency from "../../src/algorithm/Concurrency.ts"
-import * as FixedWindow from "../../src/algorithm/FixedWindow.ts"
-import * as Gcra from "../../src/algorithm/Gcra.ts"
-import * as LeakyBucket from "../../src/algorithm/LeakyBucket.ts"
-import * as SlidingLog from "../../src/algorithm/SlidingLog.ts"
-import * as SlidingWindow from "../../src/algorithm/SlidingWindow.ts"
-import * as TokenBucket from "../../src/algorithm/TokenBucket.ts"
-import * as WarmUp from "../../src/algorithm/WarmUp.ts"
+import type { Algorithm, Outcome } from "../../src/internal/algorithm/Algorithm.ts"
+import * as Composite from "../../src/internal/algorithm/Composite.ts"
+import * as Concurrency from "../../src/internal/algorithm/Concurrency.ts"
+import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
+import * as Gcra from "../../src/internal/algorithm/Gcra.ts"
+import * as LeakyBucket from "../../src/internal/algorithm/LeakyBucket.ts"
+import * as SlidingLog from "../../src/internal/algorithm/SlidingLog.ts"
+import * as SlidingWindow from "../../src/internal/algorithm/SlidingWindow.ts"
+import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
+import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
 
 interface Case {
   readonly name: string

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as LeakyBucket from "../../src/algorithm/LeakyBucket.ts"
+import * as LeakyBucket from "../../src/internal/algorithm/LeakyBucket.ts"
 import { least } from "./support.ts"
 
 // nginx's limit_req, transcribed per request of one unit, in exact integers

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as SlidingLog from "../../src/algorithm/SlidingLog.ts"
+import * as SlidingLog from "../../src/internal/algorithm/SlidingLog.ts"
 import { least, windowRuns } from "./support.ts"
 
 // The model: an unbounded log of every admitted request (and, with

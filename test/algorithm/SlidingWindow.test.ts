@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as SlidingWindow from "../../src/algorithm/SlidingWindow.ts"
+import * as SlidingWindow from "../../src/internal/algorithm/SlidingWindow.ts"
 import { least, windowRuns } from "./support.ts"
 
 // The model: the full history of admissions, from which the two aligned

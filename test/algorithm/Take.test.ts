@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { TokenBucket } from "../../src/index.ts"
+import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 
 describe("takeInPlace agrees with step", () => {
   it("token bucket, greedy and interval, including backwards clocks", () => {

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as TokenBucket from "../../src/algorithm/TokenBucket.ts"
+import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 import { least } from "./support.ts"
 
 // The formal model, in exact integers: the level (tokens × period) as of the

@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import { TokenBucket } from "../../src/index.ts"
+import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 
 interface Model {
   tokens: number

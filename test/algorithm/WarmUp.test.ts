@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as WarmUp from "../../src/algorithm/WarmUp.ts"
+import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
 
 // Exact rationals, so that the model below is Guava's math without rounding.
 interface Q {

@@ -12,8 +12,8 @@ import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { Redis } from "effect/persistence"
 import { TestClock } from "effect/testing"
 import * as Policy from "../../src/Policy.ts"
-import * as RedisStore from "../../src/store/RedisStore.ts"
-import * as Store from "../../src/store/Store.ts"
+import * as RedisStore from "../../src/redis/RedisStore.ts"
+import * as Store from "../../src/Store.ts"
 
 const policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
 const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]

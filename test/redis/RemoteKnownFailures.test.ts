@@ -1,5 +1,5 @@
 /**
- * Where the store-backed bucket actor (src/actor/Remote.ts) once decided
+ * Where the store-backed bucket actor (src/internal/actor/Remote.ts) once decided
  * differently from the in-process one, each shown by the smallest test, with
  * the in-memory store (so it needs no Redis: the store was not at fault,
  * Remote was). Each now decides as in-process:
@@ -20,10 +20,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
+import * as MemoryStore from "../../src/MemoryStore.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
-import * as MemoryStore from "../../src/store/MemoryStore.ts"
-import * as Store from "../../src/store/Store.ts"
+import * as Store from "../../src/Store.ts"
 
 const limiters = (policy: Policy.Policy) =>
   Effect.gen(function*() {

@@ -7,8 +7,8 @@
 import { assert } from "@effect/vitest"
 import { Effect, Tracer } from "effect"
 import * as Policy from "../../src/Policy.ts"
-import * as RedisStore from "../../src/store/RedisStore.ts"
-import * as Store from "../../src/store/Store.ts"
+import * as RedisStore from "../../src/redis/RedisStore.ts"
+import * as Store from "../../src/Store.ts"
 import { cleanup, describeRedis, uniquePrefix } from "./redis.ts"
 
 const policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid

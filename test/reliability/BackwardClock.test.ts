@@ -15,7 +15,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Clock, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { Bucket, type Decision, Policy, RateLimiter, Supervisor } from "../../src/index.ts"
+import { type Decision, Policy, RateLimiter } from "../../src/index.ts"
+import * as Bucket from "../../src/internal/actor/Bucket.ts"
+import * as Supervisor from "../../src/internal/supervisor/Supervisor.ts"
 import { isDone, Probe, probed, settle } from "./probe.ts"
 
 // Policies that start fresh: a fresh state is what a settled one forgets to.

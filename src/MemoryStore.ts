@@ -1,0 +1,135 @@
+/**
+ * A `Store` in a plain `Map`, running the pure algorithms: the reference every
+ * other store must agree with, and a way to run the remote path (coalescing,
+ * fallback) without a server. Its time is the Effect `Clock`'s.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Effect } from "effect"
+import { type Algorithm, peekOutcome } from "./internal/algorithm/Algorithm.ts"
+import type * as Policy from "./Policy.ts"
+import { type Op, OpKind, type Reply, type Store } from "./Store.ts"
+
+/**
+ * Applies ops to a state with the policy's algorithm: the semantics every
+ * store implements. Returns the replies and the state after.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, Policy, Store } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+ * const [replies] = MemoryStore.applyOps(policy, undefined, 0, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const applyOps = (
+  policy: Policy.Valid,
+  stored: unknown,
+  now: number,
+  ops: ReadonlyArray<Op>
+): readonly [ReadonlyArray<Reply>, unknown] => {
+  const { algorithm, config } = policy
+  const c = config as never
+  // `undefined` is a key with no state: it reads as fresh, and only a Take
+  // gives it state (as an in-process bucket starts on its first request).
+  let state = stored
+  const current = () => state === undefined ? algorithm.initial(c, now) : state
+  const replies: Array<Reply> = []
+  for (const op of ops) {
+    switch (op.kind) {
+      case OpKind.Take:
+      case OpKind.Peek: {
+        const outcome = op.kind === OpKind.Take
+          ? algorithm.step(c, current() as never, now, op.cost)
+          : peekOutcome(algorithm as Algorithm<unknown, unknown>, c, current(), now, op.cost)
+        if (op.kind === OpKind.Take) state = outcome.state
+        replies.push({
+          allowed: outcome.allowed,
+          remaining: outcome.remaining,
+          retryAfter: outcome.retryAfter,
+          resetAfter: outcome.resetAfter,
+          limit: outcome.limit
+        })
+        break
+      }
+      case OpKind.Admit: {
+        // A denial keeps the state as it was; a fresh key still gets its
+        // initial state (its first use anchors it, as a bucket's start does).
+        const before = current()
+        const outcome = algorithm.step(c, before as never, now, op.cost)
+        state = outcome.allowed ? outcome.state : before
+        replies.push({
+          allowed: outcome.allowed,
+          remaining: outcome.remaining,
+          retryAfter: outcome.retryAfter,
+          resetAfter: outcome.resetAfter,
+          limit: outcome.limit
+        })
+        break
+      }
+      case OpKind.Reset:
+        if (state !== undefined) state = algorithm.initial(c, now)
+        replies.push(done(policy))
+        break
+      case OpKind.Release:
+        if (state !== undefined && algorithm.release !== undefined) {
+          state = algorithm.release(c, state as never, now, op.cost)
+        }
+        replies.push(done(policy))
+        break
+      case OpKind.WaitTime: {
+        // A request behind `queued` units of waiters: denied, with when it
+        // would be admitted and when the key would be fresh again.
+        const limit = algorithm.maxCost(c)
+        replies.push({
+          allowed: false,
+          remaining: 0,
+          retryAfter: algorithm.waitTime(c, current() as never, now, op.queued, op.cost),
+          resetAfter: algorithm.waitTime(c, current() as never, now, op.queued, limit),
+          limit
+        })
+        break
+      }
+    }
+  }
+  return [replies, state]
+}
+
+const done = (policy: Policy.Valid): Reply => ({
+  allowed: true,
+  remaining: 0,
+  retryAfter: 0,
+  resetAfter: 0,
+  limit: policy.algorithm.maxCost(policy.config as never)
+})
+
+/**
+ * Makes an in-memory store (its states live as long as it does).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { MemoryStore } from "tollgate"
+ *
+ * const program = Effect.gen(function*() {
+ *   const store = yield* MemoryStore.make
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const make: Effect.Effect<Store> = Effect.gen(function*() {
+  const clock = yield* Clock.Clock
+  const states = new Map<string, unknown>()
+  return {
+    name: "memory",
+    apply: (key, policy, ops) =>
+      Effect.sync(() => {
+        const [replies, state] = applyOps(policy, states.get(key), clock.currentTimeMillisUnsafe(), ops)
+        if (state !== undefined) states.set(key, state)
+        return replies
+      })
+  }
+})

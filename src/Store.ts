@@ -1,0 +1,143 @@
+/**
+ * The store seam: where a key's state lives. By default it lives in the
+ * bucket itself (in-process). A `Store` keeps it elsewhere (Redis), shared by
+ * every process that uses the same store; the bucket actor still fronts each
+ * key locally, queues its requests and sends them in one call per batch
+ * (coalescing), and keeps its line of waiters.
+ *
+ * A store applies a list of operations to one key atomically, in order, and
+ * answers each. The operations mirror the pure algorithms exactly: a store is
+ * correct when it gives the same answers as `MemoryStore` (the conformance
+ * suite checks it).
+ *
+ * @since 0.1.0
+ */
+import { Context, type Effect, Schema } from "effect"
+import type * as Policy from "./Policy.ts"
+
+/**
+ * What an operation does.
+ *
+ * @since 0.1.0
+ */
+export const OpKind = {
+  /** Decide a request of `cost`, taking it if admitted (acquire, consume, wait). */
+  Take: 0,
+  /** Decide a request of `cost` without taking anything (peek). */
+  Peek: 1,
+  /** Forget the key (back to its initial state). */
+  Reset: 2,
+  /** Give `cost` units back, capped. */
+  Release: 3,
+  /** How long until `cost` could be admitted behind `queued` units: answered in `retryAfter`. */
+  WaitTime: 4,
+  /**
+   * Decide a request of `cost`, taking it only if admitted: a denial leaves
+   * the state as it was (a waiter's try, which in-process logs nothing); a
+   * key with no state gets its initial one either way.
+   */
+  Admit: 5
+} as const
+
+/**
+ * @since 0.1.0
+ */
+export type OpKind = typeof OpKind[keyof typeof OpKind]
+
+/**
+ * One operation on a key.
+ *
+ * @since 0.1.0
+ */
+export interface Op {
+  readonly kind: OpKind
+  readonly cost: number
+  readonly queued: number
+}
+
+/**
+ * The answer to one operation: an algorithm's outcome without its state.
+ * Durations are milliseconds; `retryAfter` is `Infinity` for never.
+ *
+ * @since 0.1.0
+ */
+export interface Reply {
+  readonly allowed: boolean
+  readonly remaining: number
+  readonly retryAfter: number
+  readonly resetAfter: number
+  readonly limit: number
+}
+
+/**
+ * The store could not answer (unreachable, too slow, or it failed). The
+ * limiter applies its fallback policy; the error reaches callers only with
+ * `fallback: "error"`.
+ *
+ * @example
+ * ```ts
+ * import { Store } from "tollgate"
+ *
+ * const error = new Store.StoreUnavailable({ store: "redis", reason: "timed out after 250 ms" })
+ * ```
+ *
+ * @since 0.1.0
+ */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  store: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `the ${this.store} store is unavailable: ${this.reason}`
+  }
+}
+
+/**
+ * A place to keep keys' state.
+ *
+ * @since 0.1.0
+ */
+export interface Store {
+  /** A short name for errors and metrics ("memory", "redis"). */
+  readonly name: string
+  /**
+   * Applies `ops` to `key` atomically and in order; one reply per op. A
+   * store that sets `timesOut` fails the call with `StoreUnavailable` once
+   * `timeoutMillis` have passed; for any other, the limiter races the call
+   * with a timer of its own.
+   */
+  readonly apply: (
+    key: string,
+    policy: Policy.Valid,
+    ops: ReadonlyArray<Op>,
+    timeoutMillis?: number
+  ) => Effect.Effect<ReadonlyArray<Reply>, StoreUnavailable>
+  /**
+   * Whether `apply` enforces its `timeoutMillis` itself (a store that sends
+   * many calls in one round trip can time them out together, for far less
+   * than a timer per call).
+   */
+  readonly timesOut?: boolean | undefined
+}
+
+/**
+ * The store the limiter uses: none (the default) keeps every key's state in
+ * its bucket, in-process. Provide a store (for example `RedisStore.layer`) to
+ * share limits across processes.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { MemoryStore, Policy, RateLimiter, Store } from "tollgate"
+ *
+ * const Limiter = RateLimiter.layer({
+ *   policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } })
+ * }).pipe(Layer.provide(Layer.effect(Store.CurrentStore, MemoryStore.make)))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const CurrentStore: Context.Reference<Store | undefined> = Context.Reference<Store | undefined>(
+  "tollgate/Store",
+  { defaultValue: () => undefined }
+)

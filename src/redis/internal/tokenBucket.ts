@@ -1,0 +1,144 @@
+/**
+ * The token bucket in Lua: `src/internal/algorithm/TokenBucket.ts` expression by
+ * expression (scaled level, refill anchor that only moves forwards, ceil of
+ * the deficit over the rate; greedy or interval refill, optionally aligned).
+ *
+ * @since 0.1.0
+ */
+import type * as TokenBucket from "../../internal/algorithm/TokenBucket.ts"
+
+/**
+ * The module's code in `ALG` and in stored states.
+ *
+ * @example
+ * ```ts
+ * import { code } from "./tokenBucket.ts"
+ *
+ * code // 1
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const code = 1
+
+/**
+ * The configuration as the numbers the Lua module reads.
+ *
+ * @example
+ * ```ts
+ * import * as TokenBucket from "../../internal/algorithm/TokenBucket.ts"
+ * import { config } from "./tokenBucket.ts"
+ *
+ * config(TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })) // [10, 1, 1000, 10, 10000, 0, 0]
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const config = (c: TokenBucket.Config): ReadonlyArray<number> => [
+  c.capacity,
+  c.tokens,
+  c.periodMillis,
+  c.initialTokens,
+  c.full,
+  c.interval ? 1 : 0,
+  c.aligned ? 1 : 0
+]
+
+/**
+ * The Lua module: registers `ALG[1]`. State: `level at`.
+ *
+ * @example
+ * ```ts
+ * import { lua } from "./tokenBucket.ts"
+ *
+ * lua.includes("ALG[1] = TB") // true
+ * ```
+ *
+ * @since 0.1.0
+ */
+export const lua = `
+local TB = {}
+function TB.config(a, i)
+  return {
+    capacity = a[i], tokens = a[i + 1], period = a[i + 2], initial = a[i + 3], full = a[i + 4],
+    interval = a[i + 5] == 1, aligned = a[i + 6] == 1
+  }, i + 7
+end
+-- Whole periods that ended in (s.at, now].
+local function tbPeriods(c, s, now)
+  if now <= s.at then return 0 end
+  if c.aligned then return floor(now / c.period) - floor(s.at / c.period) end
+  return floor((now - s.at) / c.period)
+end
+local function tbLevelAt(c, s, now)
+  if now <= s.at then return s.level end
+  local elapsed = now - s.at
+  if c.interval then elapsed = tbPeriods(c, s, now) * c.period end
+  return jmin(c.full, s.level + elapsed * c.tokens)
+end
+local function tbAnchorAt(c, s, now)
+  if now <= s.at then return s.at end
+  if c.interval and not c.aligned then return s.at + tbPeriods(c, s, now) * c.period end
+  return now
+end
+local function tbMillisFor(c, s, now, deficit)
+  if deficit <= 0 then return 0 end
+  if not c.interval then
+    local behind = 0
+    if s.at > now then behind = s.at - now end
+    return ceil(deficit / c.tokens) + behind
+  end
+  local k = ceil(deficit / (c.tokens * c.period))
+  local from = s.at
+  if now > s.at then from = now end
+  local nxt
+  if c.aligned then
+    nxt = (floor(from / c.period) + 1) * c.period
+  else
+    nxt = tbAnchorAt(c, s, from) + c.period
+  end
+  return nxt + (k - 1) * c.period - now
+end
+function TB.initial(c, now)
+  return { level = c.initial * c.period, at = now }
+end
+function TB.step(c, s, now, cost)
+  local level = tbLevelAt(c, s, now)
+  local need = cost * c.period
+  if level >= need then
+    local nxt = level - need
+    return {
+      allowed = true, state = { level = nxt, at = tbAnchorAt(c, s, now) }, remaining = floor(nxt / c.period), retry = 0,
+      reset = tbMillisFor(c, s, now, c.full - nxt), limit = c.capacity
+    }
+  end
+  local retry = huge
+  if not (need > c.full) then retry = tbMillisFor(c, s, now, need - level) end
+  return {
+    allowed = false, state = s, remaining = floor(level / c.period), retry = retry,
+    reset = tbMillisFor(c, s, now, c.full - level), limit = c.capacity
+  }
+end
+function TB.waitTime(c, s, now, queued, cost)
+  if cost > c.capacity then return huge end
+  return tbMillisFor(c, s, now, (queued + cost) * c.period - tbLevelAt(c, s, now))
+end
+function TB.settledAt(c, s)
+  return s.at + tbMillisFor(c, s, s.at, c.full - s.level)
+end
+function TB.maxCost(c)
+  return c.capacity
+end
+function TB.release(c, s, now, amount)
+  return { level = jmin(c.full, tbLevelAt(c, s, now) + amount * c.period), at = tbAnchorAt(c, s, now) }
+end
+function TB.decode(c, a, i)
+  if a[i + 1] == nil then return nil end
+  return { level = a[i], at = a[i + 1] }, i + 2
+end
+function TB.encode(c, s, out)
+  out[#out + 1] = s.level
+  out[#out + 1] = s.at
+end
+ALG[1] = TB
+`
