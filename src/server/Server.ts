@@ -11,8 +11,8 @@
  * @since 0.1.0
  */
 import { NodeFileSystem, NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, Layer, Option } from "effect"
-import { HttpRouter } from "effect/http"
+import { ByteSize, Duration, Effect, Layer, Option } from "effect"
+import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import type { HttpServerError } from "effect/http"
 import { createServer } from "node:http"
 import type { InvalidPolicy } from "../Errors.ts"
@@ -63,6 +63,8 @@ export const layerHttp: Layer.Layer<
   ServiceConfig.ServiceConfig.use((settings) =>
     Effect.succeed(
       HttpRouter.serve(Routes.layer, { disableLogger: true }).pipe(
+        // Every request's body is bounded here once, rather than per read.
+        Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.limits.maxBodyBytes))),
         Layer.provide(
           NodeHttpServer.layer(createServer, {
             host: settings.host,
