@@ -152,8 +152,8 @@ const parseJson = (text: string): unknown | MalformedJson => {
  * decodes it with the schema (unknown fields are errors).
  *
  * The limit is enforced by effect's `MaxBodySize` reference: the service sets
- * it once for every request, and a caller that has not set it (or set a larger
- * one) gets it set around this read.
+ * it once for every request, and it is set around this read when it holds
+ * another limit.
  *
  * @example
  * ```ts
@@ -188,7 +188,7 @@ export const json = <S extends Schema.Decoder<unknown>>(
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > maxBytes) return tooLarge
     const ambient = fiber.getRef(HttpIncomingMessage.MaxBodySize)
-    const text = ambient !== undefined && ambient <= maxBodySize
+    const text = ambient === maxBodySize
       ? request.text
       : Effect.provideService(request.text, HttpIncomingMessage.MaxBodySize, maxBodySize)
     return Effect.flatMap(Effect.catchTag(text, "HttpServerError", unreadable), onText)
