@@ -43,7 +43,11 @@ const upstream = Effect.acquireRelease(
       )
     })
   }),
-  ({ server }) => Effect.callback<void>((resume) => server.close(() => resume(Effect.void)))
+  ({ server }) =>
+    Effect.callback<void>((resume) => {
+      server.closeAllConnections()
+      server.close(() => resume(Effect.void))
+    })
 )
 
 // nginx with the documented configuration, in a prefix of its own; stopped by its PID.
