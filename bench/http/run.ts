@@ -19,6 +19,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { cpus } from "node:os"
 import { join } from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
 import { loadDefinition } from "../../src/envoy/RlsServer.ts"
 
@@ -167,7 +168,12 @@ const main = async () => {
     )
     const tollgate = await launch("src/server/main.ts", [], { TOLLGATE_CONFIG: join(dir, "tollgate.json") })
     servers.push(tollgate)
-    const rls = /listening on (127\.0\.0\.1:\d+)/.exec(tollgate.output())?.[1]
+    // The gRPC server is up a moment after the HTTP one.
+    let rls: string | undefined
+    for (let i = 0; i < 100 && rls === undefined; i++) {
+      rls = /listening on (127\.0\.0\.1:\d+)/.exec(tollgate.output())?.[1]
+      if (rls === undefined) await sleep(50)
+    }
     rmSync(dir, { recursive: true, force: true })
     if (rls === undefined) throw new Error(`no RLS address:\n${tollgate.output()}`)
 

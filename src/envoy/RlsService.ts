@@ -377,43 +377,25 @@ export class RlsService extends Context.Service<RlsService, {
             if (d.limit !== undefined && d.limit !== null) {
               const unit = units[d.limit.unit]
               if (unit === undefined) return { invalid: i } as const
-              const path = `${request.domain}.(override)`
-              if (d.limit.requests_per_unit === 0) {
-                return {
-                  limit: {
-                    path,
-                    name: undefined,
-                    replaces: [],
-                    unlimited: false,
-                    shadowMode: false,
-                    quotaMode: false,
-                    policy: undefined,
-                    id: "blocked",
-                    unit,
-                    requestsPerUnit: 0
-                  } satisfies RlsConfig.Limit,
-                  values: d.entries.map((e) => e.value)
-                }
+              // Envoy's rate limit override: a fixed window of its own (0: always over).
+              const count = d.limit.requests_per_unit
+              const policy = count === 0 ? undefined : RlsConfig.policyOf("fixedWindow", count, unit)
+              if (policy?._tag === "Invalid") return { invalid: i } as const
+              const id = policy === undefined ? "blocked" : RlsConfig.fingerprint(policy)
+              if (policy !== undefined) versions.set(id, policy)
+              const limit: RlsConfig.Limit = {
+                path: `${request.domain}.(override)`,
+                name: undefined,
+                replaces: [],
+                unlimited: false,
+                shadowMode: false,
+                quotaMode: false,
+                policy,
+                id,
+                unit,
+                requestsPerUnit: count
               }
-              const policy = RlsConfig.policyOf("fixedWindow", d.limit.requests_per_unit, unit)
-              if (policy._tag === "Invalid") return { invalid: i } as const
-              const id = RlsConfig.fingerprint(policy)
-              versions.set(id, policy)
-              return {
-                limit: {
-                  path,
-                  name: undefined,
-                  replaces: [],
-                  unlimited: false,
-                  shadowMode: false,
-                  quotaMode: false,
-                  policy,
-                  id,
-                  unit,
-                  requestsPerUnit: d.limit.requests_per_unit
-                } satisfies RlsConfig.Limit,
-                values: d.entries.map((e) => e.value)
-              }
+              return { limit, values: d.entries.map((e) => e.value) }
             }
             return RlsConfig.find(snapshot, request.domain, d.entries)
           })
