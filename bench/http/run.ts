@@ -12,10 +12,16 @@
  * The scenarios run in rounds, interleaved, and each reports its best round
  * (the machine is shared: the best run is the one least disturbed).
  */
+import * as grpc from "@grpc/grpc-js"
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { cpus } from "node:os"
+import { join } from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
+import { loadDefinition } from "../../src/envoy/RlsServer.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const args = process.argv.slice(2)
@@ -32,6 +38,7 @@ const rounds = option("rounds", 2)
 interface Server {
   readonly url: string
   readonly child: ChildProcess
+  readonly output: () => string
 }
 
 const launch = (script: string, extraArgs: ReadonlyArray<string>, env: Record<string, string>): Promise<Server> =>
@@ -45,7 +52,7 @@ const launch = (script: string, extraArgs: ReadonlyArray<string>, env: Record<st
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8")
       const match = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
-      if (match !== null) resolve({ url: match[1], child })
+      if (match !== null) resolve({ url: match[1], child, output: () => output })
     }
     child.stdout!.on("data", onData)
     child.stderr!.on("data", onData)
@@ -70,6 +77,43 @@ interface Row {
 }
 
 const warmedUp = new Set<string>()
+
+// gRPC ShouldRateLimit: `connections` callers in a loop on one HTTP/2 connection (Envoy's shape),
+// each sending its next call when the previous one is answered; latency per call.
+const driveGrpc = async (name: string, address: string, seconds: number): Promise<Row> => {
+  const definition = loadDefinition()
+  if (!("ShouldRateLimit" in definition)) throw definition
+  const Client = grpc.makeGenericClientConstructor(definition, "RateLimitService")
+  const client = new Client(address, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
+    ShouldRateLimit: (request: unknown, callback: (error: grpc.ServiceError | null) => void) => void
+  }
+  const request = {
+    domain: "bench",
+    descriptors: [{ entries: [{ key: "remote_address", value: "203.0.113.7" }] }]
+  }
+  const latencies: Array<number> = []
+  let errors = 0
+  const deadline = performance.now() + seconds * 1000
+  const caller = async () => {
+    while (performance.now() < deadline) {
+      const t0 = performance.now()
+      await new Promise<void>((resolve) =>
+        client.ShouldRateLimit(request, (error) => {
+          if (error !== null) errors++
+          latencies.push(performance.now() - t0)
+          resolve()
+        })
+      )
+    }
+  }
+  const started = performance.now()
+  await Promise.all(Array.from({ length: connections }, caller))
+  const elapsed = (performance.now() - started) / 1000
+  client.close()
+  latencies.sort((a, b) => a - b)
+  const at = (q: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0)
+  return { name, requestsPerSecond: latencies.length / elapsed, p50: at(0.5), p99: at(0.99), non2xx: 0, errors }
+}
 
 const drive = async (name: string, options: autocannon.Options): Promise<Row> => {
   // a short warm-up (JIT, connection setup) before the first measured run
@@ -99,21 +143,54 @@ const main = async () => {
     servers.push(hello)
     const helloLimited = await launch("bench/http/hello.ts", ["--middleware"], {})
     servers.push(helloLimited)
-    const tollgate = await launch("src/server/main.ts", [], {
-      TOLLGATE_POLICIES: JSON.stringify({
-        default: { kind: "tokenBucket", capacity: HOT_CAPACITY, refill: { tokens: 1e9, per: "1 second" } },
-        tight: { kind: "tokenBucket", capacity: 10, refill: { tokens: 1, per: "1 hour" } }
+    const floor = await launch("bench/http/floor.ts", [], {})
+    servers.push(floor)
+    // The service with forward-auth rules and the Envoy rate limit service, limits no client exhausts.
+    const dir = mkdtempSync(join(tmpdir(), "tollgate-bench-"))
+    writeFileSync(
+      join(dir, "ratelimit.yaml"),
+      "domain: bench\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: second, requests_per_unit: 4000000000 }\n"
+    )
+    writeFileSync(
+      join(dir, "tollgate.json"),
+      JSON.stringify({
+        policies: {
+          default: { kind: "tokenBucket", capacity: HOT_CAPACITY, refill: { tokens: 1e9, per: "1 second" } },
+          tight: { kind: "tokenBucket", capacity: 10, refill: { tokens: 1, per: "1 hour" } }
+        },
+        limits: { maxBatch: 100 },
+        forwardAuth: {
+          trustedProxies: ["127.0.0.1"],
+          rules: [{ name: "api", pathPrefix: "/api/", policy: "default", key: ["address"] }]
+        },
+        rls: { port: 0, config: "ratelimit.yaml" }
       })
-    })
+    )
+    const tollgate = await launch("src/server/main.ts", [], { TOLLGATE_CONFIG: join(dir, "tollgate.json") })
     servers.push(tollgate)
+    // The gRPC server is up a moment after the HTTP one.
+    let rls: string | undefined
+    for (let i = 0; i < 100 && rls === undefined; i++) {
+      rls = /listening on (127\.0\.0\.1:\d+)/.exec(tollgate.output())?.[1]
+      if (rls === undefined) await sleep(50)
+    }
+    rmSync(dir, { recursive: true, force: true })
+    if (rls === undefined) throw new Error(`no RLS address:\n${tollgate.output()}`)
 
     console.log(
       `bench:http: ${rounds} rounds of ${duration} s per scenario (best round shown), ${connections} connections, ` +
         `${cpus().length} cores, node ${process.version}`
     )
     let n = 0
-    const scenarios: ReadonlyArray<readonly [string, autocannon.Options]> = [
+    const batch = JSON.stringify({ requests: Array.from({ length: 10 }, (_, i) => ({ key: `batch:${i}` })) })
+    const scenarios: ReadonlyArray<readonly [string, autocannon.Options | "grpc"]> = [
       ["effect/http hello world (GET /)", { url: hello.url + "/" }],
+      ["node:http POST /json (floor: no Effect)", {
+        url: floor.url + "/json",
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ key: "hot" })
+      }],
       ["effect/http POST /json (reads a JSON body)", {
         url: hello.url + "/json",
         method: "POST",
@@ -141,12 +218,27 @@ const main = async () => {
           headers: json,
           setupRequest: (request) => ({ ...request, body: JSON.stringify({ key: `user:${n++ % 10_000}` }) })
         }]
-      }]
+      }],
+      ["tollgate POST /v1/batch, 10 decisions per request", {
+        url: tollgate.url + "/v1/batch",
+        method: "POST",
+        headers: json,
+        body: batch
+      }],
+      ["tollgate GET /v1/check (forward auth, nginx's shape)", {
+        url: tollgate.url + "/v1/check",
+        headers: {
+          "x-forwarded-uri": "/api/items?page=2",
+          "x-forwarded-method": "GET",
+          "x-forwarded-for": "203.0.113.7"
+        }
+      }],
+      ["tollgate gRPC ShouldRateLimit (1 descriptor)", "grpc"]
     ]
     const best = new Map<string, Row>()
     for (let round = 0; round < rounds; round++) {
       for (const [name, options] of scenarios) {
-        const row = await drive(name, options)
+        const row = options === "grpc" ? await driveGrpc(name, rls, duration) : await drive(name, options)
         const previous = best.get(name)
         if (previous === undefined || row.requestsPerSecond > previous.requestsPerSecond) best.set(name, row)
       }
@@ -157,11 +249,14 @@ const main = async () => {
   }
 
   const base = rows[0].requestsPerSecond
-  const header = ["scenario", "req/s", "vs hello", "p50 ms", "p99 ms", "non-2xx", "errors"]
+  // The fair baseline of the service's POST API: the bare effect/http JSON POST of the same run.
+  const jsonPost = rows.find((r) => r.name.startsWith("effect/http POST /json"))!.requestsPerSecond
+  const header = ["scenario", "req/s", "vs hello", "vs POST /json", "p50 ms", "p99 ms", "non-2xx", "errors"]
   const lines = rows.map((r) => [
     r.name,
     Math.round(r.requestsPerSecond).toLocaleString("en-US"),
     `${(r.requestsPerSecond / base).toFixed(2)}x`,
+    `${(r.requestsPerSecond / jsonPost).toFixed(2)}x`,
     String(r.p50),
     String(r.p99),
     String(r.non2xx),

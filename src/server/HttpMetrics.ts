@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Metric } from "effect"
+import { type Context, Effect, Metric } from "effect"
 
 /**
  * Requests answered, labelled `route` and `status`.
@@ -61,6 +61,16 @@ export const inFlight = Metric.gauge("tollgate_http_in_flight", {
 
 const counters = new Map<string, Metric.Metric<number, unknown>>()
 
+const counterOf = (route: string, status: number): Metric.Metric<number, unknown> => {
+  const id = `${route} ${status}`
+  let counter = counters.get(id)
+  if (counter === undefined) {
+    counter = Metric.withAttributes(requests, { route, status: String(status) })
+    counters.set(id, counter)
+  }
+  return counter
+}
+
 /**
  * Counts one answered request.
  *
@@ -73,14 +83,47 @@ const counters = new Map<string, Metric.Metric<number, unknown>>()
  *
  * @since 0.1.0
  */
-export const count = (route: string, status: number): Effect.Effect<void> => {
-  const id = `${route} ${status}`
-  let counter = counters.get(id)
-  if (counter === undefined) {
-    counter = Metric.withAttributes(requests, { route, status: String(status) })
-    counters.set(id, counter)
+export const count = (route: string, status: number): Effect.Effect<void> => Metric.update(counterOf(route, status), 1)
+
+/**
+ * Counts one answered request now, in the registry of the given context (the
+ * request path's way: no fiber step).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { HttpMetrics } from "tollgate/server"
+ *
+ * const effect = Effect.contextWith((context) => HttpMetrics.countUnsafe("/v1/consume", 200, context))
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const countUnsafe = (route: string, status: number, context: Context.Context<never>): void =>
+  counterOf(route, status).updateUnsafe(1, context)
+
+/**
+ * A counter of one route's answers, by status, kept at hand for the request
+ * path (no lookup by name per request).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { HttpMetrics } from "tollgate/server"
+ *
+ * const count = HttpMetrics.routeCounter("/v1/consume")
+ * const effect = Effect.contextWith((context) => count(200, context))
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const routeCounter = (route: string): (status: number, context: Context.Context<never>) => void => {
+  const byStatus: Array<Metric.Metric<number, unknown> | undefined> = []
+  return (status, context) => {
+    let counter = byStatus[status]
+    if (counter === undefined) byStatus[status] = counter = counterOf(route, status)
+    counter.updateUnsafe(1, context)
   }
-  return Metric.update(counter, 1)
 }
 
 /**

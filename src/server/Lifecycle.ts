@@ -48,6 +48,8 @@ export class Lifecycle extends Context.Service<Lifecycle, {
   /** Completes when the drain starts. */
   readonly draining: Effect.Effect<void>
   readonly isDraining: Effect.Effect<boolean>
+  /** Whether the drain has started, read now (for the request path). */
+  readonly isDrainingUnsafe: () => boolean
   /** Starts the drain (idempotent). */
   readonly drain: Effect.Effect<void>
 }>()("tollgate/server/Lifecycle") {
@@ -62,6 +64,7 @@ export class Lifecycle extends Context.Service<Lifecycle, {
       Lifecycle.of({
         draining: Deferred.await(deferred),
         isDraining: Deferred.isDone(deferred),
+        isDrainingUnsafe: () => Deferred.isDoneUnsafe(deferred),
         drain: Effect.asVoid(Deferred.succeed(deferred, undefined))
       })
   )

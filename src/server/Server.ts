@@ -11,10 +11,12 @@
  * @since 0.1.0
  */
 import { NodeFileSystem, NodeHttpServer } from "@effect/platform-node"
-import { Duration, Effect, Layer, Option } from "effect"
-import { HttpRouter } from "effect/http"
+import { ByteSize, Console, Duration, Effect, Equal, Layer, Option, Queue, Redacted } from "effect"
+import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import type { HttpServerError } from "effect/http"
 import { createServer } from "node:http"
+import * as RlsServer from "../envoy/RlsServer.ts"
+import * as RlsService from "../envoy/RlsService.ts"
 import type { InvalidPolicy } from "../Errors.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 import * as Routes from "./Routes.ts"
@@ -31,12 +33,25 @@ const describePolicies = (settings: ServiceConfig.Settings): string =>
       : `${name} (${(policy as { readonly _tag: string })._tag})`
   ).join(", ")
 
+const describeCheck = (settings: ServiceConfig.Settings): string =>
+  settings.forwardAuth.rules.length === 0
+    ? ""
+    : `; forward-auth rules ${settings.forwardAuth.rules.map((r) => `${r.name} -> ${r.policy}`).join(", ")}`
+
+const describeRls = (settings: ServiceConfig.Settings): string =>
+  Option.match(settings.rls, {
+    onNone: () => "",
+    onSome: (rls) => `; Envoy rate limit service: ${RlsService.describe(rls.config)}`
+  })
+
 const logStartup = ServiceConfig.ServiceConfig.use((settings) =>
   Effect.logInfo(
     `tollgate policies: ${describePolicies(settings)}; default ${settings.defaultPolicy}` +
       (settings.rules.length === 0
         ? ""
         : `; rules ${settings.rules.map((r) => `${r.prefix}* -> ${r.policy}`).join(", ")}`) +
+      describeCheck(settings) +
+      describeRls(settings) +
       `; admin API ${Option.isSome(settings.adminToken) ? "enabled" : "disabled"}` +
       `; store ${ServiceStore.describe(settings)}` +
       `; configured from ${settings.sources.length === 0 ? "defaults" : settings.sources.join(", ")}`
@@ -63,6 +78,8 @@ export const layerHttp: Layer.Layer<
   ServiceConfig.ServiceConfig.use((settings) =>
     Effect.succeed(
       HttpRouter.serve(Routes.layer, { disableLogger: true }).pipe(
+        // Every request's body is bounded here once, rather than per read.
+        Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.limits.maxBodyBytes))),
         Layer.provide(
           NodeHttpServer.layer(createServer, {
             host: settings.host,
@@ -90,20 +107,144 @@ export const layerHttp: Layer.Layer<
  * @since 0.1.0
  */
 export const layerWith = <E, R>(
-  config: Layer.Layer<ServiceConfig.ServiceConfig, E, R>
+  config: Layer.Layer<ServiceConfig.ServiceConfig, E, R>,
+  options?: {
+    /** Reads the configuration again on SIGHUP (none: SIGHUP is not handled). */
+    readonly reload?: Effect.Effect<ServiceConfig.Settings, ServiceConfig.InvalidConfig> | undefined
+  }
 ): Layer.Layer<
   never,
-  E | InvalidPolicy | ServiceConfig.InvalidConfig | ServiceStore.RedisUnavailable | HttpServerError.ServeError,
+  | E
+  | InvalidPolicy
+  | ServiceConfig.InvalidConfig
+  | ServiceStore.RedisUnavailable
+  | HttpServerError.ServeError
+  | RlsServer.RlsServerError,
   R
 > => {
   const core = Layer.mergeAll(Tollgate.Tollgate.layer, Lifecycle.Lifecycle.layer).pipe(Layer.provideMerge(config))
-  // Built in this order (core, HTTP, drain trigger), released in reverse: drain, stop HTTP, stop the limiter.
+  const gateways = Layer.unwrap(
+    ServiceConfig.ServiceConfig.use((settings) =>
+      Effect.succeed(Option.match(settings.rls, {
+        onNone: () => layerReload(options?.reload),
+        onSome: (rls) =>
+          Layer.mergeAll(RlsServer.layer({ host: rls.host, port: rls.port }), layerReload(options?.reload)).pipe(
+            Layer.provide(layerRlsService(settings, rls))
+          )
+      }))
+    )
+  )
+  // Built in this order (core, HTTP, gateways, drain trigger), released in reverse: drain, stop the
+  // gateways and HTTP, stop the limiter.
   return Layer.effectDiscard(logStartup).pipe(
     Layer.provideMerge(Lifecycle.Lifecycle.drainOnRelease),
+    Layer.provide(gateways),
     Layer.provide(layerHttp),
     Layer.provide(core)
   )
 }
+
+const layerRlsService = (
+  settings: ServiceConfig.Settings,
+  rls: ServiceConfig.RlsSettings
+): Layer.Layer<RlsService.RlsService, InvalidPolicy | ServiceStore.RedisUnavailable | ServiceConfig.InvalidConfig> =>
+  Layer.effect(
+    RlsService.RlsService,
+    RlsService.RlsService.make({
+      config: rls.config,
+      responseHeaders: rls.responseHeaders,
+      limiter: {
+        idleTimeout: settings.limiter.idleTimeout,
+        mailboxCapacity: settings.limiter.mailboxCapacity,
+        maxWaiters: settings.limiter.maxWaiters,
+        fallback: Option.match(settings.redis, { onNone: () => undefined, onSome: (redis) => redis.fallback })
+      }
+    })
+  ).pipe(Layer.provide(ServiceStore.layer), Layer.provide(Layer.succeed(ServiceConfig.ServiceConfig, settings)))
+
+// Settings that a reload cannot change in a running service: they are read at start only.
+const restartOnly = (a: ServiceConfig.Settings, b: ServiceConfig.Settings): ReadonlyArray<string> => {
+  const same = (x: unknown, y: unknown) => JSON.stringify(x) === JSON.stringify(y)
+  const out: Array<string> = []
+  if (a.host !== b.host || a.port !== b.port) out.push("HOST/PORT")
+  if (!same(a.limits, b.limits)) out.push("limits")
+  if (!same(a.limiter, b.limiter)) out.push("limiter")
+  if (!Equal.equals(a.shutdownTimeout, b.shutdownTimeout)) out.push("TOLLGATE_SHUTDOWN_TIMEOUT")
+  const token = (s: ServiceConfig.Settings) => Option.map(s.adminToken, Redacted.value)
+  if (!Equal.equals(token(a), token(b))) out.push("TOLLGATE_ADMIN_TOKEN")
+  const redis = (s: ServiceConfig.Settings) =>
+    Option.map(
+      s.redis,
+      (r) => ({
+        ...r,
+        url: Redacted.value(r.url),
+        fallback: { ...r.fallback, timeout: String(r.fallback.timeout), retryAfter: String(r.fallback.retryAfter) }
+      })
+    )
+  if (!same(redis(a), redis(b))) out.push("redis")
+  const rlsAddress = (s: ServiceConfig.Settings) => Option.map(s.rls, (r) => `${r.host}:${r.port}:${r.responseHeaders}`)
+  if (!Equal.equals(rlsAddress(a), rlsAddress(b))) out.push("rls (host, port, responseHeaders)")
+  return out
+}
+
+const describeSummary = (summary: Tollgate.ReloadSummary): string => {
+  const parts: Array<string> = []
+  if (summary.unchanged.length > 0) parts.push(`unchanged (state kept): ${summary.unchanged.join(", ")}`)
+  if (summary.changed.length > 0) parts.push(`changed (their keys start afresh): ${summary.changed.join(", ")}`)
+  if (summary.added.length > 0) parts.push(`added: ${summary.added.join(", ")}`)
+  if (summary.removed.length > 0) parts.push(`removed: ${summary.removed.join(", ")}`)
+  return parts.join("; ")
+}
+
+/**
+ * Reloads the configuration on SIGHUP: policies, prefix rules, the default
+ * policy, forward-auth rules and the Envoy rate limit service's descriptors
+ * take effect at once, and policies that did not change keep their keys'
+ * state. A configuration that does not validate is refused with one line on
+ * stderr, and the one in force stays. Settings read only at start (where it
+ * listens, Redis, limits) are named in a warning when they changed.
+ *
+ * @since 0.2.0
+ */
+const layerReload = (
+  reload: Effect.Effect<ServiceConfig.Settings, ServiceConfig.InvalidConfig> | undefined
+): Layer.Layer<never, never, Tollgate.Tollgate> =>
+  reload === undefined ? Layer.empty : Layer.effectDiscard(Effect.gen(function*() {
+    const tollgate = yield* Tollgate.Tollgate
+    const rls = yield* Effect.serviceOption(RlsService.RlsService)
+    const apply = Effect.gen(function*() {
+      const before = tollgate.settings()
+      const next = yield* reload
+      if (Option.isSome(next.rls)) {
+        if (Option.isSome(rls)) yield* rls.value.reload(next.rls.value.config)
+      }
+      const summary = yield* tollgate.reload(next)
+      const ignored = restartOnly(before, next)
+      yield* Effect.logInfo(
+        `tollgate configuration reloaded: policies ${describeSummary(summary)}` + describeCheck(next) +
+          describeRls(next)
+      )
+      if (ignored.length > 0) {
+        yield* Effect.logWarning(
+          `tollgate: changed settings that take effect after a restart only: ${ignored.join(", ")}`
+        )
+      }
+    }).pipe(
+      Effect.catchTag(
+        "InvalidConfig",
+        (error) => Console.error(`tollgate: reload refused (the configuration in force stays): ${error.message}`)
+      )
+    )
+    const signals = yield* Queue.unbounded<void>()
+    const onSignal = () => {
+      Queue.offerUnsafe(signals, undefined)
+    }
+    yield* Effect.acquireRelease(
+      Effect.sync(() => process.on("SIGHUP", onSignal)),
+      () => Effect.sync(() => process.off("SIGHUP", onSignal))
+    )
+    yield* Effect.forkScoped(Effect.forever(Effect.andThen(Queue.take(signals), apply)))
+  }))
 
 /**
  * The service configured from the environment and `TOLLGATE_CONFIG`.
@@ -121,5 +262,11 @@ export const layerWith = <E, R>(
  */
 export const layer: Layer.Layer<
   never,
-  ServiceConfig.InvalidConfig | InvalidPolicy | ServiceStore.RedisUnavailable | HttpServerError.ServeError
-> = layerWith(ServiceConfig.ServiceConfig.layer.pipe(Layer.provide(NodeFileSystem.layer)))
+  | ServiceConfig.InvalidConfig
+  | InvalidPolicy
+  | ServiceStore.RedisUnavailable
+  | HttpServerError.ServeError
+  | RlsServer.RlsServerError
+> = layerWith(ServiceConfig.ServiceConfig.layer.pipe(Layer.provide(NodeFileSystem.layer)), {
+  reload: ServiceConfig.load.pipe(Effect.provide(NodeFileSystem.layer))
+})

@@ -22,6 +22,7 @@
  * @since 0.1.0
  */
 import {
+  Cause,
   Config,
   Context,
   Duration,
@@ -29,13 +30,17 @@ import {
   FileSystem,
   Layer,
   Option,
+  Predicate,
   Redacted,
   Result,
   Schema,
   SchemaGetter
 } from "effect"
+import { dirname, isAbsolute, join } from "node:path"
+import * as RlsConfig from "../envoy/RlsConfig.ts"
 import * as Policy from "../Policy.ts"
 import * as FieldErrors from "./FieldErrors.ts"
+import * as ForwardAuth from "./ForwardAuth.ts"
 import * as PolicySpec from "./PolicySpec.ts"
 
 /**
@@ -121,7 +126,11 @@ export const Limits = Schema.Struct({
   /** Longest key, in characters. Default 256. */
   maxKeyLength: Schema.optionalKey(Int(1, 4096)),
   /** Longest `maxWait` a `/v1/wait` may ask for, and its default, in milliseconds. Default 30000. */
-  maxWait: Schema.optionalKey(Int(0, 600_000))
+  maxWait: Schema.optionalKey(Int(0, 600_000)),
+  /** Most decisions in one `/v1/batch` request. Default 100. */
+  maxBatch: Schema.optionalKey(Int(1, 10_000)),
+  /** Largest `/v1/batch` body, in bytes. Default 65536. */
+  maxBatchBodyBytes: Schema.optionalKey(Int(64, 16_777_216))
 })
 
 /**
@@ -260,6 +269,32 @@ export const RedisOptions = Schema.Struct({
 })
 
 /**
+ * The `rls` section: Envoy's rate limit service (gRPC) beside the HTTP API.
+ * `config` names envoyproxy/ratelimit YAML files, or folders whose `*.yaml`
+ * files are read (relative to the configuration file's folder).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.RlsOptions)({ port: 8081, config: ["ratelimit/config.yaml"] })
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const RlsOptions = Schema.Struct({
+  /** Address the gRPC server listens on. Default `127.0.0.1`. */
+  host: Schema.optionalKey(Schema.NonEmptyString),
+  /** Port of the gRPC server (0: any free port). Without one (here or `TOLLGATE_RLS_PORT`), no gRPC server. */
+  port: Schema.optionalKey(Int(0, 65535)),
+  /** YAML files or folders of them. */
+  config: Schema.optionalKey(Schema.Union([Schema.NonEmptyString, Schema.Array(Schema.NonEmptyString)])),
+  /** Send `RateLimit`, `RateLimit-Policy` (and `Retry-After` when over the limit) for Envoy to add. Default true. */
+  responseHeaders: Schema.optionalKey(Schema.Boolean)
+})
+
+/**
  * The configuration file (`TOLLGATE_CONFIG`). Every field is optional.
  *
  * @example
@@ -281,7 +316,9 @@ export const ConfigFile = Schema.Struct({
   rules: Schema.optionalKey(Schema.Array(Rule)),
   limits: Schema.optionalKey(Limits),
   limiter: Schema.optionalKey(LimiterOptions),
-  redis: Schema.optionalKey(RedisOptions)
+  redis: Schema.optionalKey(RedisOptions),
+  forwardAuth: Schema.optionalKey(ForwardAuth.Options),
+  rls: Schema.optionalKey(RlsOptions)
 })
 
 /**
@@ -346,7 +383,10 @@ export const Env = Schema.Struct({
   TOLLGATE_MAX_WAIT: Schema.optionalKey(IntFromString(0, 600_000)),
   TOLLGATE_SHUTDOWN_TIMEOUT: Schema.optionalKey(Schema.NonEmptyString),
   REDIS_PREFIX: Schema.optionalKey(RedisPrefix),
-  REDIS_FALLBACK: Schema.optionalKey(FallbackMode)
+  REDIS_FALLBACK: Schema.optionalKey(FallbackMode),
+  TOLLGATE_RLS_HOST: Schema.optionalKey(Schema.NonEmptyString),
+  TOLLGATE_RLS_PORT: Schema.optionalKey(IntFromString(0, 65535)),
+  TOLLGATE_RLS_CONFIG: Schema.optionalKey(Schema.NonEmptyString)
 })
 
 const envNames = Object.keys(Env.fields) as ReadonlyArray<keyof typeof Env.fields>
@@ -392,6 +432,8 @@ export interface Settings {
     readonly maxBodyBytes: number
     readonly maxKeyLength: number
     readonly maxWaitMillis: number
+    readonly maxBatch: number
+    readonly maxBatchBodyBytes: number
   }
   readonly limiter: {
     readonly idleTimeout: Duration.Duration
@@ -402,6 +444,10 @@ export interface Settings {
   readonly shutdownTimeout: Duration.Duration
   /** Keys' state in Redis, shared by every instance that uses the same one; none: in-process. */
   readonly redis: Option.Option<RedisSettings>
+  /** Forward authentication (`/v1/check`): the rules, compiled. */
+  readonly forwardAuth: ForwardAuth.Matcher
+  /** Envoy's rate limit service (gRPC); none: not served. */
+  readonly rls: Option.Option<RlsSettings>
   /** Where each setting came from, for the start-up log. */
   readonly sources: ReadonlyArray<string>
 }
@@ -437,6 +483,20 @@ export interface RedisSettings {
     readonly timeout: Duration.Duration
     readonly retryAfter: Duration.Duration
   }
+}
+
+/**
+ * The resolved settings of Envoy's rate limit service.
+ *
+ * @since 0.2.0
+ */
+export interface RlsSettings {
+  readonly host: string
+  readonly port: number
+  /** The YAML files read, in order. */
+  readonly files: ReadonlyArray<string>
+  readonly config: RlsConfig.Config
+  readonly responseHeaders: boolean
 }
 
 /**
@@ -479,6 +539,8 @@ export interface Input {
   readonly adminToken?: Option.Option<Redacted.Redacted<string>> | undefined
   /** `REDIS_URL`; an empty value counts as unset. */
   readonly redisUrl?: Option.Option<Redacted.Redacted<string>> | undefined
+  /** The YAML files of the rate limit service, as read (by {@link load}). */
+  readonly rlsFiles?: ReadonlyArray<{ readonly file: string; readonly text: string }> | undefined
 }
 
 const fail = (errors: ReadonlyArray<FieldErrors.FieldError>) => Effect.fail(new InvalidConfig({ errors }))
@@ -578,7 +640,9 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
     const limits = {
       maxBodyBytes: env.TOLLGATE_MAX_BODY_BYTES ?? file.limits?.maxBodyBytes ?? 4096,
       maxKeyLength: env.TOLLGATE_MAX_KEY_LENGTH ?? file.limits?.maxKeyLength ?? 256,
-      maxWaitMillis: env.TOLLGATE_MAX_WAIT ?? file.limits?.maxWait ?? 30_000
+      maxWaitMillis: env.TOLLGATE_MAX_WAIT ?? file.limits?.maxWait ?? 30_000,
+      maxBatch: file.limits?.maxBatch ?? 100,
+      maxBatchBodyBytes: file.limits?.maxBatchBodyBytes ?? 65_536
     }
 
     const idleTimeoutMillis = Policy.positiveMillis(file.limiter?.idleTimeout ?? 60_000)
@@ -611,7 +675,12 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
 
     const redis = resolveRedis(file.redis, env, input.redisUrl, errors)
 
-    if (errors.length > 0) return yield* fail(errors)
+    const forwardAuth = ForwardAuth.make(file.forwardAuth ?? {}, policies, limits.maxKeyLength)
+    if (Result.isFailure(forwardAuth)) errors.push(...forwardAuth.failure)
+
+    const rls = resolveRls(file.rls, env, input.rlsFiles ?? [], policies, errors)
+
+    if (errors.length > 0 || Result.isFailure(forwardAuth)) return yield* fail(errors)
     for (const name of envNames) {
       if (rawEnv[name] !== undefined && (name.startsWith("TOLLGATE_") || name.startsWith("REDIS_"))) {
         sources.push(name)
@@ -633,6 +702,8 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
       },
       shutdownTimeout: Duration.millis(shutdownMillis ?? 20_000),
       redis,
+      forwardAuth: forwardAuth.success,
+      rls,
       sources: [...new Set(sources)]
     }
   })
@@ -689,6 +760,66 @@ const resolveRedis = (
       retryAfter: Duration.millis(retryMillis)
     }
   }))
+}
+
+// A `policy: {...}` in the rate limit service's YAML: a PolicySpec, read and
+// validated as the service's own policies are.
+const decodePolicy = (input: unknown, field: string): Policy.Valid | ReadonlyArray<FieldErrors.FieldError> => {
+  const decoded = Schema.decodeUnknownExit(PolicySpec.PolicySpec)(input, { onExcessProperty: "error", errors: "all" })
+  if (decoded._tag === "Failure") {
+    const error = Cause.findErrorOption(decoded.cause)
+    return Option.isSome(error)
+      ? FieldErrors.fromIssue(error.value.issue, input, { root: field })
+      : [{ field, reason: "is not a policy" }]
+  }
+  const policy = PolicySpec.toPolicy(decoded.value)
+  return policy._tag === "Invalid"
+    ? [{ field: `${field}.${policy.error.field}`, value: policy.error.value, reason: policy.error.reason }]
+    : policy
+}
+
+// The rate limit service: served when a port is configured; its YAML files
+// are checked whenever any are named.
+const resolveRls = (
+  file: typeof RlsOptions.Type | undefined,
+  env: typeof Env.Type,
+  texts: ReadonlyArray<{ readonly file: string; readonly text: string }>,
+  policies: ReadonlyMap<string, Policy.Valid>,
+  errors: Array<FieldErrors.FieldError>
+): Option.Option<RlsSettings> => {
+  const documents: Array<{ file: string; document: RlsConfig.Document }> = []
+  for (const { file: name, text } of texts) {
+    const parsed = RlsConfig.parseYaml(text, name)
+    if (Result.isFailure(parsed)) {
+      errors.push(parsed.failure)
+      continue
+    }
+    const decoded = Schema.decodeUnknownExit(RlsConfig.Document)(parsed.success, {
+      onExcessProperty: "error",
+      errors: "all"
+    })
+    if (decoded._tag === "Failure") {
+      const error = Cause.findErrorOption(decoded.cause)
+      if (Option.isSome(error)) {
+        for (const e of FieldErrors.fromIssue(error.value.issue, parsed.success, { root: `${name}:` })) {
+          errors.push({ ...e, field: e.field.replace(`${name}:.`, `${name}: `) })
+        }
+      }
+      continue
+    }
+    documents.push({ file: name, document: decoded.value })
+  }
+  const compiled = RlsConfig.compile(documents, { policies, decodePolicy })
+  if (Result.isFailure(compiled)) errors.push(...compiled.failure)
+  const port = env.TOLLGATE_RLS_PORT ?? file?.port
+  if (port === undefined || Result.isFailure(compiled)) return Option.none()
+  return Option.some({
+    host: env.TOLLGATE_RLS_HOST ?? file?.host ?? "127.0.0.1",
+    port,
+    files: texts.map((t) => t.file),
+    config: compiled.success,
+    responseHeaders: file?.responseHeaders ?? true
+  })
 }
 
 /**
@@ -755,8 +886,48 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
         })
     })
   }
-  return yield* resolve({ file, fileName, env, adminToken, redisUrl })
+  const rlsFiles = yield* readRlsFiles(file, fileName, env.TOLLGATE_RLS_CONFIG)
+  return yield* resolve({ file, fileName, env, adminToken, redisUrl, rlsFiles })
 }).pipe(Effect.withSpan("ServiceConfig.load"))
+
+// The rate limit service's YAML: `TOLLGATE_RLS_CONFIG` (relative to the
+// working directory) or the file's `rls.config` (relative to the file's
+// folder); a folder stands for its *.yaml and *.yml files, by name.
+const readRlsFiles = (file: unknown, fileName: string | undefined, fromEnv: string | undefined) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const fromFile = Predicate.hasProperty(file, "rls") && Predicate.hasProperty(file.rls, "config")
+      ? file.rls.config
+      : undefined
+    const field = fromEnv !== undefined ? "TOLLGATE_RLS_CONFIG" : "rls.config"
+    const base = fromEnv !== undefined || fileName === undefined ? "." : dirname(fileName)
+    const entries = fromEnv !== undefined
+      ? [fromEnv]
+      : Predicate.isString(fromFile)
+      ? [fromFile]
+      : Array.isArray(fromFile)
+      ? fromFile.filter(Predicate.isString)
+      : []
+    const out: Array<{ file: string; text: string }> = []
+    const unreadable = (path: string) => (error: { readonly message: string }) =>
+      new InvalidConfig({
+        errors: [{ field, value: JSON.stringify(path), reason: `cannot be read: ${error.message}` }]
+      })
+    for (const entry of entries) {
+      const path = isAbsolute(entry) ? entry : join(base, entry)
+      const info = yield* fs.stat(path).pipe(Effect.mapError(unreadable(path)))
+      const files = info.type === "Directory"
+        ? (yield* fs.readDirectory(path).pipe(Effect.mapError(unreadable(path))))
+          .filter((name) => /\.ya?ml$/.test(name) && !name.startsWith("."))
+          .sort()
+          .map((name) => join(path, name))
+        : [path]
+      for (const f of files) {
+        out.push({ file: f, text: yield* fs.readFileString(f).pipe(Effect.mapError(unreadable(f))) })
+      }
+    }
+    return out
+  })
 
 /**
  * The resolved configuration, as a service.

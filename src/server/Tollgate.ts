@@ -9,8 +9,12 @@
  * @since 0.1.0
  */
 import { Clock, Context, Duration, Effect, Layer, Option, Schema, type Scope } from "effect"
+import type { HttpServerRequest } from "effect/http"
 import type { Decision } from "../Decision.ts"
+import * as RlsConfig from "../envoy/RlsConfig.ts"
 import type { InvalidPolicy } from "../Errors.ts"
+import * as RateLimitHeaders from "../http/RateLimitHeaders.ts"
+import * as Policy from "../Policy.ts"
 import { RateLimiter } from "../RateLimiter.ts"
 import { CurrentStore } from "../Store.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
@@ -154,8 +158,55 @@ const toResult = (decision: Decision, policy: string): Result => {
   return decision.degraded === true ? { ...result, degraded: true } : result
 }
 
-// Buckets are kept apart per policy: the limiter's key is "<policy>|<key>"; policy names have no "|".
+// Buckets are kept apart per policy, and per version of a policy: the
+// limiter's key is "<policy>~<fingerprint>|<key>" (policy names have neither
+// "~" nor "|"). A policy that a reload leaves as it was keeps its fingerprint,
+// so its keys keep their state; one that changes starts its keys afresh.
 const SEPARATOR = "|"
+
+const idOf = (name: string, policy: Policy.Valid): string => `${name}~${RlsConfig.fingerprint(policy)}`
+
+/**
+ * What a forward-auth check resolved to: no rule (let through), or a rule's
+ * decision with the policy's quota for the `RateLimit-Policy` header.
+ *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const through: Tollgate.CheckResult = { _tag: "NoRule" }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export type CheckResult =
+  | { readonly _tag: "NoRule" }
+  | {
+    readonly _tag: "Decided"
+    readonly rule: string
+    readonly policy: string
+    readonly decision: Decision
+    readonly quota: RateLimitHeaders.Quota
+  }
+
+/**
+ * What a reload changed.
+ *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const summary: Tollgate.ReloadSummary = { added: ["uploads"], changed: [], unchanged: ["default"], removed: [] }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export interface ReloadSummary {
+  readonly added: ReadonlyArray<string>
+  readonly changed: ReadonlyArray<string>
+  readonly unchanged: ReadonlyArray<string>
+  readonly removed: ReadonlyArray<string>
+}
 
 /**
  * The service core.
@@ -180,8 +231,24 @@ export class Tollgate extends Context.Service<Tollgate, {
   readonly peek: (request: Request) => Effect.Effect<Result, CallError>
   readonly wait: (request: Request & { readonly maxWaitMillis: number }) => Effect.Effect<WaitResult, CallError>
   readonly reset: (request: Request) => Effect.Effect<{ readonly policy: string }, CallError>
+  /**
+   * Forward authentication: decides for a gateway's sub-request by the
+   * forward-auth rules (`prefix` is the route's path, before the original
+   * path that Envoy appends).
+   */
+  readonly check: (
+    request: HttpServerRequest.HttpServerRequest,
+    prefix: string
+  ) => Effect.Effect<CheckResult, RateLimiter.CallError>
   /** Whether the limiter answers (false once it has shut down). */
   readonly ready: Effect.Effect<boolean>
+  /** The settings in force (policies, rules, forward-auth rules change on reload). */
+  readonly settings: () => ServiceConfig.Settings
+  /**
+   * Puts new policies, rules and forward-auth rules in force. Policies whose
+   * validated options did not change keep their keys' state.
+   */
+  readonly reload: (settings: ServiceConfig.Settings) => Effect.Effect<ReloadSummary>
 }>()("tollgate/server/Tollgate") {
   /**
    * Starts the limiter in the current scope, on the `Store.CurrentStore` of
@@ -191,23 +258,40 @@ export class Tollgate extends Context.Service<Tollgate, {
    */
   static readonly make: Effect.Effect<Tollgate["Service"], InvalidPolicy, ServiceConfig.ServiceConfig | Scope.Scope> =
     Effect.gen(function*() {
-      const settings = yield* ServiceConfig.ServiceConfig
-      const { policies } = settings
-      const fallback = policies.get(settings.defaultPolicy)!
+      const initial = yield* ServiceConfig.ServiceConfig
+      // Every policy version ever put in force: a key routed just before a reload
+      // still finds its policy. Grows by the policies a reload changes, only.
+      const versions = new Map<string, Policy.Valid>()
+      interface InForce {
+        readonly settings: ServiceConfig.Settings
+        readonly ids: ReadonlyMap<string, string>
+        readonly known: ReadonlyArray<string>
+      }
+      const inForce = (settings: ServiceConfig.Settings): InForce => {
+        const ids = new Map<string, string>()
+        for (const [name, policy] of settings.policies) {
+          const id = idOf(name, policy)
+          versions.set(id, policy)
+          ids.set(name, id)
+        }
+        return { settings, ids, known: [...settings.policies.keys()] }
+      }
+      let current = inForce(initial)
+      const missing = Policy.tokenBucket({ capacity: 1, refill: { tokens: -1, per: "1 second" } })
       const limiter = yield* RateLimiter.make({
-        policy: (key) => policies.get(key.slice(0, key.indexOf(SEPARATOR))) ?? fallback,
-        idleTimeout: settings.limiter.idleTimeout,
-        mailboxCapacity: settings.limiter.mailboxCapacity,
-        maxWaiters: settings.limiter.maxWaiters,
-        // room for "<policy>|" in front of the longest key the API accepts
-        maxKeyLength: settings.limits.maxKeyLength + 65,
+        policy: (key) => versions.get(key.slice(0, key.indexOf(SEPARATOR))) ?? missing,
+        idleTimeout: initial.limiter.idleTimeout,
+        mailboxCapacity: initial.limiter.mailboxCapacity,
+        maxWaiters: initial.limiter.maxWaiters,
+        // room for "<policy>~<fingerprint>|" in front of the longest key the API accepts,
+        // and for the forward-auth keys (a rule's name and a SHA-256 when longer)
+        maxKeyLength: Math.max(initial.limits.maxKeyLength, 140) + 80,
         name: "service",
-        fallback: Option.match(settings.redis, {
+        fallback: Option.match(initial.redis, {
           onNone: () => undefined,
           onSome: (redis) => redis.fallback
         })
       })
-      const known = [...policies.keys()]
       // A shared store's fallback flags its decisions, and only `consume`
       // carries the flag; in-process, `acquire` keeps its faster path.
       const shared = (yield* CurrentStore) !== undefined
@@ -216,9 +300,10 @@ export class Tollgate extends Context.Service<Tollgate, {
         request: Request,
         f: (key: string, policy: string) => Effect.Effect<A, E>
       ): Effect.Effect<A, E | UnknownPolicy> => {
+        const { ids, known, settings } = current
         const policy = ServiceConfig.policyName(settings, request.key, request.policy)
         if (policy === undefined) return Effect.fail(new UnknownPolicy({ policy: request.policy ?? "", known }))
-        return f(policy + SEPARATOR + request.key, policy)
+        return f(ids.get(policy)! + SEPARATOR + request.key, policy)
       }
 
       return Tollgate.of({
@@ -260,13 +345,48 @@ export class Tollgate extends Context.Service<Tollgate, {
               )
             })),
         reset: (request) => route(request, (key, policy) => Effect.as(limiter.reset(key), { policy })),
-        ready: limiter.peek(settings.defaultPolicy + SEPARATOR + "tollgate:readyz").pipe(
+        check: (request, prefix) =>
+          Effect.suspend(() => {
+            const { ids, settings } = current
+            const match = settings.forwardAuth.match(request, prefix)
+            if (match === undefined) return Effect.succeed<CheckResult>({ _tag: "NoRule" })
+            const policy = settings.policies.get(match.policy)!
+            return Effect.map(
+              limiter.consume(ids.get(match.policy)! + SEPARATOR + match.key, { cost: match.cost }),
+              (decision): CheckResult => ({
+                _tag: "Decided",
+                rule: match.rule,
+                policy: match.policy,
+                decision,
+                quota: RateLimitHeaders.quotaOf(match.rule, policy) ?? { name: match.rule, limit: decision.limit }
+              })
+            )
+          }),
+        ready: Effect.suspend(() =>
+          limiter.peek(current.ids.get(current.settings.defaultPolicy)! + SEPARATOR + "tollgate:readyz")
+        ).pipe(
           Effect.as(true),
           Effect.orElseSucceed(() => false)
-        )
+        ),
+        settings: () => current.settings,
+        reload: (settings) =>
+          Effect.sync(() => {
+            const before = current
+            current = inForce(settings)
+            const added: Array<string> = []
+            const changed: Array<string> = []
+            const unchanged: Array<string> = []
+            for (const [name, id] of current.ids) {
+              const old = before.ids.get(name)
+              if (old === undefined) added.push(name)
+              else if (old === id) unchanged.push(name)
+              else changed.push(name)
+            }
+            const removed = [...before.ids.keys()].filter((name) => !current.ids.has(name))
+            return { added, changed, unchanged, removed }
+          })
       })
     })
-
   /**
    * The service core as a layer, on the configured store (`ServiceStore.layer`).
    *

@@ -26,6 +26,13 @@ export * as Body from "./Body.ts"
 export * as FieldErrors from "./FieldErrors.ts"
 
 /**
+ * Forward authentication for gateways (`/v1/check`).
+ *
+ * @since 0.2.0
+ */
+export * as ForwardAuth from "./ForwardAuth.ts"
+
+/**
  * The service's HTTP metrics.
  *
  * @since 0.1.0

@@ -1,0 +1,485 @@
+/**
+ * Envoy's rate limit service (RateLimitService v3, `ShouldRateLimit`) over a
+ * tollgate limiter: each descriptor of a request is matched against the
+ * configuration (see `RlsConfig`), decided by its limit's policy, and
+ * answered with a status; the request is over the limit when any descriptor
+ * is (shadow-mode descriptors never are; quota-mode descriptors only when all
+ * of them are).
+ *
+ * As in envoyproxy/ratelimit: a descriptor that matches no limit is `OK`; an
+ * `unlimited` one is `OK` with `limit_remaining` 4294967295; a limit of 0 is
+ * always over; `hits_addend` (the descriptor's, else the request's, 0 meaning
+ * 1) is the cost, and a descriptor's explicit `hits_addend: 0` checks without
+ * counting; every descriptor is counted, whatever the others decide; a
+ * descriptor's `limit` override is a fixed window of its own; `replaces`
+ * drops the limits it names.
+ *
+ * @since 0.2.0
+ */
+import { Clock, Context, Duration, Effect, Metric, Schema, type Scope } from "effect"
+import { createHash } from "node:crypto"
+import type { Decision } from "../Decision.ts"
+import type { InvalidPolicy } from "../Errors.ts"
+import * as RateLimitHeaders from "../http/RateLimitHeaders.ts"
+import * as Policy from "../Policy.ts"
+import { RateLimiter } from "../RateLimiter.ts"
+import * as RlsConfig from "./RlsConfig.ts"
+
+/**
+ * A `RateLimitRequest`, as the gRPC layer decodes it (field names as in the
+ * proto, 64-bit integers as numbers).
+ *
+ * @since 0.2.0
+ */
+export interface RateLimitRequest {
+  readonly domain: string
+  readonly descriptors: ReadonlyArray<{
+    readonly entries: ReadonlyArray<RlsConfig.Entry>
+    readonly limit?: { readonly requests_per_unit: number; readonly unit: string } | null | undefined
+    readonly hits_addend?: { readonly value: number } | null | undefined
+  }>
+  readonly hits_addend?: number | undefined
+}
+
+/**
+ * A `RateLimitResponse.DescriptorStatus`.
+ *
+ * @since 0.2.0
+ */
+export interface DescriptorStatus {
+  readonly code: "OK" | "OVER_LIMIT"
+  readonly current_limit: {
+    readonly name: string
+    readonly requests_per_unit: number
+    readonly unit: string
+  } | null
+  readonly limit_remaining: number
+  readonly duration_until_reset: { readonly seconds: number; readonly nanos: number } | null
+}
+
+/**
+ * A `RateLimitResponse`.
+ *
+ * @since 0.2.0
+ */
+export interface RateLimitResponse {
+  readonly overall_code: "OK" | "OVER_LIMIT"
+  readonly statuses: ReadonlyArray<DescriptorStatus>
+  readonly response_headers_to_add: ReadonlyArray<{ readonly key: string; readonly value: string }>
+}
+
+/**
+ * The request is malformed (no domain, no descriptor, an empty key): gRPC
+ * `INVALID_ARGUMENT`.
+ *
+ * @example
+ * ```ts
+ * import { RlsService } from "tollgate/envoy"
+ *
+ * new RlsService.InvalidArgument({ reason: "domain must not be empty" }).message
+ * ```
+ *
+ * @since 0.2.0
+ */
+export class InvalidArgument extends Schema.TaggedError<InvalidArgument>()("InvalidArgument", {
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+/**
+ * The limiter could not decide (overloaded, shutting down, or its shared
+ * store did not answer with fallback mode `error`): gRPC `UNAVAILABLE`, so
+ * that Envoy applies its `failure_mode_deny`.
+ *
+ * @example
+ * ```ts
+ * import { RlsService } from "tollgate/envoy"
+ *
+ * new RlsService.Unavailable({ reason: "the service is shutting down" }).message
+ * ```
+ *
+ * @since 0.2.0
+ */
+export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", { reason: Schema.String }) {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+/**
+ * Descriptors decided, by domain and outcome (`ok`, `over_limit`, `shadow`:
+ * over the limit in shadow mode, `unlimited`, `no_limit`). Domains that are
+ * not configured count as `(unknown)`, so the labels stay bounded.
+ *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { RlsService } from "tollgate/envoy"
+ *
+ * const effect = Metric.value(RlsService.descriptors)
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const descriptors = Metric.counter("tollgate_rls_descriptors_total", {
+  description: "Descriptors decided by the Envoy rate limit service, by domain and outcome",
+  incremental: true
+})
+
+const MAX_UINT32 = 4_294_967_295
+
+const units: Record<string, RlsConfig.Unit> = {
+  SECOND: "second",
+  MINUTE: "minute",
+  HOUR: "hour",
+  DAY: "day",
+  WEEK: "week",
+  MONTH: "month",
+  YEAR: "year"
+}
+
+const escape = (s: string): string => s.replace(/[%|=]/g, (c) => (c === "%" ? "%25" : c === "|" ? "%7C" : "%3D"))
+
+const toDuration = (millis: number): { seconds: number; nanos: number } | null => {
+  if (!Number.isFinite(millis)) return null
+  const ms = Math.max(0, Math.ceil(millis))
+  return { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 }
+}
+
+// A header item's name: printable ASCII, at most 64 characters.
+const headerName = (s: string): string => s.replace(/[^\x20-\x7e]/g, "_").slice(0, 64) || "default"
+
+const uint32 = (
+  n: number
+): number => (Number.isFinite(n) ? Math.min(MAX_UINT32, Math.max(0, Math.floor(n))) : MAX_UINT32)
+
+/**
+ * Options of {@link RlsService.make}.
+ *
+ * @since 0.2.0
+ */
+export interface Options {
+  readonly config: RlsConfig.Config
+  /** Send `RateLimit`, `RateLimit-Policy` and `Retry-After` in `response_headers_to_add`. Default true. */
+  readonly responseHeaders?: boolean | undefined
+  /** Options of the limiter behind the service (its policy comes from the configuration). */
+  readonly limiter?: Omit<RateLimiter.Options, "policy" | "name" | "maxKeyLength"> | undefined
+}
+
+interface Outcome {
+  readonly status: DescriptorStatus
+  readonly over: boolean
+  readonly quotaMode: boolean
+  readonly name: string
+  readonly decision: Decision | undefined
+  readonly quota: RateLimitHeaders.Quota | undefined
+}
+
+/**
+ * The service.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RlsService } from "tollgate/envoy"
+ *
+ * const program = Effect.gen(function*() {
+ *   const rls = yield* RlsService.RlsService
+ *   return yield* rls.shouldRateLimit({ domain: "edge", descriptors: [{ entries: [{ key: "remote_address", value: "203.0.113.7" }] }] })
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ */
+export class RlsService extends Context.Service<RlsService, {
+  readonly shouldRateLimit: (
+    request: RateLimitRequest
+  ) => Effect.Effect<RateLimitResponse, InvalidArgument | Unavailable>
+  /** Puts a new configuration in force; limits whose policy did not change keep their counters. */
+  readonly reload: (config: RlsConfig.Config) => Effect.Effect<void>
+}>()("tollgate/envoy/RlsService") {
+  /**
+   * Starts the service's limiter in the current scope (on the context's
+   * `Store.CurrentStore`, if any: several instances on one Redis share each
+   * descriptor's limit).
+   *
+   * @since 0.2.0
+   */
+  static readonly make = (options: Options): Effect.Effect<RlsService["Service"], InvalidPolicy, Scope.Scope> =>
+    Effect.gen(function*() {
+      let config = options.config
+      const responseHeaders = options.responseHeaders ?? true
+      // Every policy version ever in force, by id: a key routed just before a
+      // reload still finds its policy.
+      const versions = new Map<string, Policy.Valid>()
+      const register = (c: RlsConfig.Config) => {
+        for (const limit of c.limits) if (limit.policy !== undefined) versions.set(limit.id, limit.policy)
+      }
+      register(config)
+      const missing = Policy.fixedWindow({ limit: 0, window: "1 second" })
+      const limiter = yield* RateLimiter.make({
+        ...options.limiter,
+        policy: (key) => versions.get(key.slice(0, key.indexOf("|"))) ?? missing,
+        name: "envoy",
+        maxKeyLength: 1200
+      })
+      const counters = new Map<string, Metric.Metric<number, unknown>>()
+      const count = (domain: string, outcome: string) => {
+        const label = config.domains.has(domain) ? domain : "(unknown)"
+        const id = `${label}\u0000${outcome}`
+        let counter = counters.get(id)
+        if (counter === undefined) {
+          counter = Metric.withAttributes(descriptors, { domain: label, outcome })
+          counters.set(id, counter)
+        }
+        return Metric.update(counter, 1)
+      }
+
+      const keyOf = (
+        id: string,
+        domain: string,
+        entries: ReadonlyArray<RlsConfig.Entry>,
+        values: ReadonlyArray<string>
+      ) => {
+        let key = `${id}|${escape(domain)}`
+        entries.forEach((e, i) => {
+          key += `|${escape(e.key)}=${escape(values[i])}`
+        })
+        return key.length <= 1200 ? key : `${id}|#${createHash("sha256").update(key).digest("hex")}`
+      }
+
+      // A limit of 0: over, until the end of the unit's window (as envoyproxy/ratelimit reports it).
+      const blocked = (limit: RlsConfig.Limit, now: number): Outcome => {
+        const unitMillis = RlsConfig.unitSeconds[limit.unit ?? "second"] * 1000
+        return {
+          status: {
+            code: "OVER_LIMIT",
+            current_limit: {
+              name: limit.name ?? "",
+              requests_per_unit: 0,
+              unit: (limit.unit ?? "second").toUpperCase()
+            },
+            limit_remaining: 0,
+            duration_until_reset: toDuration(unitMillis - (now % unitMillis))
+          },
+          over: !limit.shadowMode,
+          quotaMode: limit.quotaMode,
+          name: headerName(limit.name ?? limit.path),
+          decision: {
+            allowed: false,
+            remaining: 0,
+            limit: 0,
+            retryAfter: Duration.millis(unitMillis - (now % unitMillis)),
+            resetAfter: Duration.millis(unitMillis - (now % unitMillis))
+          },
+          quota: { name: headerName(limit.name ?? limit.path), limit: 0, windowSeconds: unitMillis / 1000 }
+        }
+      }
+
+      const decide = (
+        domain: string,
+        limit: RlsConfig.Limit,
+        policy: Policy.Valid,
+        key: string,
+        hits: number
+      ): Effect.Effect<Outcome, Unavailable> => {
+        const call = hits === 0 ? limiter.peek(key) : limiter.consume(key, { cost: hits })
+        const name = headerName(limit.name ?? limit.path)
+        const outcome = (decision: Decision): Outcome => {
+          const over = !decision.allowed
+          return {
+            status: {
+              code: over && !limit.shadowMode ? "OVER_LIMIT" : "OK",
+              current_limit: {
+                name: limit.name ?? "",
+                requests_per_unit: uint32(limit.requestsPerUnit),
+                unit: limit.unit === undefined ? "UNKNOWN" : limit.unit.toUpperCase()
+              },
+              limit_remaining: uint32(decision.remaining),
+              duration_until_reset: toDuration(Duration.toMillis(decision.resetAfter))
+            },
+            over: over && !limit.shadowMode,
+            quotaMode: limit.quotaMode,
+            name,
+            decision,
+            quota: RateLimitHeaders.quotaOf(name, policy)
+          }
+        }
+        return Effect.matchEffect(call, {
+          onSuccess: (decision) =>
+            Effect.as(
+              count(
+                domain,
+                decision.allowed ? "ok" : limit.shadowMode ? "shadow" : "over_limit"
+              ),
+              outcome(decision)
+            ),
+          onFailure: (error) => {
+            // More hits than the limit can ever admit: over the limit, as the reference counts it.
+            if (error._tag === "InvalidRequest" && error.field === "cost") {
+              const decision: Decision = {
+                allowed: false,
+                remaining: 0,
+                limit: policy.quota.limit,
+                retryAfter: Duration.infinity,
+                resetAfter: Duration.zero
+              }
+              return Effect.as(count(domain, limit.shadowMode ? "shadow" : "over_limit"), outcome(decision))
+            }
+            return Effect.fail(
+              new Unavailable({
+                reason: error._tag === "Overloaded"
+                  ? "too many requests are queued for this descriptor"
+                  : error._tag === "LimiterShutdown"
+                  ? "the service is shutting down"
+                  : error._tag === "StoreUnavailable"
+                  ? "the shared store (Redis) did not answer"
+                  : `cannot decide: ${error.message}`
+              })
+            )
+          }
+        })
+      }
+
+      const headersOf = (outcomes: ReadonlyArray<Outcome>, over: boolean) => {
+        // The descriptor closest to its limit speaks for the request (the one that refused, when one did).
+        let pick: Outcome | undefined
+        for (const o of outcomes) {
+          if (o.decision === undefined || o.quota === undefined) continue
+          if (over ? o.over : true) {
+            if (pick === undefined || o.decision.remaining < pick.decision!.remaining) pick = o
+          }
+        }
+        if (pick === undefined) return []
+        const headers = RateLimitHeaders.make(
+          pick.quota!,
+          pick.over ? pick.decision! : { ...pick.decision!, allowed: true }
+        )
+        return Object.entries(headers).map(([key, value]) => ({ key, value }))
+      }
+
+      const shouldRateLimit = (request: RateLimitRequest) =>
+        Effect.gen(function*() {
+          if (request.domain === "") {
+            return yield* new InvalidArgument({ reason: "rate limit domain must not be empty" })
+          }
+          if (request.descriptors.length === 0) {
+            return yield* new InvalidArgument({ reason: "rate limit descriptor list must not be empty" })
+          }
+          const snapshot = config
+          const now = yield* Clock.currentTimeMillis
+          const requestHits = Math.max(1, request.hits_addend ?? 0)
+          const found = request.descriptors.map((d, i) => {
+            if (d.entries.some((e) => e.key === "")) return { invalid: i } as const
+            if (d.limit !== undefined && d.limit !== null) {
+              const unit = units[d.limit.unit]
+              if (unit === undefined) return { invalid: i } as const
+              // Envoy's rate limit override: a fixed window of its own (0: always over).
+              const count = d.limit.requests_per_unit
+              const policy = count === 0 ? undefined : RlsConfig.policyOf("fixedWindow", count, unit)
+              if (policy?._tag === "Invalid") return { invalid: i } as const
+              const id = policy === undefined ? "blocked" : RlsConfig.fingerprint(policy)
+              if (policy !== undefined) versions.set(id, policy)
+              const limit: RlsConfig.Limit = {
+                path: `${request.domain}.(override)`,
+                name: undefined,
+                replaces: [],
+                unlimited: false,
+                shadowMode: false,
+                quotaMode: false,
+                policy,
+                id,
+                unit,
+                requestsPerUnit: count
+              }
+              return { limit, values: d.entries.map((e) => e.value) }
+            }
+            return RlsConfig.find(snapshot, request.domain, d.entries)
+          })
+          const invalid = found.find((f) => f !== undefined && "invalid" in f)
+          if (invalid !== undefined && "invalid" in invalid) {
+            return yield* new InvalidArgument({
+              reason: `descriptor ${invalid.invalid}: an entry has an empty key, or its limit override an unknown unit`
+            })
+          }
+          const replaced = new Set<string>()
+          for (const f of found) {
+            if (f !== undefined && "limit" in f) {
+              for (const r of f.limit.replaces) replaced.add(r)
+            }
+          }
+
+          const outcomes: Array<Outcome> = []
+          for (let i = 0; i < request.descriptors.length; i++) {
+            const f = found[i]
+            const d = request.descriptors[i]
+            const none: Outcome = {
+              status: { code: "OK", current_limit: null, limit_remaining: 0, duration_until_reset: null },
+              over: false,
+              quotaMode: false,
+              name: "",
+              decision: undefined,
+              quota: undefined
+            }
+            if (f === undefined || !("limit" in f) || (f.limit.name !== undefined && replaced.has(f.limit.name))) {
+              yield* count(request.domain, "no_limit")
+              outcomes.push(none)
+              continue
+            }
+            const { limit, values } = f
+            if (limit.unlimited) {
+              yield* count(request.domain, "unlimited")
+              outcomes.push({ ...none, status: { ...none.status, limit_remaining: MAX_UINT32 } })
+              continue
+            }
+            if (limit.policy === undefined) {
+              yield* count(request.domain, limit.shadowMode ? "shadow" : "over_limit")
+              outcomes.push(blocked(limit, now))
+              continue
+            }
+            const hits = d.hits_addend !== undefined && d.hits_addend !== null ? d.hits_addend.value : requestHits
+            const key = keyOf(limit.id, request.domain, d.entries, values)
+            outcomes.push(yield* decide(request.domain, limit, limit.policy, key, hits))
+          }
+          const quota = outcomes.filter((o) => o.quotaMode)
+          const over = outcomes.some((o) => o.over && !o.quotaMode) ||
+            (quota.length > 0 && quota.every((o) => o.over))
+          return {
+            overall_code: over ? "OVER_LIMIT" : "OK",
+            statuses: outcomes.map((o) => o.status),
+            response_headers_to_add: responseHeaders ? headersOf(outcomes, over) : []
+          } satisfies RateLimitResponse
+        })
+
+      return RlsService.of({
+        shouldRateLimit,
+        reload: (next) =>
+          Effect.sync(() => {
+            register(next)
+            config = next
+          })
+      })
+    })
+}
+
+/**
+ * What a configuration puts in force, in one line per domain (for logs).
+ *
+ * @example
+ * ```ts
+ * import { RlsService } from "tollgate/envoy"
+ *
+ * declare const config: Parameters<typeof RlsService.describe>[0]
+ * RlsService.describe(config) // "messaging (2 limits)"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const describe = (config: RlsConfig.Config): string =>
+  [...config.domains.keys()].map((domain) => {
+    const n = config.limits.filter((l) => l.path === domain || l.path.startsWith(domain + ".")).length
+    return `${domain} (${n} limit${n === 1 ? "" : "s"})`
+  }).join(", ") || "no domains"
