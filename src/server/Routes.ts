@@ -129,6 +129,9 @@ const allowed: Record<string, string> = {
   "/metrics": "GET, HEAD"
 }
 
+// The methods the not-found/405 fallback takes: all but HEAD (see below). Others are a bare 404.
+const fallbackMethods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"] as const
+
 const json = (body: unknown) => HttpServerResponse.jsonUnsafe(body, { headers: { "cache-control": "no-store" } })
 
 /**
@@ -271,19 +274,18 @@ export const layer: Layer.Layer<
           })
         )
       )
-      yield* router.add(
-        "*",
-        "/*",
-        HttpServerRequest.HttpServerRequest.use((request) => {
-          const path = request.url.split("?")[0]
-          const allow = allowed[path]
-          return Effect.succeed(
-            allow === undefined
-              ? Problem.response("not-found", `no route for ${request.method} ${path.slice(0, 128)}`)
-              : Problem.response("method-not-allowed", `${path} accepts ${allow}`, { headers: { allow } })
-          )
-        })
-      )
+      const fallback = HttpServerRequest.HttpServerRequest.use((request) => {
+        const path = request.url.split("?")[0]
+        const allow = allowed[path]
+        return Effect.succeed(
+          allow === undefined
+            ? Problem.response("not-found", `no route for ${request.method} ${path.slice(0, 128)}`)
+            : Problem.response("method-not-allowed", `${path} accepts ${allow}`, { headers: { allow } })
+        )
+      })
+      // Every method but HEAD: the router tries a HEAD it finds no route for as a GET, so HEAD
+      // is answered wherever GET is (Node sends no body), and by this fallback elsewhere.
+      yield* router.addAll(fallbackMethods.map((method) => HttpRouter.route(method, "/*", fallback)))
     })
   ),
   PrometheusMetrics.layerHttp({ path: "/metrics" })
