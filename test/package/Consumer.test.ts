@@ -211,19 +211,23 @@ describe("the package, packed and installed into a fresh app", () => {
     for (const file of ["package.json", "README.md", "CHANGELOG.md", "LICENSE"]) assert.include(files, file)
   })
 
-  it("npm install <tarball> effect: installs with scripts on, runs none of tollgate's, one copy of effect", async () => {
-    const installed = await install([tarball, `effect@${devVersion("effect")}`], app)
-    // npm logs every lifecycle script it runs as `run <name>@<version> <event> ...`.
-    assert.notMatch(installed.output, /\brun tollgate@/, installed.output)
-    const ownManifest = JSON.parse(readFileSync(join(app, "node_modules", "tollgate", "package.json"), "utf8"))
-    for (const event of ["preinstall", "install", "postinstall"]) {
-      assert.isUndefined(ownManifest.scripts?.[event], `a ${event} script ships`)
-    }
-    // The optional peers are not installed, so the root entry can load neither.
-    assert.isFalse(existsSync(join(app, "node_modules", "@effect", "platform-node")))
-    assert.isFalse(existsSync(join(app, "node_modules", "redis")))
-    assert.isFalse(existsSync(join(app, "node_modules", "tollgate", "node_modules")))
-  }, 300_000)
+  it(
+    "npm install <tarball> effect: installs with scripts on, runs none of tollgate's, one copy of effect",
+    async () => {
+      const installed = await install([tarball, `effect@${devVersion("effect")}`], app)
+      // npm logs every lifecycle script it runs as `run <name>@<version> <event> ...`.
+      assert.notMatch(installed.output, /\brun tollgate@/, installed.output)
+      const ownManifest = JSON.parse(readFileSync(join(app, "node_modules", "tollgate", "package.json"), "utf8"))
+      for (const event of ["preinstall", "install", "postinstall"]) {
+        assert.isUndefined(ownManifest.scripts?.[event], `a ${event} script ships`)
+      }
+      // The optional peers are not installed, so the root entry can load neither.
+      assert.isFalse(existsSync(join(app, "node_modules", "@effect", "platform-node")))
+      assert.isFalse(existsSync(join(app, "node_modules", "redis")))
+      assert.isFalse(existsSync(join(app, "node_modules", "tollgate", "node_modules")))
+    },
+    300_000
+  )
 
   it("plain JavaScript: yield* limiter.acquire(key) prints decisions on Node 20 and Node 24", async () => {
     assert.isDefined(NODE_20, `engines.node is ${manifest.engines.node}`)
@@ -267,67 +271,79 @@ describe("the package, packed and installed into a fresh app", () => {
       `
       const result = await must(process.execPath, ["--input-type=module", "-e", script], { cwd: app })
       assert.strictEqual(result.stdout, "function function object\n")
-      const internal = await run(process.execPath, ["--input-type=module", "-e", `await import("tollgate/dist/index.js")`], {
+      const internal = await run(process.execPath, [
+        "--input-type=module",
+        "-e",
+        `await import("tollgate/dist/index.js")`
+      ], {
         cwd: app
       })
       assert.notStrictEqual(internal.code, 0, "a path outside the exports map resolves")
       assert.include(internal.output, "ERR_PACKAGE_PATH_NOT_EXPORTED")
     }, 120_000)
 
-    it("a strict TypeScript consumer type-checks (nodenext and bundler; TypeScript 5.9 and the project's)", async () => {
-      writeFileSync(join(app, "consumer.ts"), CONSUMER)
-      const options = {
-        // No lib: the default for the target includes the DOM types that effect's own declarations
-        // name (CryptoKey, Transferable), which skipLibCheck false checks.
-        target: "ES2022",
-        types: ["node"],
-        strict: true,
-        noUncheckedIndexedAccess: true,
-        exactOptionalPropertyTypes: true,
-        skipLibCheck: false,
-        noEmit: true
-      }
-      const configs = {
-        nodenext: { ...options, module: "NodeNext", moduleResolution: "NodeNext" },
-        bundler: { ...options, module: "ESNext", moduleResolution: "Bundler" }
-      }
-      for (const [name, compilerOptions] of Object.entries(configs)) {
-        writeFileSync(join(app, `tsconfig.${name}.json`), JSON.stringify({ compilerOptions, files: ["consumer.ts"] }))
-      }
-      const compilers = {
-        [`TypeScript ${TYPESCRIPT_5}`]: [process.execPath, join(app, "node_modules", "typescript", "bin", "tsc")],
-        "the project's TypeScript": [join(root, "node_modules", ".bin", "tsc")]
-      }
-      const checks = Object.entries(compilers).flatMap(([compiler, [command, ...args]]) =>
-        Object.keys(configs).map(async (config) => {
-          const result = await run(command!, [...args, "-p", `tsconfig.${config}.json`], { cwd: app })
-          return { label: `${compiler}, moduleResolution ${config}`, result }
+    it(
+      "a strict TypeScript consumer type-checks (nodenext and bundler; TypeScript 5.9 and the project's)",
+      async () => {
+        writeFileSync(join(app, "consumer.ts"), CONSUMER)
+        const options = {
+          // No lib: the default for the target includes the DOM types that effect's own declarations
+          // name (CryptoKey, Transferable), which skipLibCheck false checks.
+          target: "ES2022",
+          types: ["node"],
+          strict: true,
+          noUncheckedIndexedAccess: true,
+          exactOptionalPropertyTypes: true,
+          skipLibCheck: false,
+          noEmit: true
+        }
+        const configs = {
+          nodenext: { ...options, module: "NodeNext", moduleResolution: "NodeNext" },
+          bundler: { ...options, module: "ESNext", moduleResolution: "Bundler" }
+        }
+        for (const [name, compilerOptions] of Object.entries(configs)) {
+          writeFileSync(join(app, `tsconfig.${name}.json`), JSON.stringify({ compilerOptions, files: ["consumer.ts"] }))
+        }
+        const compilers = {
+          [`TypeScript ${TYPESCRIPT_5}`]: [process.execPath, join(app, "node_modules", "typescript", "bin", "tsc")],
+          "the project's TypeScript": [join(root, "node_modules", ".bin", "tsc")]
+        }
+        const checks = Object.entries(compilers).flatMap(([compiler, [command, ...args]]) =>
+          Object.keys(configs).map(async (config) => {
+            const result = await run(command!, [...args, "-p", `tsconfig.${config}.json`], { cwd: app })
+            return { label: `${compiler}, moduleResolution ${config}`, result }
+          })
+        )
+        const version = await must(process.execPath, [join(app, "node_modules", "typescript", "bin", "tsc"), "-v"], {
+          cwd: app
         })
-      )
-      const version = await must(process.execPath, [join(app, "node_modules", "typescript", "bin", "tsc"), "-v"], {
-        cwd: app
-      })
-      assert.include(version.stdout, TYPESCRIPT_5)
-      for (const { label, result } of await Promise.all(checks)) {
-        assert.strictEqual(result.code, 0, `${label}:\n${result.output}`)
-      }
-    }, 300_000)
+        assert.include(version.stdout, TYPESCRIPT_5)
+        for (const { label, result } of await Promise.all(checks)) {
+          assert.strictEqual(result.code, 0, `${label}:\n${result.output}`)
+        }
+      },
+      300_000
+    )
 
-    it("npx tollgate starts the service and answers /healthz; Ctrl-C (SIGINT to its process group) stops it", async () => {
-      const service = await serve("npx", ["--no-install", "tollgate"])
-      try {
-        const health = await fetch(`${service.url}/healthz`)
-        assert.strictEqual(health.status, 200)
-        assert.deepStrictEqual(await health.json(), { status: "ok" })
-        assert.strictEqual((await fetch(`${service.url}/readyz`, { method: "HEAD" })).status, 200)
-        process.kill(-service.child.pid!, "SIGINT")
-        await service.closed
-        assert.include(service.output(), "draining")
-        assert.isTrue(await refused(`${service.url}/healthz`), "the service still answers after Ctrl-C")
-      } finally {
-        service.kill()
-      }
-    }, 120_000)
+    it(
+      "npx tollgate starts the service and answers /healthz; Ctrl-C (SIGINT to its process group) stops it",
+      async () => {
+        const service = await serve("npx", ["--no-install", "tollgate"])
+        try {
+          const health = await fetch(`${service.url}/healthz`)
+          assert.strictEqual(health.status, 200)
+          assert.deepStrictEqual(await health.json(), { status: "ok" })
+          assert.strictEqual((await fetch(`${service.url}/readyz`, { method: "HEAD" })).status, 200)
+          process.kill(-service.child.pid!, "SIGINT")
+          await service.closed
+          assert.include(service.output(), "draining")
+          assert.isTrue(await refused(`${service.url}/healthz`), "the service still answers after Ctrl-C")
+        } finally {
+          service.kill()
+        }
+      },
+      120_000
+    )
 
     it("the bin run directly (as a supervisor would) stops on SIGTERM with exit code 0", async () => {
       const service = await serve(join(app, "node_modules", ".bin", "tollgate"), [])
