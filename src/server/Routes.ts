@@ -41,6 +41,7 @@ import * as Tollgate from "./Tollgate.ts"
  * const response = Routes.problemOf(error)
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type RouteError =
@@ -57,11 +58,12 @@ const retryShortly = { "retry-after": "1" }
  *
  * @example
  * ```ts
- * import { Body, Routes } from "tollgate/server"
+ * import { Lifecycle, Routes } from "tollgate/server"
  *
- * const response = Routes.problemOf(new Body.BodyTooLarge({ limit: 4096 })) // 413
+ * const response = Routes.problemOf(new Lifecycle.ShuttingDown()) // 503 with Retry-After
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export const problemOf = (error: RouteError): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
@@ -145,6 +147,7 @@ const json = (body: unknown) => HttpServerResponse.jsonUnsafe(body, { headers: {
  * const Http = HttpRouter.serve(Routes.layer)
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<

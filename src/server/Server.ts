@@ -53,6 +53,7 @@ const logStartup = ServiceConfig.ServiceConfig.use((settings) =>
  * const http = Server.layerHttp // needs ServiceConfig, Tollgate and Lifecycle
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerHttp: Layer.Layer<
@@ -87,6 +88,7 @@ export const layerHttp: Layer.Layer<
  * const main = Layer.launch(service)
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerWith = <E, R>(
@@ -117,6 +119,7 @@ export const layerWith = <E, R>(
  * Layer.launch(Server.layer).pipe(NodeRuntime.runMain)
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<

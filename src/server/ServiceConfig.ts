@@ -51,6 +51,7 @@ import * as PolicySpec from "./PolicySpec.ts"
  * )
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
@@ -74,6 +75,7 @@ const policyNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
  * Schema.decodeUnknownSync(ServiceConfig.PolicyName)("per-ip")
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const PolicyName = Schema.String.check(
@@ -98,6 +100,7 @@ const KeyPrefix = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(
  * Schema.decodeUnknownSync(ServiceConfig.Rule)({ prefix: "ip:", policy: "per-ip" })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Rule = Schema.Struct({ prefix: KeyPrefix, policy: PolicyName })
@@ -113,6 +116,7 @@ export const Rule = Schema.Struct({ prefix: KeyPrefix, policy: PolicyName })
  * Schema.decodeUnknownSync(ServiceConfig.Limits)({ maxBodyBytes: 4096, maxKeyLength: 256, maxWait: 30000 })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Limits = Schema.Struct({
@@ -135,6 +139,7 @@ export const Limits = Schema.Struct({
  * Schema.decodeUnknownSync(ServiceConfig.LimiterOptions)({ idleTimeout: "1 minute", mailboxCapacity: 1024 })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const LimiterOptions = Schema.Struct({
@@ -169,6 +174,7 @@ const isRedisUrl = (s: string): string | undefined => {
  * Schema.decodeUnknownSync(ServiceConfig.RedisUrl)("redis://127.0.0.1:6379/0")
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RedisUrl = Schema.String.check(
@@ -187,6 +193,7 @@ export const RedisUrl = Schema.String.check(
  * ServiceConfig.redactUrl("redis://app:s3cret@cache:6379/0") // "redis://***:***@cache:6379/0"
  * ```
  *
+ * @category formatting
  * @since 0.1.0
  */
 export const redactUrl = (value: unknown): string => {
@@ -217,6 +224,7 @@ const RedisPrefix = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLengt
  * Schema.decodeUnknownSync(ServiceConfig.FallbackMode)("deny")
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const FallbackMode = Schema.Literals(["local", "allow", "deny", "error"])
@@ -237,6 +245,7 @@ export const FallbackMode = Schema.Literals(["local", "allow", "deny", "error"])
  * })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RedisOptions = Schema.Struct({
@@ -273,6 +282,7 @@ export const RedisOptions = Schema.Struct({
  * })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const ConfigFile = Schema.Struct({
@@ -294,6 +304,7 @@ export const ConfigFile = Schema.Struct({
  * const file: ServiceConfig.ConfigFile = { defaultPolicy: "default", rules: [{ prefix: "ip:", policy: "default" }] }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type ConfigFile = typeof ConfigFile.Type
@@ -332,6 +343,7 @@ const IntFromString = (minimum: number, maximum: number) =>
  * Schema.decodeUnknownSync(ServiceConfig.Env)({ PORT: "8080", TOLLGATE_RULES: "ip:=per-ip" })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Env = Schema.Struct({
@@ -361,6 +373,7 @@ const envNames = Object.keys(Env.fields) as ReadonlyArray<keyof typeof Env.field
  * const env: ServiceConfig.RawEnv = { PORT: "0", HOST: "127.0.0.1" }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type RawEnv = { readonly [K in keyof typeof Env.fields]?: string | undefined }
@@ -376,6 +389,7 @@ export type RawEnv = { readonly [K in keyof typeof Env.fields]?: string | undefi
  * const program = ServiceConfig.ServiceConfig.use((settings: ServiceConfig.Settings) => Effect.succeed(settings.port))
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Settings {
@@ -423,6 +437,7 @@ export interface Settings {
  * }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface RedisSettings {
@@ -446,9 +461,10 @@ export interface RedisSettings {
  * ```ts
  * import { ServiceConfig } from "tollgate/server"
  *
- * ServiceConfig.builtinDefault.capacity // 100
+ * ServiceConfig.builtinDefault.kind // "tokenBucket"
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const builtinDefault: PolicySpec.PolicySpec = {
@@ -470,6 +486,7 @@ const MIN_ADMIN_TOKEN_LENGTH = 16
  * const input: ServiceConfig.Input = { env: { PORT: "0" }, file: { defaultPolicy: "default" } }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Input {
@@ -495,6 +512,7 @@ const fail = (errors: ReadonlyArray<FieldErrors.FieldError>) => Effect.fail(new 
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
@@ -704,6 +722,7 @@ const resolveRedis = (
  * const settings = ServiceConfig.load.pipe(Effect.provide(NodeFileSystem.layer))
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem> = Effect.gen(function*() {
@@ -769,6 +788,7 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
  * const port = ServiceConfig.ServiceConfig.use((settings) => Effect.succeed(settings.port))
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class ServiceConfig extends Context.Service<ServiceConfig, Settings>()("tollgate/server/ServiceConfig") {
@@ -803,6 +823,7 @@ export class ServiceConfig extends Context.Service<ServiceConfig, Settings>()("t
  * ServiceConfig.policyName(settings, "ip:203.0.113.7", undefined) // "per-ip" with the rule { prefix: "ip:", policy: "per-ip" }
  * ```
  *
+ * @category routing
  * @since 0.1.0
  */
 export const policyName = (settings: Settings, key: string, requested: string | undefined): string | undefined => {

@@ -30,6 +30,7 @@ import * as ServiceStore from "./ServiceStore.ts"
  * }).pipe(Effect.catchTag("UnknownPolicy", (e) => Effect.succeed(e.known)))
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownPolicy", {
@@ -51,6 +52,7 @@ export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownP
  * const request: Tollgate.Request = { key: "user:42", cost: 2, policy: "default" }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Request {
@@ -74,6 +76,7 @@ export interface Request {
  * }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Result {
@@ -96,6 +99,7 @@ export interface Result {
  * const acquired: Tollgate.AcquireResult = { allowed: false, policy: "default", degraded: true }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface AcquireResult {
@@ -115,6 +119,7 @@ export interface AcquireResult {
  * const waited: Tollgate.WaitResult = { allowed: true, waited: 120, policy: "default" }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type WaitResult =
@@ -133,6 +138,7 @@ export type WaitResult =
  * const handled = call.pipe(Effect.catchTag("UnknownPolicy", () => Effect.void))
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type CallError = RateLimiter.CallError | UnknownPolicy
@@ -172,6 +178,7 @@ const SEPARATOR = "|"
  * })
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class Tollgate extends Context.Service<Tollgate, {
