@@ -168,6 +168,9 @@ await program.pipe(
 )
 `
 
+const HTTP_IMPORT = `const { RateLimitMiddleware } = await import("tollgate/http")
+console.log(typeof RateLimitMiddleware.make)`
+
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "tollgate-package-"))
   app = join(work, "app")
@@ -229,21 +232,28 @@ describe("the package, packed and installed into a fresh app", () => {
     300_000
   )
 
-  it("plain JavaScript: yield* limiter.acquire(key) prints decisions on Node 20 and Node 24", async () => {
-    assert.isDefined(NODE_20, `engines.node is ${manifest.engines.node}`)
-    const nodes = new Set([await nodeBinary(NODE_20!), process.execPath])
-    const npmNode = process.env.npm_node_execpath
-    if (npmNode !== undefined && existsSync(npmNode)) nodes.add(npmNode)
-    const versions: Array<string> = []
-    for (const node of nodes) {
-      const version = (await must(node, ["--version"], { cwd: app })).stdout.trim()
-      versions.push(version)
-      const result = await must(node, ["app.mjs"], { cwd: app })
-      assert.strictEqual(result.stdout, "true true true false 0\n", `on Node ${version}`)
-    }
-    assert.isTrue(versions.some((v) => v.startsWith("v20.")), versions.join(", "))
-    assert.isTrue(versions.some((v) => v.startsWith("v24.")), versions.join(", "))
-  }, 300_000)
+  it(
+    "plain JavaScript: yield* limiter.acquire(key) prints decisions, and tollgate/http imports, on Node 20 and 24",
+    async () => {
+      assert.isDefined(NODE_20, `engines.node is ${manifest.engines.node}`)
+      const nodes = new Set([await nodeBinary(NODE_20!), process.execPath])
+      const npmNode = process.env.npm_node_execpath
+      if (npmNode !== undefined && existsSync(npmNode)) nodes.add(npmNode)
+      const versions: Array<string> = []
+      for (const node of nodes) {
+        const version = (await must(node, ["--version"], { cwd: app })).stdout.trim()
+        versions.push(version)
+        const result = await must(node, ["app.mjs"], { cwd: app })
+        assert.strictEqual(result.stdout, "true true true false 0\n", `on Node ${version}`)
+        // tollgate/http needs nothing but effect either.
+        const http = await must(node, ["--input-type=module", "-e", HTTP_IMPORT], { cwd: app })
+        assert.strictEqual(http.stdout, "function\n", `tollgate/http on Node ${version}`)
+      }
+      assert.isTrue(versions.some((v) => v.startsWith("v20.")), versions.join(", "))
+      assert.isTrue(versions.some((v) => v.startsWith("v24.")), versions.join(", "))
+    },
+    300_000
+  )
 
   it("publint and attw (profile esm-only: the package is ES modules only) report the tarball clean", async () => {
     const bin = (name: string) => join(root, "node_modules", ".bin", name)
