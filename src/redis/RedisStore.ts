@@ -30,6 +30,14 @@ import * as Scripts from "./internal/scripts.ts"
 /**
  * Options of {@link make}.
  *
+ * @example
+ * ```ts
+ * import type { RedisStore } from "tollgate/redis"
+ *
+ * const options: RedisStore.Options = { prefix: "api:", clock: "server", maxBatchKeys: 64 }
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -75,6 +83,18 @@ export interface Options {
 /**
  * Options of {@link layer}: the store's, plus where Redis is.
  *
+ * @example
+ * ```ts
+ * import { RedisStore } from "tollgate/redis"
+ *
+ * const Store = RedisStore.layer({
+ *   url: "redis://:secret@redis.internal:6379/0",
+ *   prefix: "api:",
+ *   connectTimeout: "2 seconds"
+ * })
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface LayerOptions extends Options {
@@ -105,6 +125,7 @@ export interface LayerOptions extends Options {
  * RedisStore.supported // ["token-bucket", "gcra", "leaky-bucket", ...]
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const supported: ReadonlyArray<string> = Scripts.supported
@@ -122,6 +143,7 @@ export const supported: ReadonlyArray<string> = Scripts.supported
  * RedisStore.supports(policy) // true
  * ```
  *
+ * @category guards
  * @since 0.1.0
  */
 export const supports = (policy: Policy.Valid): boolean =>
@@ -323,6 +345,7 @@ class Round {
  * }).pipe(Layer.provide(StoreLive))
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Redis.Redis | Scope.Scope> = Effect
@@ -580,6 +603,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
  * )
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerRedis = (options?: Options): Layer.Layer<never, InvalidPolicy, Redis.Redis> =>
@@ -610,6 +634,7 @@ const reconnect = (connected: { value: boolean }) => (retries: number, cause: Er
  * }).pipe(Layer.provide(RedisStore.layer({ url: "redis://localhost:6379", prefix: "api:" })))
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: LayerOptions = {}): Layer.Layer<never, InvalidPolicy | Redis.RedisError> =>
