@@ -264,17 +264,20 @@ const effectRedis: Contender = {
 }
 
 // The clients alone, for the choice of client: PING and a raw EVALSHA of the
-// token-bucket script (the same ARGV as RedisStore sends).
-const tokenBucketScript = Scripts.forPolicy(generous.algorithm, generous.config) as Scripts.Encoded
+// token bucket's lean script (the same ARGV as RedisStore sends for a lone
+// Take, as an EVAL script).
+const tokenBucket = Scripts.forPolicy(generous.algorithm, generous.config) as Scripts.Encoded
+const tokenBucketScript = tokenBucket.lean!.script
 const evalArgs = (prefix: string, key: string) => [
   "EVALSHA",
-  tokenBucketScript.script.sha,
+  tokenBucketScript.sha,
   "1",
   prefix + key,
   "",
   "0",
-  tokenBucketScript.policy,
-  "0 1 0 1"
+  ...tokenBucket.leanArgs,
+  "0",
+  "1"
 ]
 
 const clientContenders = (kind: "ping" | "evalsha"): ReadonlyArray<Contender> => [
@@ -284,7 +287,7 @@ const clientContenders = (kind: "ping" | "evalsha"): ReadonlyArray<Contender> =>
     make: async (url, prefix) => {
       const client = createClient({ url })
       await client.connect()
-      await client.scriptLoad(tokenBucketScript.script.lua)
+      await client.scriptLoad(tokenBucketScript.lua)
       return {
         run: promiseLoops((key) => kind === "ping" ? client.ping() : client.sendCommand(evalArgs(prefix, key))),
         close: () => client.close()
@@ -296,7 +299,7 @@ const clientContenders = (kind: "ping" | "evalsha"): ReadonlyArray<Contender> =>
     label: `ioredis ${kind === "ping" ? "PING" : "EVALSHA (raw)"}`,
     make: async (url, prefix) => {
       const client = new IORedis(url)
-      await client.script("LOAD", tokenBucketScript.script.lua)
+      await client.script("LOAD", tokenBucketScript.lua)
       return {
         run: promiseLoops((key) => {
           if (kind === "ping") return client.ping()
@@ -316,7 +319,7 @@ const clientContenders = (kind: "ping" | "evalsha"): ReadonlyArray<Contender> =>
       const { close, value: redis } = await withScope(
         Layer.build(NodeRedis.layer({ url })).pipe(Effect.map((context) => Context.get(context, Redis.Redis)))
       )
-      await Effect.runPromise(redis.send("SCRIPT", "LOAD", tokenBucketScript.script.lua))
+      await Effect.runPromise(redis.send("SCRIPT", "LOAD", tokenBucketScript.lua))
       return {
         run: effectLoops(Effect.runPromise, (key) => {
           if (kind === "ping") return redis.send("PING")
@@ -449,7 +452,7 @@ const main = async () => {
   )
   const loader = createClient({ url })
   await loader.connect()
-  await loader.scriptLoad(tokenBucketScript.script.lua)
+  await loader.scriptLoad(tokenBucketScript.lua)
   const server = (await loader.info("server")).match(/redis_version:(\S+)/)?.[1] ?? "?"
   log(`redis-server ${server}`)
 
