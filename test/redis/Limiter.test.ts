@@ -14,6 +14,7 @@ import type { Algorithm } from "../../src/internal/algorithm/Algorithm.ts"
 import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
+import * as Scripts from "../../src/redis/internal/scripts.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
 import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
@@ -333,17 +334,29 @@ describeRedis("the limiter on Redis", (it) => {
       yield* cleanup(prefix)
     }))
 
-  it.effect("after SCRIPT FLUSH (or a restarted server) the scripts are loaded again", () =>
+  it.effect("after FUNCTION DELETE or SCRIPT FLUSH (or a restarted server) the scripts are loaded again", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("noscript")
       const redis = yield* Redis.Redis
-      const store = yield* RedisStore.make({ prefix })
       const policy = Policy.gcra({ rate: { count: 10, per: "1 second" }, maxBurst: 1 }) as Policy.Valid
-      const take = store.apply("k", policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
-      assert.isTrue((yield* take)[0].allowed)
-      yield* redis.send("SCRIPT", "FLUSH")
-      assert.isTrue((yield* take)[0].allowed)
-      assert.isFalse((yield* take)[0].allowed)
+      for (const functions of [true, false]) {
+        const store = yield* RedisStore.make({ prefix: `${prefix}${functions}:`, functions })
+        const take = store.apply("k", policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
+        const twice = store.apply("k", policy, [
+          { kind: Store.OpKind.Peek, cost: 1, queued: 0 },
+          { kind: Store.OpKind.Take, cost: 1, queued: 0 }
+        ])
+        assert.isTrue((yield* take)[0].allowed)
+        // (other test files share the library and the scripts: they load them again too)
+        if (functions) yield* redis.send("FUNCTION", "DELETE", Scripts.library.name)
+        else yield* redis.send("SCRIPT", "FLUSH")
+        assert.isTrue((yield* take)[0].allowed)
+        if (functions) yield* redis.send("FUNCTION", "DELETE", Scripts.library.name)
+        else yield* redis.send("SCRIPT", "FLUSH")
+        const [peeked, taken] = yield* twice
+        assert.isFalse(peeked.allowed)
+        assert.isFalse(taken.allowed)
+      }
       yield* cleanup(prefix)
     }))
 
@@ -376,5 +389,8 @@ describeRedis("the limiter on Redis", (it) => {
       assert.strictEqual(keep.field, "keepSettled")
       const inFlight = yield* Effect.flip(RedisStore.make({ maxInFlight: 0 }))
       assert.strictEqual(inFlight.field, "maxInFlight")
+      const functions = yield* Effect.flip(RedisStore.make({ functions: "yes" as never }))
+      assert.strictEqual(functions.field, "functions")
+      assert.strictEqual(functions.value, "yes")
     }))
 })
