@@ -14,8 +14,10 @@ export interface RedisRow {
   /** One per round, in round order (so two contenders' samples of a round pair up). */
   readonly samples: ReadonlyArray<number>
   readonly coalescing?: number | undefined
-  /** Decisions per EVALSHA the server saw (undefined for contenders that send none). */
+  /** Decisions per script call (EVALSHA or FCALL) the server saw (undefined for contenders that send none). */
   readonly decisionsPerEval?: number | undefined
+  /** The server's time in scripts per decision, µs (`INFO commandstats`). */
+  readonly serverMicros?: number | undefined
   /** CPU stolen by the host while the scenario ran, % of all CPU time (Linux only). */
   readonly stealPercent?: number | undefined
 }
@@ -108,7 +110,7 @@ export const renderRedisSection = (results: RedisResults): string => {
     out.push(`| ${title} | ${present.map(([s]) => cell(s, id)).join(" | ")} |`)
   }
   out.push(
-    `| \`redis-benchmark\` EVALSHA, one decision per call (the server's ceiling for unbatched calls) | ${
+    `| \`redis-benchmark\` EVALSHA of the lean token-bucket script, one decision per call (the server's ceiling for unbatched calls) | ${
       present.map(([s]) => ops(results.ceilings.find((c) => c.scenario === s)?.opsPerSecond)).join(" | ")
     } |`
   )
@@ -119,6 +121,24 @@ export const renderRedisSection = (results: RedisResults): string => {
         steal.map((x) => x === undefined ? "" : `${x.toFixed(0)} %`).join(" | ")
       } |`
     )
+  }
+  // The server's time in scripts per decision: what the noise of the client's machine moves least.
+  const timed = contenders.filter(([id]) =>
+    results.rows.some((r) => r.contender === id && r.serverMicros !== undefined)
+  )
+  if (timed.length > 0) {
+    const micros = (scenario: string, contender: string) => {
+      const row = results.rows.find((r) => r.scenario === scenario && r.contender === contender)
+      return row?.serverMicros === undefined ? "" : row.serverMicros.toFixed(1)
+    }
+    out.push(
+      "",
+      "The server's time in scripts per decision, µs (`INFO commandstats`, `usec` of EVALSHA and FCALL over the decisions made):",
+      "",
+      `| µs per decision | ${present.map(([, t]) => t).join(" | ")} |`,
+      `|---|${present.map(() => "---:").join("|")}|`
+    )
+    for (const [id, title] of timed) out.push(`| ${title} | ${present.map(([s]) => micros(s, id)).join(" | ")} |`)
   }
   out.push(
     "",
@@ -139,7 +159,7 @@ export const renderRedisSection = (results: RedisResults): string => {
     const client = (r: RedisRow) => r.contender.replace(/-(ping|evalsha)$/, "")
     const title = (scenario: string) => {
       const [, kind, callers] = /^clients-(\w+)-c(\d+)$/.exec(scenario) ?? []
-      return `${kind === "ping" ? "PING" : "EVALSHA (tollgate's script)"}, ${callers} caller${
+      return `${kind === "ping" ? "PING" : "EVALSHA (tollgate's lean script)"}, ${callers} caller${
         callers === "1" ? "" : "s"
       }`
     }

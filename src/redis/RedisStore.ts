@@ -440,17 +440,22 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     // Sends one command of `round` and answers its calls from the reply.
     const send = (round: Round, route: Scripts.Route, lean: boolean, entries: ReadonlyArray<Entry>): void => {
       const settle = (reply: unknown, failure: string | undefined): void => {
-        if (--round.left === 0) end(round)
-        answer(entries, (e, i) => {
-          if (failure !== undefined) return unavailable(failure)
-          const replies = lean
-            ? Codec.decodeLean(reply, i, entries.length)
-            : Array.isArray(reply) && reply.length === entries.length
-            ? Codec.decodeBatch(reply[i], e.ops.length)
-            : undefined
-          return replies ?? unavailable(`unexpected reply from the ${route.name} script`)
-        })
-        if (pending.length > 0 && inFlight < maxInFlight) dispatch()
+        try {
+          if (--round.left === 0) end(round)
+          answer(entries, (e, i) => {
+            if (failure !== undefined) return unavailable(failure)
+            const replies = lean
+              ? Codec.decodeLean(reply, i, entries.length)
+              : Array.isArray(reply) && reply.length === entries.length
+              ? Codec.decodeBatch(reply[i], e.ops.length)
+              : undefined
+            return replies ?? unavailable(`unexpected reply from the ${route.name} script`)
+          })
+          if (pending.length > 0 && inFlight < maxInFlight) dispatch()
+        } catch (defect) {
+          // whatever happens, every caller in it gets an answer
+          answer(entries, () => unavailable(`the round trip failed: ${Connection.reasonOf(defect)}`))
+        }
       }
       const out = (): Promise<void> => {
         let sent: Promise<unknown>
@@ -460,12 +465,9 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           sent = Promise.reject(error)
         }
         return sent.then((reply) => settle(reply, undefined), (error) => settle(undefined, Connection.reasonOf(error)))
-          .catch((defect) => {
-            // whatever happens, every caller in it gets an answer
-            answer(entries, () => unavailable(`the round trip failed: ${Connection.reasonOf(defect)}`))
-          })
       }
-      const traced = entries.find((e) => e.traced !== undefined)?.traced
+      let traced: Context.Context<never> | undefined
+      for (let i = 0; i < entries.length && traced === undefined; i++) traced = entries[i].traced
       if (traced === undefined) {
         void out()
         return

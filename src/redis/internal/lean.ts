@@ -134,17 +134,17 @@ export const readFixed = (code: number, names: ReadonlyArray<string>): string =>
 export const pack = (code: number, names: ReadonlyArray<string>): string =>
   `spack("<${"d".repeat(names.length + 1)}", ${code}, ${names.join(", ")})`
 
-// One reply value: an integer reply when it survives as one, else text.
-const put = (index: string, v: string): string =>
-  `if ${v} == floor(${v}) and ${v} > -9007199254740992 and ${v} < 9007199254740992 and (${v} ~= 0 or 1 / ${v} > 0) then
-      out[${index}] = ${v}
-    elseif ${v} == huge then
-      out[${index}] = "inf"
-    elseif ${v} == -huge then
-      out[${index}] = "-inf"
-    else
-      out[${index}] = format("%.17g", ${v})
-    end`
+// One reply value, in place: left a number when an integer reply carries it
+// exactly (a whole number within ±2^53, not -0), else made text.
+const reply = (v: string): string =>
+  `if ${v} % 1 == 0 and ${v} > -9007199254740992 and ${v} < 9007199254740992 and (${v} ~= 0 or 1 / ${v} > 0) then
+  elseif ${v} == huge then
+    ${v} = "inf"
+  elseif ${v} == -huge then
+    ${v} = "-inf"
+  else
+    ${v} = format("%.17g", ${v})
+  end`
 
 /**
  * The whole lean body of an algorithm: the same text runs as an `EVAL`
@@ -175,7 +175,7 @@ else
 end
 local keep = tonumber(ARGV[2])
 local ${lean.config.join(", ")} = ${lean.config.map((_, i) => `tonumber(ARGV[${3 + i}])`).join(", ")}
-local out = {}
+local out, single = {}, #KEYS == 1
 for k = 1, #KEYS do
   local key = KEYS[k]
   local admit = ARGV[${1 + size} + 2 * k] == "5"
@@ -197,12 +197,16 @@ ${lean.step}
       redis.call("SET", key, packed, "PX", ceil(ttl))
     end
   end
+  local a = 0
+  if allowed then a = 1 end
+  ${reply("remaining")}
+  ${reply("retry")}
+  ${reply("reset")}
+  ${reply("limit")}
+  -- one key (by far the commonest call): its reply made at once
+  if single then return { a, remaining, retry, reset, limit } end
   local i = 5 * k - 5
-  if allowed then out[i + 1] = 1 else out[i + 1] = 0 end
-  ${put("i + 2", "remaining")}
-  ${put("i + 3", "retry")}
-  ${put("i + 4", "reset")}
-  ${put("i + 5", "limit")}
+  out[i + 1], out[i + 2], out[i + 3], out[i + 4], out[i + 5] = a, remaining, retry, reset, limit
 end
 return out
 `
