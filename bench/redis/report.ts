@@ -20,6 +20,8 @@ export interface RedisRow {
   readonly serverMicros?: number | undefined
   /** CPU stolen by the host while the scenario ran, % of all CPU time (Linux only). */
   readonly stealPercent?: number | undefined
+  /** The VM's 1-minute load average when the scenario ended (other users' work shows here, not in steal). */
+  readonly loadAverage?: number | undefined
 }
 
 export interface RedisTarget {
@@ -114,6 +116,14 @@ export const renderRedisSection = (results: RedisResults): string => {
       present.map(([s]) => ops(results.ceilings.find((c) => c.scenario === s)?.opsPerSecond)).join(" | ")
     } |`
   )
+  const load = present.map(([s]) => results.rows.find((r) => r.scenario === s)?.loadAverage)
+  if (load.some((x) => x !== undefined)) {
+    out.push(
+      `| load average at the end (1 min; the benchmark alone keeps about 1–2) | ${
+        load.map((x) => x === undefined ? "" : x.toFixed(1)).join(" | ")
+      } |`
+    )
+  }
   const steal = present.map(([s]) => results.rows.find((r) => r.scenario === s)?.stealPercent)
   if (steal.some((x) => x !== undefined)) {
     out.push(

@@ -396,6 +396,9 @@ const measure = async (
     }
   }
   const steal = stealSince(steal0)
+  // Other work on this VM (other users' processes): the host's steal does not
+  // count it. The benchmark itself keeps about one to two runnable.
+  const load = os.loadavg()[0]
   const rows: Array<Row> = []
   for (const c of contenders) {
     const instance = instances.get(c.id)!
@@ -421,7 +424,8 @@ const measure = async (
       coalescing,
       decisionsPerEval,
       serverMicros,
-      stealPercent: steal
+      stealPercent: steal,
+      loadAverage: load
     })
     log(
       `  ${c.label.padEnd(62)} ${Math.round(median(s)).toString().padStart(8)} ops/s` +
@@ -431,7 +435,11 @@ const measure = async (
         (coalescing === undefined ? "" : `, ${coalescing.toFixed(1)} ops per store call`)
     )
   }
-  if (steal !== undefined) log(`  (CPU stolen by the host meanwhile: ${steal.toFixed(0)} %)`)
+  log(
+    `  (${
+      steal === undefined ? "" : `CPU stolen by the host meanwhile: ${steal.toFixed(0)} %; `
+    }load average at the end: ${load.toFixed(1)} on ${os.cpus().length} CPUs)`
+  )
   return rows
 }
 
