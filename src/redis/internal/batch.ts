@@ -36,6 +36,7 @@
  *
  * @since 0.1.0
  */
+import * as Prelude from "./prelude.ts"
 
 /**
  * The functions of the batch entry point (after the prelude and the
@@ -191,12 +192,7 @@ end
  * @since 0.2.0
  */
 export const body = `
-if ARGV[1] == "" then
-  local time = redis.call("TIME")
-  now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
-else
-  now = num(ARGV[1])
-end
+${Prelude.readNow("now")}
 keep = num(ARGV[2])
 parsedOps = {}
 local policies = {}

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import type * as Gcra from "../../internal/algorithm/Gcra.ts"
-import { type Lean, max, pack, readFixed } from "./lean.ts"
+import { drainMillis, type Lean, max, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -112,18 +112,9 @@ end
 ALG[2] = GCRA
 `
 
-// `out = millisFor(s, now, excess)` for the state (ahead, `at`).
-const millisFor = (out: string, excess: string, now: string, at: string): string => `
-  do
-    local x = ${excess}
-    if x <= 0 then
-      ${out} = 0
-    else
-      local behind = 0
-      if ${at} > ${now} then behind = ${at} - ${now} end
-      ${out} = ceil(x / cCount) + behind
-    end
-  end`
+// `out = millisFor(s, now, excess)`
+const millisFor = (out: string, excess: string, now: string, at: string): string =>
+  drainMillis(out, excess, "cCount", now, at)
 
 /**
  * The lean step (see `lean.ts`): `Gcra.step` inline.

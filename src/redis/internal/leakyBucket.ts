@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import type * as LeakyBucket from "../../internal/algorithm/LeakyBucket.ts"
-import { type Lean, max, pack, readFixed } from "./lean.ts"
+import { drainMillis, type Lean, max, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -118,18 +118,9 @@ end
 ALG[3] = LB
 `
 
-// `out = millisFor(s, now, excess)` for the state (level, `at`).
-const millisFor = (out: string, excess: string, now: string, at: string): string => `
-  do
-    local x = ${excess}
-    if x <= 0 then
-      ${out} = 0
-    else
-      local behind = 0
-      if ${at} > ${now} then behind = ${at} - ${now} end
-      ${out} = ceil(x / cTokens) + behind
-    end
-  end`
+// `out = millisFor(s, now, excess)`
+const millisFor = (out: string, excess: string, now: string, at: string): string =>
+  drainMillis(out, excess, "cTokens", now, at)
 
 /**
  * The lean step (see `lean.ts`): `LeakyBucket.step` inline.

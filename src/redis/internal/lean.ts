@@ -25,6 +25,7 @@
  *
  * @since 0.2.0
  */
+import * as Prelude from "./prelude.ts"
 
 /**
  * One algorithm's lean step.
@@ -93,6 +94,33 @@ export const max = (out: string, a: string, b: string): string =>
  */
 export const alignedStart = (out: string, w: string, t: string): string =>
   `${out} = ${t} - fmod(fmod(${t}, ${w}) + ${w}, ${w})`
+
+/**
+ * `out = Math.ceil(excess / rate) + (at > now ? at - now : 0)`, 0 when
+ * nothing is in excess: the whole milliseconds until a metered excess has
+ * drained at `rate` per ms, counted from the anchor `at` when the clock is
+ * behind it (GCRA, the leaky bucket, a greedy token bucket).
+ *
+ * @example
+ * ```ts
+ * import { drainMillis } from "./lean.ts"
+ *
+ * drainMillis("retry", "need - level", "cTokens", "now", "at")
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const drainMillis = (out: string, excess: string, rate: string, now: string, at: string): string => `
+  do
+    local _x = ${excess}
+    if _x <= 0 then
+      ${out} = 0
+    else
+      local _behind = 0
+      if ${at} > ${now} then _behind = ${at} - ${now} end
+      ${out} = ceil(_x / ${rate}) + _behind
+    end
+  end`
 
 /**
  * Reads a state of fixed size: `names` get the stored numbers when `raw`
@@ -167,12 +195,7 @@ export const body = (lean: Lean): string => {
 local floor, ceil, fmod, huge, format = math.floor, math.ceil, math.fmod, math.huge, string.format
 local spack, sunpack, sub, srep = struct.pack, struct.unpack, string.sub, string.rep
 local now
-if ARGV[1] == "" then
-  local time = redis.call("TIME")
-  now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
+${Prelude.readNow("now")}
 local keep = tonumber(ARGV[2])
 local ${lean.config.join(", ")} = ${lean.config.map((_, i) => `tonumber(ARGV[${3 + i}])`).join(", ")}
 local out, single = {}, #KEYS == 1

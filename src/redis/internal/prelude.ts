@@ -130,3 +130,24 @@ end
 
 local ALG = {}
 `
+
+/**
+ * Lua that sets `assign` to now in milliseconds: `ARGV[1]`, or the server's
+ * `TIME` when it is `""` (every entry point's first argument).
+ *
+ * @example
+ * ```ts
+ * import { readNow } from "./prelude.ts"
+ *
+ * readNow("now").includes("redis.call(\"TIME\")") // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const readNow = (assign: string): string =>
+  `if ARGV[1] == "" then
+  local time = redis.call("TIME")
+  ${assign} = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+else
+  ${assign} = tonumber(ARGV[1])
+end`
