@@ -1,8 +1,11 @@
 /**
  * The Redis benchmark's results (bench/redis/results.json) and the section of
- * docs/performance.md that shows them. The analysis of the figures (why a
- * target passes or fails, what was tried) is in docs/distributed.md.
+ * docs/performance.md that shows them, followed by bench/redis/history.md
+ * (hand-written: the other full runs of the same code, and the runs before
+ * and after each change). The analysis of the figures (why a target passes
+ * or fails, what was tried) is in docs/distributed.md.
  */
+import { existsSync, readFileSync } from "node:fs"
 
 export interface RedisRow {
   readonly scenario: string
@@ -14,6 +17,8 @@ export interface RedisRow {
   /** One per round, in round order (so two contenders' samples of a round pair up). */
   readonly samples: ReadonlyArray<number>
   readonly coalescing?: number | undefined
+  /** For tollgate: decisions its fallback made (store calls past their timeout), not Redis. */
+  readonly degraded?: number | undefined
   /** Decisions per script call (EVALSHA or FCALL) the server saw (undefined for contenders that send none). */
   readonly decisionsPerEval?: number | undefined
   /** The server's time in scripts per decision, µs (`INFO commandstats`). */
@@ -91,7 +96,8 @@ export const renderRedisSection = (results: RedisResults): string => {
       : contender !== "store-unbatched" && row.decisionsPerEval !== undefined && row.decisionsPerEval > 1.05
       ? ` (${row.decisionsPerEval.toFixed(0)} keys per call)`
       : ""
-    return ops(row.opsPerSecond) + per
+    const fallback = row.degraded !== undefined && row.degraded > 0 ? ` (${ops(row.degraded)} by the fallback)` : ""
+    return ops(row.opsPerSecond) + per + fallback
   }
   const out: Array<string> = [
     "## On Redis",
@@ -188,5 +194,8 @@ export const renderRedisSection = (results: RedisResults): string => {
       )
     }
   }
+  if (existsSync(historyFile)) out.push("", readFileSync(historyFile, "utf8").trimEnd())
   return out.join("\n") + "\n"
 }
+
+const historyFile = new URL("./history.md", import.meta.url)

@@ -121,7 +121,7 @@ interface Instance {
   /** Runs `callers` concurrent loops over `keys` until `deadline`; resolves with the decisions made. */
   readonly run: (callers: number, keys: ReadonlyArray<string>, deadline: number) => Promise<number>
   /** For tollgate: store calls and the ops they carried. */
-  readonly coalescing?: () => Promise<{ calls: number; ops: number }>
+  readonly coalescing?: () => Promise<{ calls: number; ops: number; degraded: number }>
   readonly close: () => Promise<void>
 }
 
@@ -192,7 +192,8 @@ const tollgate: Contender = {
         Effect.runPromise,
         (key) => Effect.flatMap(limiter.acquire(key), (ok) => ok || deny ? Effect.void : Effect.die("denied"))
       ),
-      coalescing: () => Effect.runPromise(limiter.stats).then((s) => ({ calls: s.storeCalls, ops: s.storeOps })),
+      coalescing: () =>
+        Effect.runPromise(limiter.stats).then((s) => ({ calls: s.storeCalls, ops: s.storeOps, degraded: s.degraded })),
       close
     }
   }
@@ -373,7 +374,7 @@ const measure = async (
   }
   const steal0 = cpuTimes()
   const perCall = new Map<string, { decisions: number; calls: number; usec: number }>()
-  const before = new Map<string, { calls: number; ops: number }>()
+  const before = new Map<string, { calls: number; ops: number; degraded: number }>()
   for (const c of contenders) {
     const co = instances.get(c.id)!.coalescing
     if (co !== undefined) before.set(c.id, await co())
@@ -403,8 +404,11 @@ const measure = async (
   for (const c of contenders) {
     const instance = instances.get(c.id)!
     let coalescing: number | undefined
+    let degraded: number | undefined
     if (instance.coalescing !== undefined) {
       const after = await instance.coalescing()
+      // decisions the fallback made (a store call past its timeout): not Redis's
+      degraded = after.degraded - before.get(c.id)!.degraded
       const b = before.get(c.id)!
       coalescing = (after.ops - b.ops) / Math.max(1, after.calls - b.calls)
     }
@@ -422,6 +426,7 @@ const measure = async (
       opsPerSecond: median(s),
       samples: s,
       coalescing,
+      degraded,
       decisionsPerEval,
       serverMicros,
       stealPercent: steal,
@@ -432,7 +437,8 @@ const measure = async (
         (decisionsPerEval === undefined
           ? ""
           : `  ${decisionsPerEval.toFixed(1)} per script call, server ${serverMicros!.toFixed(1)} µs per decision`) +
-        (coalescing === undefined ? "" : `, ${coalescing.toFixed(1)} ops per store call`)
+        (coalescing === undefined ? "" : `, ${coalescing.toFixed(1)} ops per store call`) +
+        (degraded === undefined || degraded === 0 ? "" : `, ${degraded} decided by the fallback`)
     )
   }
   log(

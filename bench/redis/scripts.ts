@@ -74,7 +74,7 @@ const main = async () => {
   const scriptCommands = ["evalsha", "eval", "fcall", "fcall_ro", "evalsha_ro"]
   const scope = Scope.makeUnsafe()
   const context = await Effect.runPromise(
-    Scope.provide(Layer.build(RedisStore.layer({ url, prefix: "bench:s:" })), scope)
+    Scope.provide(Layer.build(RedisStore.layer({ url, prefix: "bench:s:" + process.pid + ":" })), scope)
   )
   const store = Context.get(context, Store.CurrentStore)!
   const keys = Array.from({ length: 10_000 }, (_, i) => `k${i}`)
