@@ -493,8 +493,9 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       send(round, lean ? e.encoded.lean! : e.encoded.batch, lean, round.entries)
     }
 
-    // Everything pending, in one round: one command per entry point (and
-    // policy, for the lean one), each of up to `maxBatchKeys` keys. A key's
+    // Everything pending, in one round: one command per script (the lean
+    // one of a policy, the batch one of an algorithm), each of up to
+    // `maxBatchKeys` keys. A key's
     // calls stay in order: one whose later call would go in another command
     // of this round waits for the next round with its later ones.
     const dispatch = (): void => {
@@ -503,7 +504,6 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       const later: Array<Entry> = []
       const all: Array<Entry> = []
       const now = clock.currentTimeMillisUnsafe()
-      const functions = runner.functions()
       let until = Infinity
       for (const e of pending) {
         if (e.cancelled) continue
@@ -514,7 +514,10 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
         }
         const lean = e.lean
         const route = lean ? e.encoded.lean! : e.encoded.batch
-        const id = lean ? e.encoded.leanGroup : functions ? route.fn : route.script.sha
+        // (per algorithm for the batch script too, though the library's one
+        // function runs them all: a command whose FCALL falls back to EVALSHA
+        // then still has the one script for all its keys)
+        const id = lean ? e.encoded.leanGroup : route.script.sha
         if (groupOf.has(e.key) && groupOf.get(e.key) !== id) {
           groupOf.set(e.key, undefined)
           later.push(e)

@@ -103,13 +103,16 @@ describe("RedisStore routing", () => {
         `FCALL ${tb.lean!.fn} 1`,
         `FCALL ${tb.lean!.fn} 2`,
         `FCALL ${g.lean!.fn} 2`,
-        `FCALL ${tb.batch.fn} 2`
+        `FCALL ${tb.batch.fn} 1`,
+        `FCALL ${tb.batch.fn} 1`
       ])
       assert.deepStrictEqual(sent[1].slice(3, 5), ["k1", "k4"])
       assert.deepStrictEqual(sent[1].slice(-4), ["0", "1", "5", "2"])
       assert.deepStrictEqual(sent[2].slice(3, 5), ["k2", "k5"])
-      // one batch command for every algorithm: the library holds them all
-      assert.deepStrictEqual(sent[3].slice(3, 5), ["k3", "k6"])
+      // one batch command per algorithm (one function runs them all, but an
+      // EVAL script has one algorithm's module: a command that falls back
+      // to EVALSHA must hold one algorithm's keys)
+      assert.deepStrictEqual(sent.slice(3).map((s) => s[3]), ["k3", "k6"])
     }))
 
   it.effect("a key whose later call would take another script in the same round waits for the next round", () =>
@@ -145,6 +148,27 @@ describe("RedisStore routing", () => {
         }
       )
       assert.deepStrictEqual(sent.map((s) => s[2]), ["1", "3", "3", "2"])
+    }))
+
+  it.effect("a round's commands fall back one by one, each with its own script", () =>
+    Effect.gen(function*() {
+      const { failNext, redis, sent } = yield* recordingRedis
+      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      const first = yield* store.apply("first", tokenBucket, take).pipe(Effect.forkChild({ startImmediately: true }))
+      failNext("FCALL", "ERR unknown command 'FCALL'")
+      failNext("FCALL", "ERR unknown command 'FCALL'")
+      const later = yield* Effect.forEach(
+        [["a", tokenBucket], ["b", gcra]] as const,
+        ([key, policy]) => store.apply(key, policy, peek).pipe(Effect.forkChild({ startImmediately: true }))
+      )
+      yield* Fiber.join(first)
+      for (const reply of yield* Fiber.joinAll(later)) assert.isTrue(reply[0].allowed)
+      assert.deepStrictEqual(commands(sent).slice(1), [
+        `FCALL ${tb.batch.fn} 1`,
+        `FCALL ${tb.batch.fn} 1`,
+        `EVALSHA ${tb.batch.script.sha} 1`,
+        `EVALSHA ${encoded(gcra).batch.script.sha} 1`
+      ])
     }))
 
   it.effect("without Functions (FCALL unknown): EVALSHA from then on, the same scripts as EVAL scripts", () =>

@@ -112,8 +112,6 @@ export interface Runner {
    * must not change afterwards).
    */
   readonly run: (route: Scripts.Route, args: Array<string>) => Promise<unknown>
-  /** Whether calls go out as `FCALL` (else `EVALSHA`). */
-  readonly functions: () => boolean
 }
 
 /**
@@ -173,8 +171,5 @@ export const makeRunner = (
     })
   }
 
-  return {
-    run: (route, args) => useFunctions ? fcall(route, args) : evalSha(route, args),
-    functions: () => useFunctions
-  }
+  return { run: (route, args) => useFunctions ? fcall(route, args) : evalSha(route, args) }
 }
