@@ -108,7 +108,7 @@ export const renderRedisSection = (results: RedisResults): string => {
       meta.cpu ?? "?"
     } × ${meta.cores} · ${meta.mode} run: ${meta.rounds} rounds of ${
       meta.measureMillis / 1000
-    } s per contender, interleaved. Decisions per second, medians over rounds; every limit is generous (every call a full decision that admits) except in the last column. What these figures mean, what bounds them and what was tried: [distributed.md](distributed.md#performance).`,
+    } s per contender, interleaved. Decisions per second, medians over rounds; every limit is generous (every call a full decision that admits) except in the last column; \`redis-benchmark\` runs tollgate's lean token-bucket script, what a lone call runs. What these figures mean, what bounds them and what was tried: [distributed.md](distributed.md#performance).`,
     "",
     `| decisions/s | ${present.map(([, t]) => t).join(" | ")} |`,
     `|---|${present.map(() => "---:").join("|")}|`
@@ -118,7 +118,7 @@ export const renderRedisSection = (results: RedisResults): string => {
     out.push(`| ${title} | ${present.map(([s]) => cell(s, id)).join(" | ")} |`)
   }
   out.push(
-    `| \`redis-benchmark\` EVALSHA of the lean token-bucket script, one decision per call (the server's ceiling for unbatched calls) | ${
+    `| \`redis-benchmark\` EVALSHA, one decision per call (the server's ceiling for unbatched calls) | ${
       present.map(([s]) => ops(results.ceilings.find((c) => c.scenario === s)?.opsPerSecond)).join(" | ")
     } |`
   )
