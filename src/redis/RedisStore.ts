@@ -1,12 +1,15 @@
 /**
  * A `Store` on Redis: every process that points at the same Redis (and
- * prefix) shares each key's limit. Each algorithm's `MemoryStore.applyOps`
- * runs as one Lua script, so a batch of operations on a key is applied
- * atomically and in order, with exactly the in-process arithmetic (the
- * conformance suite runs the same random batches through both and requires
- * identical replies). The bucket actor in front of each key sends a whole
- * batch in one `EVALSHA` (coalescing), so a hot key costs one round trip per
- * batch, not one per request.
+ * prefix) shares each key's limit. `MemoryStore.applyOps` runs in Lua, so a
+ * batch of operations on a key is applied atomically and in order, with
+ * exactly the in-process arithmetic (the conformance suite runs the same
+ * random operations through both and requires identical replies): one Take
+ * or Admit by its algorithm's lean script, anything else by the batch
+ * script, both functions of one Redis Functions library (or `EVAL` scripts
+ * on a Redis without Functions). A lone call goes straight to the socket;
+ * calls for many keys made at once share one command; the bucket actor in
+ * front of each key sends a whole batch in one call (coalescing), so a hot
+ * key costs one round trip per batch, not one per request.
  *
  * Supported algorithms: token bucket, GCRA, leaky bucket, fixed window,
  * sliding window, sliding log, concurrency, warm-up/bursty and composites of
@@ -51,9 +54,9 @@ export interface Options {
    */
   readonly keepSettled?: Duration.Input | undefined
   /**
-   * Most keys in one round trip (default 64). Calls for different keys made
-   * at the same moment share one `EVALSHA`; each key is still applied
-   * atomically on its own. On Redis Cluster, keys of one call must share a
+   * Most keys in one command (default 64). Calls for different keys made
+   * at the same moment share one command per script; each key is still
+   * applied atomically on its own. On Redis Cluster, keys of one call must share a
    * hash slot: set 1 there (or give keys a common `{hash tag}`).
    */
   readonly maxBatchKeys?: number | undefined

@@ -1,8 +1,10 @@
 /**
- * Which algorithms have a script, the script of each, and how a policy is
- * sent to it. An algorithm is recognised by identity (the very `algorithm`
- * object of its module), never by name, so a look-alike cannot be run with
- * another algorithm's arithmetic.
+ * Which algorithms have which scripts, and how a policy is sent to them:
+ * each algorithm's lean script (one Take or Admit per key; not composites)
+ * and batch script, all of them functions of one Redis Functions library
+ * and each also an `EVAL` script (`Route`). An algorithm is recognised by
+ * identity (the very `algorithm` object of its module), never by name, so a
+ * look-alike cannot be run with another algorithm's arithmetic.
  *
  * @since 0.1.0
  */
