@@ -6,7 +6,7 @@
  * scripts after a flush, and refuses algorithms it has no script for.
  */
 import { assert, expect } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer } from "effect"
 import { Redis } from "effect/persistence"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
@@ -17,7 +17,7 @@ import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as Scripts from "../../src/redis/internal/scripts.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
-import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
+import { cleanup, describeRedis, settableClock, uniquePrefix, url } from "./redis.ts"
 
 type Op =
   | { readonly _tag: "acquire"; readonly key: number; readonly cost: number }
@@ -357,6 +357,38 @@ describeRedis("the limiter on Redis", (it) => {
         assert.isFalse(peeked.allowed)
         assert.isFalse(taken.allowed)
       }
+      yield* cleanup(prefix)
+    }))
+
+  it.effect("a Redis that refuses Functions (an ACL without FCALL and FUNCTION): the same decisions by EVALSHA", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("noFunctions")
+      const redis = yield* Redis.Redis
+      const user = `tollgate-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+      yield* redis.send("ACL", "SETUSER", user, "on", "nopass", "~*", "&*", "+@all", "-fcall", "-fcall_ro", "-function")
+      const at = new URL(url!)
+      at.username = user
+      at.password = "any"
+      const policy = Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
+      const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+      const peekTake = [{ kind: Store.OpKind.Peek, cost: 1, queued: 0 }, ...take]
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* Layer.build(RedisStore.layer({ url: at.toString(), prefix, clock: "client" })).pipe(
+          Effect.map((context) => Context.get(context, Store.CurrentStore)!)
+        )
+        assert.isTrue((yield* store.apply("k", policy, take))[0].allowed) // lean
+        const [peeked, taken] = yield* store.apply("k", policy, peekTake) // batch
+        assert.isTrue(peeked.allowed)
+        assert.isTrue(taken.allowed)
+        assert.isFalse((yield* store.apply("k", policy, take))[0].allowed)
+      }))
+      // the refusals the server logged: FCALL once, and nothing after it
+      const log = yield* redis.send<Array<unknown>>("ACL", "LOG", "100")
+      const text = (entry: unknown) => JSON.stringify(entry, (_, v) => v instanceof Map ? [...v.entries()] : v)
+      const mine = log.map(text).filter((entry) => entry.includes(user))
+      assert.strictEqual(mine.length, 1, mine.join("\n"))
+      assert.include(mine[0], "fcall")
+      yield* redis.send("ACL", "DELUSER", user)
       yield* cleanup(prefix)
     }))
 
