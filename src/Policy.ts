@@ -1,15 +1,19 @@
 /**
- * Policies: what limit applies to a key. Constructors validate eagerly and
- * return immutable values. An invalid policy is still a value (so it can be
- * written inline in layer options); it carries its `InvalidPolicy` error,
- * which `RateLimiter.make` raises in the Effect error channel before any
- * bucket exists, and `Policy.validate` raises on demand.
+ * Policies: what limit applies to a key. Each policy's options are one
+ * `Schema` (`TokenBucketOptions`, `GcraOptions`, ...): the constructors
+ * validate with it, and so does the service's JSON configuration, so every
+ * rule and its message exist once. Constructors validate eagerly and return
+ * immutable values. An invalid policy is still a value (so it can be written
+ * inline in layer options); it carries its `InvalidPolicy` error (the first
+ * bad field, its value and the rule it breaks), which `RateLimiter.make`
+ * raises in the Effect error channel before any bucket exists, and
+ * `Policy.validate` raises on demand.
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Predicate } from "effect"
+import { Duration, Effect, Predicate, Result, Schema, SchemaGetter, SchemaIssue } from "effect"
 import { InvalidPolicy } from "./Errors.ts"
-import type { Algorithm } from "./internal/algorithm/Algorithm.ts"
+import { type Algorithm, bind, type Rule } from "./internal/algorithm/Algorithm.ts"
 import * as CompositeAlgorithm from "./internal/algorithm/Composite.ts"
 import * as ConcurrencyAlgorithm from "./internal/algorithm/Concurrency.ts"
 import * as FixedWindowAlgorithm from "./internal/algorithm/FixedWindow.ts"
@@ -24,7 +28,15 @@ import * as WarmUpAlgorithm from "./internal/algorithm/WarmUp.ts"
  * A policy's headline quota, as HTTP's `RateLimit-Policy` advertises it:
  * `limit` units per `windowMillis`.
  *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const quota: Policy.Quota = { limit: 100, windowMillis: 10_000 }
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface Quota {
   readonly limit: number
@@ -33,15 +45,26 @@ export interface Quota {
 
 /**
  * What every valid policy carries: which algorithm, its validated
- * configuration, and its quota.
+ * configuration, its quota, and the two bound together (`rule`, what a
+ * bucket runs; its `maxCost` is the largest cost that can ever succeed).
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
+ * if (policy._tag !== "Invalid") policy.rule.maxCost // 100
+ * ```
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Base<Tag extends string, C, S> {
   readonly _tag: Tag
   readonly algorithm: Algorithm<C, S>
   readonly config: C
   readonly quota: Quota
+  readonly rule: Rule
   readonly error: undefined
 }
 
@@ -49,7 +72,16 @@ export interface Base<Tag extends string, C, S> {
  * A token bucket policy: `capacity` tokens, refilled at `refill.tokens` per
  * `refill.per`, continuously (greedy) or in whole periods (interval).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
+ * if (policy._tag === "TokenBucket") policy.capacity // 100
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface TokenBucket extends Base<"TokenBucket", TokenBucketAlgorithm.Config, TokenBucketAlgorithm.State> {
   readonly capacity: number
@@ -60,28 +92,60 @@ export interface TokenBucket extends Base<"TokenBucket", TokenBucketAlgorithm.Co
 /**
  * A GCRA policy (redis-cell's `CL.THROTTLE`).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.gcra({ rate: { count: 30, per: "1 minute" }, maxBurst: 15 })
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface Gcra extends Base<"Gcra", GcraAlgorithm.Config, GcraAlgorithm.State> {}
 
 /**
  * A leaky bucket shaper (nginx `limit_req`).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.leakyBucket({ rate: { tokens: 10, per: "1 second" }, burst: 20 })
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface LeakyBucket extends Base<"LeakyBucket", LeakyBucketAlgorithm.Config, LeakyBucketAlgorithm.State> {}
 
 /**
  * A fixed window counter.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.fixedWindow({ limit: 100, window: "1 minute" })
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface FixedWindow extends Base<"FixedWindow", FixedWindowAlgorithm.Config, FixedWindowAlgorithm.State> {}
 
 /**
  * A sliding window counter (the previous window weighted).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.slidingWindow({ limit: 100, window: "1 minute" })
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface SlidingWindow
   extends Base<"SlidingWindow", SlidingWindowAlgorithm.Config, SlidingWindowAlgorithm.State>
@@ -90,21 +154,46 @@ export interface SlidingWindow
 /**
  * An exact sliding log.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.slidingLog({ limit: 5, window: "15 minutes" })
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface SlidingLog extends Base<"SlidingLog", SlidingLogAlgorithm.Config, SlidingLogAlgorithm.State> {}
 
 /**
  * A smooth rate, with or without warm-up (Guava's SmoothWarmingUp / SmoothBursty).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.smooth({ permits: 100, per: "1 second" })
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface Smooth extends Base<"Smooth", WarmUpAlgorithm.Config, WarmUpAlgorithm.State> {}
 
 /**
  * Several limits on one key, all of which must admit (Bucket4j's bandwidths).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const perMinute = Policy.tokenBucket({ capacity: 100, refill: { tokens: 100, per: "1 minute" } })
+ * const policy = Policy.all(perMinute, Policy.fixedWindow({ limit: 1000, window: "1 hour" }))
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface All extends Base<"All", CompositeAlgorithm.Config, CompositeAlgorithm.State> {
   readonly parts: ReadonlyArray<Valid>
@@ -113,14 +202,31 @@ export interface All extends Base<"All", CompositeAlgorithm.Config, CompositeAlg
 /**
  * A concurrency limit: units come back through `release` (capped release).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.concurrency({ capacity: 10 })
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface Concurrency extends Base<"Concurrency", ConcurrencyAlgorithm.Config, ConcurrencyAlgorithm.State> {}
 
 /**
  * A policy whose options did not validate.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: -1, refill: { tokens: 1, per: "1 second" } })
+ * if (policy._tag === "Invalid") policy.error.field // "capacity"
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface Invalid {
   readonly _tag: "Invalid"
@@ -130,7 +236,15 @@ export interface Invalid {
 /**
  * A policy that validated.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const valid = (policy: Policy.Policy): policy is Policy.Valid => policy._tag !== "Invalid"
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export type Valid =
   | TokenBucket
@@ -146,37 +260,457 @@ export type Valid =
 /**
  * Any policy.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy: Policy.Policy = Policy.fixedWindow({ limit: 100, window: "1 minute" })
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export type Policy = Valid | Invalid
 
+// ---------------------------------------------------------------------------
+// The rules: each field's check and its message, once.
+
+const isPositiveFinite = (n: unknown): n is number => Predicate.isNumber(n) && Number.isFinite(n) && n > 0
+
 /**
- * Options of {@link tokenBucket}.
+ * Parses a duration input (`"1 second"`, millis, a `Duration`) into
+ * positive, finite milliseconds, or `undefined`.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * Policy.positiveMillis("1 minute") // 60000
+ * Policy.positiveMillis("0 seconds") // undefined
+ * ```
  *
  * @since 0.1.0
+ * @category utils
  */
-export interface TokenBucketOptions {
-  /** Most tokens the bucket holds: the largest burst. A positive finite number. */
-  readonly capacity: number
-  /** `tokens` are added every `per` (0.5 per second and 1000 per hour both work). */
-  readonly refill: { readonly tokens: number; readonly per: Duration.Input }
-  /** Tokens a new key starts with; defaults to `capacity` (the bucket starts full). */
-  readonly initialTokens?: number | undefined
-  /**
-   * `"greedy"` (the default) adds tokens continuously; `"interval"` adds
-   * `refill.tokens` at once at the end of each whole period (Bucket4j's
-   * `refillIntervally`).
-   */
-  readonly mode?: "greedy" | "interval" | undefined
-  /** With `mode: "interval"`: periods start at multiples of `per` on the clock, not at the key's first request. */
-  readonly aligned?: boolean | undefined
+export const positiveMillis = (input: unknown): number | undefined => {
+  if (!(Predicate.isString(input) || Predicate.isNumber(input) || Duration.isDuration(input))) return undefined
+  // Any string may be tried: those that are not a duration parse to None.
+  const parsed = Duration.fromInput(input as Duration.Input)
+  const millis = parsed._tag === "Some" ? Duration.toMillis(parsed.value) : NaN
+  return isPositiveFinite(millis) ? millis : undefined
 }
+
+// A number field with one rule: a value of the wrong type and a number that
+// breaks the rule get the same message.
+// Schema.Number, not Finite: NaN and Infinity are refused by the rule, with its message.
+const number = (message: string, rule: (n: number) => boolean) =>
+  // @effect-diagnostics-next-line schemaNumber:off
+  Schema.Number.annotate({ message }).check(Schema.makeFilter(rule, { message }))
+
+const PositiveNumber = number("must be a positive finite number", isPositiveFinite)
+const PositiveInteger = number("must be a positive integer", (n) => Number.isSafeInteger(n) && n > 0)
+const NonNegative = number("must be a finite number >= 0", (n) => Number.isFinite(n) && n >= 0)
+const AtLeastOne = number("must be a finite number >= 1", (n) => Number.isFinite(n) && n >= 1)
+const Flag = Schema.Boolean.annotate({ message: "must be a boolean" })
+
+const durationMessage = "must be a positive finite duration such as \"1 second\""
+const isDuration = (u: unknown): u is Duration.Input => positiveMillis(u) !== undefined
+
+/**
+ * A duration option: `"1 second"`, a number of milliseconds or a `Duration`,
+ * positive and finite; decodes to milliseconds.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Policy } from "tollgate"
+ *
+ * Schema.decodeUnknownSync(Policy.PositiveDuration)("2 seconds") // 2000
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const PositiveDuration = Schema.declare(isDuration, { message: durationMessage }).pipe(
+  Schema.decodeTo(Schema.Finite, {
+    decode: SchemaGetter.transform((input: Duration.Input) => positiveMillis(input) ?? NaN),
+    encode: SchemaGetter.transform((millis: number): Duration.Input => millis)
+  })
+)
+
+// An optional field: left out or `undefined`; anything else follows its rule,
+// with its message.
+const optional = <S extends Schema.Top>(schema: S) => {
+  const message = schema.ast.annotations?.message
+  return Schema.optionalKey(
+    Schema.UndefinedOr(schema).annotate({ message: Predicate.isString(message) ? message : undefined })
+  )
+}
+
+const TokensPer = Schema.Struct({ tokens: PositiveNumber, per: PositiveDuration }).annotate({
+  message: "must be { tokens, per }"
+})
+const CountPer = Schema.Struct({ count: PositiveNumber, per: PositiveDuration }).annotate({
+  message: "must be { count, per }"
+})
+
+// ---------------------------------------------------------------------------
+// Each policy's options.
+
+/**
+ * The options of {@link tokenBucket}: `capacity` (the largest burst, a
+ * positive finite number), `refill` (`tokens` added every `per`; 0.5 per
+ * second and 1000 per hour both work), `initialTokens` (a new key's tokens;
+ * `capacity` by default), `mode` (`"greedy"`, the default, adds tokens
+ * continuously; `"interval"` adds `refill.tokens` at once at the end of each
+ * whole period, as Bucket4j's `refillIntervally`), and `aligned` (with
+ * `"interval"`: periods start at multiples of `per` on the clock).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Policy } from "tollgate"
+ *
+ * const options = Schema.decodeUnknownSync(Policy.TokenBucketOptions)({
+ *   capacity: 100,
+ *   refill: { tokens: 10, per: "1 second" }
+ * })
+ * options.refill.per // 1000
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const TokenBucketOptions = Schema.Struct({
+  capacity: PositiveNumber,
+  refill: TokensPer,
+  initialTokens: optional(NonNegative),
+  mode: optional(Schema.Literals(["greedy", "interval"]).annotate({ message: "must be \"greedy\" or \"interval\"" })),
+  aligned: optional(Flag)
+}).check(Schema.makeFilter((o) =>
+  o.initialTokens !== undefined && o.initialTokens > o.capacity
+    ? { path: ["initialTokens"], issue: `must not exceed capacity (${o.capacity})` }
+    : Number.isFinite(o.capacity * o.refill.per)
+    ? undefined
+    : { path: ["capacity"], issue: "capacity * refill.per overflows" }
+))
+
+/**
+ * Options of {@link tokenBucket} (see {@link TokenBucketOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.TokenBucketOptions = { capacity: 10, refill: { tokens: 1, per: "1 second" }, initialTokens: 0 }
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TokenBucketOptions = typeof TokenBucketOptions.Encoded
+
+/**
+ * The options of {@link gcra}: `rate` (`count` per `per`) and `maxBurst`
+ * (requests allowed at once beyond the one in progress; 0 by default).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.GcraOptions = { rate: { count: 30, per: "1 minute" }, maxBurst: 15 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const GcraOptions = Schema.Struct({
+  rate: CountPer,
+  maxBurst: optional(NonNegative)
+})
+
+/**
+ * Options of {@link gcra} (see {@link GcraOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.GcraOptions = { rate: { count: 10, per: "1 second" } }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type GcraOptions = typeof GcraOptions.Encoded
+
+/**
+ * The options of {@link leakyBucket}: `rate` (`tokens` per `per`), `burst`
+ * (how many more may queue), `delay` (how many of those are not delayed) and
+ * `nodelay` (none are), as nginx `limit_req`.
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.LeakyBucketOptions = { rate: { tokens: 10, per: "1 second" }, burst: 20, delay: 8 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const LeakyBucketOptions = Schema.Struct({
+  rate: TokensPer,
+  burst: optional(NonNegative),
+  delay: optional(NonNegative),
+  nodelay: optional(Flag)
+})
+
+/**
+ * Options of {@link leakyBucket} (see {@link LeakyBucketOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.LeakyBucketOptions = { rate: { tokens: 10, per: "1 second" }, nodelay: true }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type LeakyBucketOptions = typeof LeakyBucketOptions.Encoded
+
+/**
+ * The options of {@link fixedWindow}: `limit` (a positive integer) per
+ * `window`, and `aligned` (windows start at multiples of `window` on the clock).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.FixedWindowOptions = { limit: 100, window: "1 minute", aligned: true }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const FixedWindowOptions = Schema.Struct({
+  limit: PositiveInteger,
+  window: PositiveDuration,
+  aligned: optional(Flag)
+})
+
+/**
+ * Options of {@link fixedWindow} (see {@link FixedWindowOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.FixedWindowOptions = { limit: 100, window: 60_000 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type FixedWindowOptions = typeof FixedWindowOptions.Encoded
+
+/**
+ * The options of {@link slidingWindow}: `limit` (a positive integer) per `window`.
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SlidingWindowOptions = { limit: 100, window: "1 minute" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const SlidingWindowOptions = Schema.Struct({
+  limit: PositiveInteger,
+  window: PositiveDuration
+})
+
+/**
+ * Options of {@link slidingWindow} (see {@link SlidingWindowOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SlidingWindowOptions = { limit: 10, window: "1 second" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type SlidingWindowOptions = typeof SlidingWindowOptions.Encoded
+
+/**
+ * The options of {@link slidingLog}: `limit` (a positive integer) per
+ * `window`, `minGap` (the least time between two admissions) and
+ * `countBlocked` (refused attempts are logged too).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SlidingLogOptions = { limit: 5, window: "15 minutes", countBlocked: true }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const SlidingLogOptions = Schema.Struct({
+  limit: PositiveInteger,
+  window: PositiveDuration,
+  minGap: optional(PositiveDuration),
+  countBlocked: optional(Flag)
+})
+
+/**
+ * Options of {@link slidingLog} (see {@link SlidingLogOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SlidingLogOptions = { limit: 5, window: "1 minute", minGap: "2 seconds" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type SlidingLogOptions = typeof SlidingLogOptions.Encoded
+
+const smoothConfig = (o: SmoothDecoded) =>
+  WarmUpAlgorithm.config({
+    permits: o.permits,
+    periodMillis: o.per,
+    warmupMillis: o.warmup,
+    coldFactor: o.coldFactor,
+    maxBurstMillis: o.maxBurst,
+    initialPermits: o.initialPermits
+  })
+
+interface SmoothDecoded {
+  readonly permits: number
+  readonly per: number
+  readonly warmup?: number | undefined
+  readonly coldFactor?: number | undefined
+  readonly maxBurst?: number | undefined
+  readonly initialPermits?: number | undefined
+}
+
+/**
+ * The options of {@link smooth}: `permits` per `per`; `warmup` (a cold key
+ * ramps up over it), `coldFactor` (3 by default), `maxBurst` (idle time
+ * stored without warm-up; 1 second by default), `initialPermits`.
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SmoothOptions = { permits: 100, per: "1 second", warmup: "10 seconds" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const SmoothOptions = Schema.Struct({
+  permits: PositiveNumber,
+  per: PositiveDuration,
+  warmup: optional(PositiveDuration),
+  coldFactor: optional(AtLeastOne),
+  maxBurst: optional(PositiveDuration),
+  initialPermits: optional(NonNegative)
+}).check(Schema.makeFilter((o) => {
+  if (o.initialPermits === undefined) return undefined
+  const { maxPermits } = smoothConfig(o)
+  return o.initialPermits > maxPermits
+    ? { path: ["initialPermits"], issue: `must not exceed the most permits stored (${maxPermits})` }
+    : undefined
+}))
+
+/**
+ * Options of {@link smooth} (see {@link SmoothOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SmoothOptions = { permits: 5, per: "1 second" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type SmoothOptions = typeof SmoothOptions.Encoded
+
+/**
+ * The options of {@link concurrency}: `capacity` (most units out at once)
+ * and `replenish` (released units flow back at `tokens` per `per` instead
+ * of at once).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.ConcurrencyOptions = { capacity: 10, replenish: { tokens: 5, per: "1 second" } }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ConcurrencyOptions = Schema.Struct({
+  capacity: PositiveNumber,
+  replenish: optional(TokensPer.annotate({ message: "must be { tokens, per } or left out" }))
+})
+
+/**
+ * Options of {@link concurrency} (see {@link ConcurrencyOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.ConcurrencyOptions = { capacity: 10 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ConcurrencyOptions = typeof ConcurrencyOptions.Encoded
+
+/**
+ * The check on the parts of {@link all} (a policy or a configuration): at
+ * least one.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Policy } from "tollgate"
+ *
+ * const Parts = Schema.Array(Schema.String).check(Policy.atLeastOnePart)
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const atLeastOnePart = Schema.isMinLength(1, { message: "needs at least one policy" })
+
+// ---------------------------------------------------------------------------
+// Validation: the first bad field of the options, as an `Invalid` policy.
 
 const show = (value: unknown): string => {
   if (Predicate.isString(value)) return JSON.stringify(value.length > 64 ? value.slice(0, 64) + "…" : value)
   if (Predicate.isNumber(value) || Predicate.isBigInt(value) || value === undefined || value === null) {
     return String(value)
   }
+  if (Array.isArray(value) && value.length === 0) return "[]"
   return Duration.isDuration(value) ? String(value) : typeof value
 }
 
@@ -185,21 +719,44 @@ const invalid = (field: string, value: unknown, reason: string): Invalid => ({
   error: new InvalidPolicy({ field, value: show(value), reason })
 })
 
-const isPositiveFinite = (n: unknown): n is number => Predicate.isNumber(n) && Number.isFinite(n) && n > 0
+const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
+  leafHook: (issue) => issue._tag === "MissingKey" ? "is required" : SchemaIssue.defaultLeafHook(issue)
+})
 
-/**
- * Parses a duration input (`"1 second"`, millis, a `Duration`) into
- * positive, finite milliseconds, or `undefined`.
- *
- * @since 0.1.0
- */
-export const positiveMillis = (input: unknown): number | undefined => {
-  if (!(Predicate.isString(input) || Predicate.isNumber(input) || Duration.isDuration(input))) return undefined
-  const millis = Duration.fromInput(input as Duration.Input).pipe((o) =>
-    o._tag === "Some" ? Duration.toMillis(o.value) : NaN
+const keyOf = (segment: PropertyKey | { readonly key: PropertyKey }): PropertyKey =>
+  Predicate.isObject(segment) && "key" in segment ? segment.key : segment
+
+const fieldOf = (root: string, path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>(
+    (out, key) => Predicate.isNumber(key) ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`,
+    root
   )
-  return isPositiveFinite(millis) ? millis : undefined
+
+const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
+  path.reduce<unknown>(
+    (at, key) => Predicate.isObject(at) || Array.isArray(at) ? (at as Record<PropertyKey, unknown>)[key] : undefined,
+    input
+  )
+
+// Decodes `input` (anything other than an object reads as `{}`, so the first
+// required field is the one named), or names the first bad field.
+const decode = <T, E>(schema: Schema.Codec<T, E>, input: unknown, root = ""): Result.Result<T, Invalid> => {
+  const options = Predicate.isObject(input) || Array.isArray(input) ? input : {}
+  const result = Schema.decodeUnknownResult(schema)(options)
+  if (Result.isSuccess(result)) return Result.succeed(result.success)
+  const [first] = formatter(result.failure.issue).issues
+  const path = (first.path ?? []).map(keyOf)
+  return Result.fail(invalid(fieldOf(root, path), valueAt(options, path), first.message))
 }
+
+// Every valid policy: frozen, its rule bound once (by the constructor, which
+// knows the algorithm's types).
+const make = <P extends Valid>(policy: Omit<P, "error">): P =>
+  // `Omit<P, "error">` with `error` added back is a P
+  Object.freeze({ ...policy, error: undefined }) as P
+
+// ---------------------------------------------------------------------------
+// Constructors.
 
 /**
  * A token bucket: starts full (unless `initialTokens` says otherwise), refills
@@ -218,76 +775,31 @@ export const positiveMillis = (input: unknown): number | undefined => {
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const tokenBucket = (options: TokenBucketOptions): Policy => {
-  const { aligned, capacity, initialTokens, mode, refill } = options ?? {}
-  if (!isPositiveFinite(capacity)) return invalid("capacity", capacity, "must be a positive finite number")
-  if (refill === undefined || refill === null) return invalid("refill", refill, "is required")
-  if (!isPositiveFinite(refill.tokens)) {
-    return invalid("refill.tokens", refill.tokens, "must be a positive finite number")
-  }
-  const periodMillis = positiveMillis(refill.per)
-  if (periodMillis === undefined) return invalid("refill.per", refill.per, durationReason)
-  if (
-    initialTokens !== undefined &&
-    !(Predicate.isNumber(initialTokens) && Number.isFinite(initialTokens) && initialTokens >= 0)
-  ) {
-    return invalid("initialTokens", initialTokens, "must be a finite number >= 0")
-  }
-  if (initialTokens !== undefined && initialTokens > capacity) {
-    return invalid("initialTokens", initialTokens, `must not exceed capacity (${capacity})`)
-  }
-  if (mode !== undefined && mode !== "greedy" && mode !== "interval") {
-    return invalid("mode", mode, "must be \"greedy\" or \"interval\"")
-  }
-  if (aligned !== undefined && !Predicate.isBoolean(aligned)) return invalid("aligned", aligned, "must be a boolean")
-  if (!Number.isFinite(capacity * periodMillis)) {
-    return invalid("capacity", capacity, "capacity * refill.per overflows")
-  }
+  const decoded = decode(TokenBucketOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { aligned, capacity, initialTokens, mode, refill } = decoded.success
   const config = TokenBucketAlgorithm.config({
     capacity,
     tokens: refill.tokens,
-    periodMillis,
+    periodMillis: refill.per,
     initialTokens,
     interval: mode === "interval",
     aligned
   })
-  return Object.freeze({
+  return make<TokenBucket>({
     _tag: "TokenBucket",
     capacity,
-    refill: Object.freeze({ tokens: refill.tokens, per: Duration.millis(periodMillis) }),
+    refill: Object.freeze({ tokens: refill.tokens, per: Duration.millis(refill.per) }),
     initialTokens: config.initialTokens,
     algorithm: TokenBucketAlgorithm.algorithm,
     config,
-    quota: { limit: capacity, windowMillis: (capacity / refill.tokens) * periodMillis },
-    error: undefined
+    rule: bind(TokenBucketAlgorithm.algorithm, config),
+    quota: { limit: capacity, windowMillis: (capacity / refill.tokens) * refill.per }
   })
 }
-
-const durationReason = "must be a positive finite duration such as \"1 second\""
-
-const checkPositive = (field: string, value: unknown): Invalid | undefined =>
-  isPositiveFinite(value) ? undefined : invalid(field, value, "must be a positive finite number")
-
-const checkCount = (field: string, value: unknown): Invalid | undefined =>
-  Predicate.isNumber(value) && Number.isSafeInteger(value) && value > 0
-    ? undefined
-    : invalid(field, value, "must be a positive integer")
-
-const checkNonNegative = (field: string, value: unknown): Invalid | undefined =>
-  value === undefined || (Predicate.isNumber(value) && Number.isFinite(value) && value >= 0)
-    ? undefined
-    : invalid(field, value, "must be a finite number >= 0")
-
-const checkBoolean = (field: string, value: unknown): Invalid | undefined =>
-  value === undefined || Predicate.isBoolean(value) ? undefined : invalid(field, value, "must be a boolean")
-
-const millisOf = (field: string, value: unknown): number | Invalid => {
-  const millis = positiveMillis(value)
-  return millis === undefined ? invalid(field, value, durationReason) : millis
-}
-
-const make = <P extends Valid>(policy: P): P => Object.freeze(policy)
 
 /**
  * GCRA, the generic cell rate algorithm (redis-cell's `CL.THROTTLE`):
@@ -304,24 +816,19 @@ const make = <P extends Valid>(policy: P): P => Object.freeze(policy)
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
-export const gcra = (options: {
-  readonly rate: { readonly count: number; readonly per: Duration.Input }
-  readonly maxBurst?: number | undefined
-}): Policy => {
-  const count = options?.rate?.count
-  const maxBurst = options?.maxBurst ?? 0
-  const bad = checkPositive("rate.count", count) ?? checkNonNegative("maxBurst", maxBurst)
-  if (bad !== undefined) return bad
-  const periodMillis = millisOf("rate.per", options.rate.per)
-  if (!Predicate.isNumber(periodMillis)) return periodMillis
-  const config = GcraAlgorithm.config({ maxBurst, count: count!, periodMillis })
+export const gcra = (options: GcraOptions): Policy => {
+  const decoded = decode(GcraOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { maxBurst, rate } = decoded.success
+  const config = GcraAlgorithm.config({ maxBurst: maxBurst ?? 0, count: rate.count, periodMillis: rate.per })
   return make<Gcra>({
     _tag: "Gcra",
     algorithm: GcraAlgorithm.algorithm,
     config,
-    quota: { limit: config.limit, windowMillis: (config.limit / count!) * periodMillis },
-    error: undefined
+    rule: bind(GcraAlgorithm.algorithm, config),
+    quota: { limit: config.limit, windowMillis: (config.limit / rate.count) * rate.per }
   })
 }
 
@@ -341,32 +848,19 @@ export const gcra = (options: {
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
-export const leakyBucket = (options: {
-  readonly rate: { readonly tokens: number; readonly per: Duration.Input }
-  readonly burst?: number | undefined
-  readonly delay?: number | undefined
-  readonly nodelay?: boolean | undefined
-}): Policy => {
-  const tokens = options?.rate?.tokens
-  const bad = checkPositive("rate.tokens", tokens) ?? checkNonNegative("burst", options.burst) ??
-    checkNonNegative("delay", options.delay) ?? checkBoolean("nodelay", options.nodelay)
-  if (bad !== undefined) return bad
-  const periodMillis = millisOf("rate.per", options.rate.per)
-  if (!Predicate.isNumber(periodMillis)) return periodMillis
-  const config = LeakyBucketAlgorithm.config({
-    tokens: tokens!,
-    periodMillis,
-    burst: options.burst,
-    delay: options.delay,
-    nodelay: options.nodelay
-  })
+export const leakyBucket = (options: LeakyBucketOptions): Policy => {
+  const decoded = decode(LeakyBucketOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { burst, delay, nodelay, rate } = decoded.success
+  const config = LeakyBucketAlgorithm.config({ tokens: rate.tokens, periodMillis: rate.per, burst, delay, nodelay })
   return make<LeakyBucket>({
     _tag: "LeakyBucket",
     algorithm: LeakyBucketAlgorithm.algorithm,
     config,
-    quota: { limit: config.capacity, windowMillis: (config.capacity / tokens!) * periodMillis },
-    error: undefined
+    rule: bind(LeakyBucketAlgorithm.algorithm, config),
+    quota: { limit: config.capacity, windowMillis: (config.capacity / rate.tokens) * rate.per }
   })
 }
 
@@ -383,22 +877,19 @@ export const leakyBucket = (options: {
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
-export const fixedWindow = (options: {
-  readonly limit: number
-  readonly window: Duration.Input
-  readonly aligned?: boolean | undefined
-}): Policy => {
-  const bad = checkCount("limit", options?.limit) ?? checkBoolean("aligned", options.aligned)
-  if (bad !== undefined) return bad
-  const windowMillis = millisOf("window", options.window)
-  if (!Predicate.isNumber(windowMillis)) return windowMillis
+export const fixedWindow = (options: FixedWindowOptions): Policy => {
+  const decoded = decode(FixedWindowOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { aligned, limit, window } = decoded.success
+  const config = FixedWindowAlgorithm.config({ limit, windowMillis: window, align: aligned })
   return make<FixedWindow>({
     _tag: "FixedWindow",
     algorithm: FixedWindowAlgorithm.algorithm,
-    config: FixedWindowAlgorithm.config({ limit: options.limit, windowMillis, align: options.aligned }),
-    quota: { limit: options.limit, windowMillis },
-    error: undefined
+    config,
+    rule: bind(FixedWindowAlgorithm.algorithm, config),
+    quota: { limit, windowMillis: window }
   })
 }
 
@@ -415,18 +906,19 @@ export const fixedWindow = (options: {
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
-export const slidingWindow = (options: { readonly limit: number; readonly window: Duration.Input }): Policy => {
-  const bad = checkCount("limit", options?.limit)
-  if (bad !== undefined) return bad
-  const windowMillis = millisOf("window", options.window)
-  if (!Predicate.isNumber(windowMillis)) return windowMillis
+export const slidingWindow = (options: SlidingWindowOptions): Policy => {
+  const decoded = decode(SlidingWindowOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { limit, window } = decoded.success
+  const config = SlidingWindowAlgorithm.config({ limit, windowMillis: window })
   return make<SlidingWindow>({
     _tag: "SlidingWindow",
     algorithm: SlidingWindowAlgorithm.algorithm,
-    config: SlidingWindowAlgorithm.config({ limit: options.limit, windowMillis }),
-    quota: { limit: options.limit, windowMillis },
-    error: undefined
+    config,
+    rule: bind(SlidingWindowAlgorithm.algorithm, config),
+    quota: { limit, windowMillis: window }
   })
 }
 
@@ -444,30 +936,19 @@ export const slidingWindow = (options: { readonly limit: number; readonly window
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
-export const slidingLog = (options: {
-  readonly limit: number
-  readonly window: Duration.Input
-  readonly minGap?: Duration.Input | undefined
-  readonly countBlocked?: boolean | undefined
-}): Policy => {
-  const bad = checkCount("limit", options?.limit) ?? checkBoolean("countBlocked", options.countBlocked)
-  if (bad !== undefined) return bad
-  const windowMillis = millisOf("window", options.window)
-  if (!Predicate.isNumber(windowMillis)) return windowMillis
-  const minGap = options.minGap === undefined ? 0 : millisOf("minGap", options.minGap)
-  if (!Predicate.isNumber(minGap)) return minGap
+export const slidingLog = (options: SlidingLogOptions): Policy => {
+  const decoded = decode(SlidingLogOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { countBlocked, limit, minGap, window } = decoded.success
+  const config = SlidingLogAlgorithm.config({ limit, windowMillis: window, minGap: minGap ?? 0, countBlocked })
   return make<SlidingLog>({
     _tag: "SlidingLog",
     algorithm: SlidingLogAlgorithm.algorithm,
-    config: SlidingLogAlgorithm.config({
-      limit: options.limit,
-      windowMillis,
-      minGap,
-      countBlocked: options.countBlocked
-    }),
-    quota: { limit: options.limit, windowMillis },
-    error: undefined
+    config,
+    rule: bind(SlidingLogAlgorithm.algorithm, config),
+    quota: { limit, windowMillis: window }
   })
 }
 
@@ -488,49 +969,42 @@ export const slidingLog = (options: {
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
-export const smooth = (options: {
-  readonly permits: number
-  readonly per: Duration.Input
-  readonly warmup?: Duration.Input | undefined
-  readonly coldFactor?: number | undefined
-  readonly maxBurst?: Duration.Input | undefined
-  readonly initialPermits?: number | undefined
-}): Policy => {
-  const bad = checkPositive("permits", options?.permits) ?? checkNonNegative("initialPermits", options.initialPermits)
-  if (bad !== undefined) return bad
-  if (options.coldFactor !== undefined && !(isPositiveFinite(options.coldFactor) && options.coldFactor >= 1)) {
-    return invalid("coldFactor", options.coldFactor, "must be a finite number >= 1")
-  }
-  const periodMillis = millisOf("per", options.per)
-  if (!Predicate.isNumber(periodMillis)) return periodMillis
-  const warmupMillis = options.warmup === undefined ? undefined : millisOf("warmup", options.warmup)
-  if (warmupMillis !== undefined && !Predicate.isNumber(warmupMillis)) return warmupMillis
-  const maxBurstMillis = options.maxBurst === undefined ? undefined : millisOf("maxBurst", options.maxBurst)
-  if (maxBurstMillis !== undefined && !Predicate.isNumber(maxBurstMillis)) return maxBurstMillis
-  const config = WarmUpAlgorithm.config({
-    permits: options.permits,
-    periodMillis,
-    warmupMillis,
-    coldFactor: options.coldFactor,
-    maxBurstMillis,
-    initialPermits: options.initialPermits
-  })
-  if (options.initialPermits !== undefined && options.initialPermits > config.maxPermits) {
-    return invalid(
-      "initialPermits",
-      options.initialPermits,
-      `must not exceed the most permits stored (${config.maxPermits})`
-    )
-  }
+export const smooth = (options: SmoothOptions): Policy => {
+  const decoded = decode(SmoothOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const o = decoded.success
+  const config = smoothConfig(o)
   return make<Smooth>({
     _tag: "Smooth",
     algorithm: WarmUpAlgorithm.algorithm,
     config,
-    quota: { limit: options.permits, windowMillis: periodMillis },
-    error: undefined
+    rule: bind(WarmUpAlgorithm.algorithm, config),
+    quota: { limit: o.permits, windowMillis: o.per }
   })
 }
+
+/**
+ * Whether the value is a `Policy` (valid or not).
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * Policy.isPolicy(Policy.fixedWindow({ limit: 1, window: "1 second" })) // true
+ * Policy.isPolicy({ capacity: 5 }) // false
+ * ```
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isPolicy = (u: unknown): u is Policy =>
+  Predicate.hasProperty(u, "_tag") && Predicate.hasProperty(u, "error") &&
+  (u._tag === "Invalid" || (Predicate.hasProperty(u, "algorithm") && Predicate.hasProperty(u, "config")))
+
+const PolicyValue = Schema.declare(isPolicy, { message: "must be a Policy" })
+const Parts = Schema.Array(PolicyValue).check(atLeastOnePart)
 
 /**
  * Several limits on one key, checked atomically (Bucket4j's bandwidths): a
@@ -548,32 +1022,32 @@ export const smooth = (options: {
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const all = (...parts: ReadonlyArray<Policy>): Policy => {
-  if (parts.length === 0) return invalid("all", "[]", "needs at least one policy")
+  const decoded = decode(Parts, parts, "all")
+  if (Result.isFailure(decoded)) return decoded.failure
+  const valid: Array<Valid> = []
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]
-    if (!isPolicy(part)) return invalid(`all[${i}]`, typeof part, "must be a Policy")
     if (part._tag === "Invalid") {
       return {
         _tag: "Invalid",
         error: new InvalidPolicy({ ...part.error, field: `all[${i}].${part.error.field}` })
       }
     }
+    valid.push(part)
   }
-  const valid = parts as ReadonlyArray<Valid>
-  const config = CompositeAlgorithm.config(
-    valid.map((p) => CompositeAlgorithm.part(p.algorithm as Algorithm<any, any>, p.config))
-  )
+  const config = CompositeAlgorithm.config(valid.map((p) => ({ algorithm: p.algorithm, config: p.config })))
   // The headline quota is the one that allows the least per unit of time.
   const quota = valid.map((p) => p.quota).reduce((a, b) => a.limit / a.windowMillis <= b.limit / b.windowMillis ? a : b)
   return make<All>({
     _tag: "All",
     algorithm: CompositeAlgorithm.algorithm,
     config,
+    rule: bind(CompositeAlgorithm.algorithm, config),
     parts: valid,
-    quota,
-    error: undefined
+    quota
   })
 }
 
@@ -592,31 +1066,20 @@ export const all = (...parts: ReadonlyArray<Policy>): Policy => {
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
-export const concurrency = (options: {
-  readonly capacity: number
-  readonly replenish?: { readonly tokens: number; readonly per: Duration.Input } | undefined
-}): Policy => {
-  const bad = checkPositive("capacity", options?.capacity)
-  if (bad !== undefined) return bad
-  let replenish: { tokens: number; periodMillis: number } | undefined
-  if (options.replenish !== undefined) {
-    if (!Predicate.isObject(options.replenish)) {
-      return invalid("replenish", options.replenish, "must be { tokens, per } or left out")
-    }
-    const tokens = options.replenish.tokens
-    const badTokens = checkPositive("replenish.tokens", tokens)
-    if (badTokens !== undefined) return badTokens
-    const periodMillis = millisOf("replenish.per", options.replenish.per)
-    if (!Predicate.isNumber(periodMillis)) return periodMillis
-    replenish = { tokens, periodMillis }
-  }
+export const concurrency = (options: ConcurrencyOptions): Policy => {
+  const decoded = decode(ConcurrencyOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { capacity, replenish } = decoded.success
+  const refill = replenish === undefined ? undefined : { tokens: replenish.tokens, periodMillis: replenish.per }
+  const config = ConcurrencyAlgorithm.config({ capacity, replenish: refill })
   return make<Concurrency>({
     _tag: "Concurrency",
     algorithm: ConcurrencyAlgorithm.algorithm,
-    config: ConcurrencyAlgorithm.config({ capacity: options.capacity, replenish }),
-    quota: { limit: options.capacity, windowMillis: replenish === undefined ? 1000 : replenish.periodMillis },
-    error: undefined
+    config,
+    rule: bind(ConcurrencyAlgorithm.algorithm, config),
+    quota: { limit: capacity, windowMillis: refill === undefined ? 1000 : refill.periodMillis }
   })
 }
 
@@ -634,6 +1097,7 @@ export const concurrency = (options: {
  * ```
  *
  * @since 0.1.0
+ * @category utils
  */
 export const validate = (policy: Policy): Effect.Effect<Valid, InvalidPolicy> =>
   policy._tag === "Invalid" ? Effect.fail(policy.error) : Effect.succeed(policy)
@@ -651,6 +1115,7 @@ export const validate = (policy: Policy): Effect.Effect<Valid, InvalidPolicy> =>
  * ```
  *
  * @since 0.1.0
+ * @category utils
  */
 export const share = (policy: Valid, fraction: number): Valid => {
   if (fraction === 1) return policy
@@ -706,12 +1171,3 @@ const scale = (p: Valid, f: number): Policy => {
       return p
   }
 }
-
-/**
- * Whether the value is a `Policy` (valid or not).
- *
- * @since 0.1.0
- */
-export const isPolicy = (u: unknown): u is Policy =>
-  Predicate.hasProperty(u, "_tag") && Predicate.hasProperty(u, "error") &&
-  (u._tag === "Invalid" || (Predicate.hasProperty(u, "algorithm") && Predicate.hasProperty(u, "config")))

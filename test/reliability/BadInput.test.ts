@@ -174,7 +174,7 @@ const badPolicies: ReadonlyArray<[string, unknown, string, string]> = [
   ["null options", null, "capacity", "undefined"],
   ["refill missing", { capacity: 5 }, "refill", "undefined"],
   ["refill null", { capacity: 5, refill: null }, "refill", "null"],
-  ["refill a string", { capacity: 5, refill: "1 second" }, "refill.tokens", "undefined"],
+  ["refill a string", { capacity: 5, refill: "1 second" }, "refill", "\"1 second\""],
   ["refill.tokens NaN", { capacity: 5, refill: { tokens: NaN, per } }, "refill.tokens", "NaN"],
   ["refill.tokens Infinity", { capacity: 5, refill: { tokens: Infinity, per } }, "refill.tokens", "Infinity"],
   ["refill.tokens zero", { capacity: 5, refill: { tokens: 0, per } }, "refill.tokens", "0"],
