@@ -13,7 +13,7 @@ import {
   type Overloaded,
   type RateLimitExceeded
 } from "./Errors.ts"
-import * as Bucket from "./internal/actor/Bucket.ts"
+import * as Request from "./internal/actor/Request.ts"
 import type { Carry } from "./internal/algorithm/Algorithm.ts"
 import * as Supervisor from "./internal/supervisor/Supervisor.ts"
 import * as Policy from "./Policy.ts"
@@ -243,21 +243,22 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       }
 
       // Effects are descriptions: the decision is made each time one runs.
-      const decide = <A>(kind: Bucket.Kind, key: string, options: AcquireOptions | undefined) =>
+      const decide = <K extends Request.DecideKind>(kind: K, key: string, options: AcquireOptions | undefined) =>
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
-          return supervisor.submitUnsafe<A>(key, kind, options?.cost ?? 1, 0)
+          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, 0)
         })
 
-      const wait = (key: string, options: WaitOptions | undefined) =>
+      const waitFor = <K extends Request.WaitKind>(kind: K, key: string, options: WaitOptions | undefined) =>
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
           const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
           if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
-          return supervisor.submitUnsafe<void, RateLimitExceeded>(key, Bucket.Kind.Wait, options?.cost ?? 1, maxWait)
+          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, maxWait)
         })
+      const wait = (key: string, options: WaitOptions | undefined) => waitFor(Request.Kind.Wait, key, options)
 
       const release = (key: string, amount?: number) =>
         Effect.suspend(() => {
@@ -266,42 +267,26 @@ export class RateLimiter extends Context.Service<RateLimiter, {
               ? undefined
               : new InvalidRequest({ field: "amount", value: String(amount), reason: "must be a positive integer" }))
           if (invalid !== undefined) return Effect.fail(invalid)
-          return supervisor.submitUnsafe<void>(key, Bucket.Kind.Release, amount ?? 1, 0)
+          return supervisor.submitUnsafe(key, Request.Kind.Release, amount ?? 1, 0)
         })
 
       return RateLimiter.of({
-        acquire: (key, options) => decide<boolean>(Bucket.Kind.Acquire, key, options),
-        consume: (key, options) => decide<Decision>(Bucket.Kind.Consume, key, options),
-        peek: (key, options) => decide<Decision>(Bucket.Kind.Peek, key, options),
+        acquire: (key, options) => decide(Request.Kind.Acquire, key, options),
+        consume: (key, options) => decide(Request.Kind.Consume, key, options),
+        peek: (key, options) => decide(Request.Kind.Peek, key, options),
         reset: (key) =>
           Effect.suspend(() => {
             const invalid = checkKey(key)
             return invalid !== undefined
               ? Effect.fail(invalid)
-              : supervisor.submitUnsafe<void>(key, Bucket.Kind.Reset, 0, 0)
+              : supervisor.submitUnsafe(key, Request.Kind.Reset, 0, 0)
           }),
         wait,
         reserve: (key, options) =>
-          Effect.suspend(() => {
-            const invalid = checkKey(key) ?? checkCost(options?.cost)
-            if (invalid !== undefined) return Effect.fail(invalid)
-            const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
-            if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
-            return Effect.map(
-              supervisor.submitUnsafe<Bucket.Reserved, RateLimitExceeded>(
-                key,
-                Bucket.Kind.Reserve,
-                options?.cost ?? 1,
-                maxWait
-              ),
-              (reserved): Reservation => ({
-                delay: Duration.millis(reserved.delay),
-                cancel: reserved.entry === undefined
-                  ? Effect.void
-                  : Effect.sync(() => Bucket.leave(reserved.bucket!, reserved.entry!, false))
-              })
-            )
-          }),
+          Effect.map(
+            waitFor(Request.Kind.Reserve, key, options),
+            (reserved): Reservation => ({ delay: Duration.millis(reserved.delay), cancel: reserved.cancel })
+          ),
         limit: (key, options) => (effect) => Effect.andThen(wait(key, options), effect),
         release,
         withPermit: (key, options) => (effect) =>
@@ -331,7 +316,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
                 })
               )
             }
-            return supervisor.submitUnsafe<void>(key, Bucket.Kind.Reconfigure, 0, 0, { policy, carry })
+            return supervisor.submitUnsafe(key, Request.Kind.Reconfigure, 0, 0, { policy, carry })
           }),
         stats: supervisor.stats
       })
