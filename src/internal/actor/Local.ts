@@ -337,8 +337,12 @@ type Unstarted<K extends Request.Kind> = (
 
 const start = () => undefined
 
-// A key with no bucket is in its initial state: peek reads it; reset,
-// release and reconfigure have nothing to change; none starts a bucket.
+// A key with no bucket is in its policy's initial state: peek reads it;
+// reset has nothing to forget; reconfigure only changes which policy the key
+// starts under. A release starts no bucket when the initial state is settled
+// (a fresh key holds all a release could give back), and starts one when it
+// is not (a token bucket with `initialTokens` below capacity), so the units
+// go where a bucket would have them.
 const unstarted: { readonly [K in Request.Kind]: Unstarted<K> } = {
   [Request.Kind.Acquire]: start,
   [Request.Kind.Consume]: start,
@@ -347,10 +351,13 @@ const unstarted: { readonly [K in Request.Kind]: Unstarted<K> } = {
     return Exit.succeed(decision(policy.rule.peek(policy.rule.initial(at), at, cost), limiter.clock.behind))
   },
   [Request.Kind.Reset]: () => Exit.void,
-  [Request.Kind.Release]: (_, policy) =>
-    policy.rule.release === undefined
-      ? Exit.fail(new InvalidRequest({ field: "key", value: "(new key)", reason: cannotRelease(policy) }))
-      : Exit.void,
+  [Request.Kind.Release]: (limiter, policy) => {
+    if (policy.rule.release === undefined) {
+      return Exit.fail(new InvalidRequest({ field: "key", value: "(new key)", reason: cannotRelease(policy) }))
+    }
+    const at = limiter.clock.currentTimeMillisUnsafe()
+    return at >= policy.rule.settledAt(policy.rule.initial(at)) ? Exit.void : undefined
+  },
   [Request.Kind.Reconfigure]: () => Exit.void,
   [Request.Kind.Wait]: start,
   [Request.Kind.Reserve]: start,
