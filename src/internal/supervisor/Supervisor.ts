@@ -36,7 +36,7 @@ export interface Options {
   /** Where keys' state lives: in each bucket (undefined, the default) or in a shared store. */
   readonly store?: Store | undefined
   readonly fallback?: Remote.Fallback | undefined
-  /** Most buckets one step of the sweep looks at before it yields (default 10,000). */
+  /** Most buckets one step of the sweep looks at before it yields (default 5,000). */
   readonly sweepSlice?: number | undefined
 }
 
@@ -89,7 +89,7 @@ const shutdownExit = Effect.fail(new LimiterShutdown())
 export const make = Effect.fnUntraced(function*(options: Options) {
   const { idleTimeoutMillis } = options
   const maxBuckets = options.maxBuckets ?? 1_000_000
-  const slice = options.sweepSlice ?? 10_000
+  const slice = options.sweepSlice ?? 5_000
   const buckets = new Map<string, Bucket.Bucket>()
   // Keys reconfigured at runtime keep their policy across reaps.
   const overrides = new Map<string, Policy.Valid>()
