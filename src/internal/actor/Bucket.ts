@@ -32,6 +32,7 @@ import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, Mutabl
 import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
 import type { Recorder } from "../../Metrics.ts"
 import type * as Policy from "../../Policy.ts"
+import type { Activity } from "./Activity.ts"
 import * as Line from "./Line.ts"
 import * as Monotone from "./Monotone.ts"
 import * as Request from "./Request.ts"
@@ -60,6 +61,8 @@ export type Mailbox = Queue.Queue<Request.Request, Cause.Done>
  */
 export interface Limiter {
   readonly clock: Monotone.Now
+  /** When each bucket last decided (see `Activity`). */
+  readonly activity: Activity
   readonly recorder: Recorder
   readonly limits: Limits
   /** Decide a quiet key's requests on the caller's fiber (see {@link submit}). */
@@ -142,15 +145,15 @@ export class Bucket {
    * actor's batch pass, which never yields between a read and its write.
    */
   readonly state: Ref.Ref<unknown>
-  /** When the bucket last decided a request. */
-  lastActive: number
+  /** Its slot in the limiter's `Activity` (when it last decided); -1 once forgotten. */
+  slot: number
   /** The actor, made the first time a request has to queue. */
   actor: Actor | undefined = undefined
   readonly key: string
-  constructor(key: string, policy: Policy.Valid, state: unknown, now: number) {
+  constructor(key: string, policy: Policy.Valid, state: unknown, slot: number) {
     this.policy = policy
     this.state = Ref.makeUnsafe(state)
-    this.lastActive = now
+    this.slot = slot
     this.key = key
   }
 }
@@ -185,7 +188,28 @@ export class Actor {
  */
 export const make = (limiter: Limiter, key: string, policy: Policy.Valid): Bucket => {
   const now = limiter.clock.currentTimeMillisUnsafe()
-  return new Bucket(key, policy, limiter.backend.initial(policy, now), now)
+  return new Bucket(key, policy, limiter.backend.initial(policy, now), limiter.activity.take(now))
+}
+
+/**
+ * Records that the bucket decided a request at `now` (what keeps it from
+ * being reaped as idle).
+ *
+ * @since 0.2.0
+ */
+export const touch = (limiter: Limiter, bucket: Bucket, now: number): void => {
+  limiter.activity.times[bucket.slot] = now
+}
+
+/**
+ * The bucket is no longer in the limiter's table: its slot goes to the next
+ * bucket (a late `touch`, from an actor still draining, writes nowhere).
+ *
+ * @since 0.2.0
+ */
+export const forgotten = (limiter: Limiter, bucket: Bucket): void => {
+  limiter.activity.free(bucket.slot)
+  bucket.slot = -1
 }
 
 /**
@@ -348,7 +372,7 @@ export const poke = (limiter: Limiter, bucket: Bucket): void => {
 export const restart = (limiter: Limiter, bucket: Bucket, now: number, exit: Exit.Exit<never, BucketFailed>): void => {
   if (bucket.actor !== undefined) Line.clear(bucket.actor.line, exit, Request.answer)
   write(bucket, limiter.backend.initial(bucket.policy, now))
-  bucket.lastActive = now
+  touch(limiter, bucket, now)
 }
 
 /**
@@ -390,7 +414,7 @@ export const settled = (limiter: Limiter, bucket: Bucket, now: number): boolean 
  * @since 0.2.0
  */
 export const idle = (limiter: Limiter, bucket: Bucket, now: number, idleMillis: number): boolean =>
-  now - bucket.lastActive >= idleMillis && settled(limiter, bucket, now)
+  now - limiter.activity.times[bucket.slot] >= idleMillis && settled(limiter, bucket, now)
 
 /**
  * Retires the bucket (reaped, or the limiter closes): it takes no more

@@ -8,6 +8,7 @@
 import { Clock, Effect, FiberSet, Queue, type Scope } from "effect"
 import * as Metrics from "../../Metrics.ts"
 import type { Store } from "../../Store.ts"
+import { Activity } from "./Activity.ts"
 import type * as Bucket from "./Bucket.ts"
 import * as Local from "./Local.ts"
 import * as Monotone from "./Monotone.ts"
@@ -104,6 +105,7 @@ export const make = (
       // One monotone clock for every decision, reap and new bucket: a step back
       // freezes the limiter's time rather than handing out fresh buckets below it.
       clock: new Monotone.Monotone(yield* Clock.Clock),
+      activity: new Activity(),
       recorder,
       limits,
       fastPath,

@@ -80,7 +80,7 @@ const outcomeOf = (bucket: Bucket.Bucket, state: unknown, now: number, cost: num
 // records it).
 const take = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, cost: number, now: number): Outcome<unknown> => {
   const outcome = outcomeOf(bucket, Bucket.read(bucket), now, cost)
-  bucket.lastActive = now
+  Bucket.touch(limiter, bucket, now)
   Bucket.write(bucket, outcome.state)
   if (outcome.allowed) limiter.recorder.allowed++
   else limiter.recorder.denied++
@@ -111,7 +111,7 @@ export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
     if (rule.takeInPlace !== undefined && (line === undefined || line.waiters.length === 0)) {
       // acquire needs no figures: the algorithm's shortcut writes the
       // admitted state into the bucket's own (no allocation per admission).
-      bucket.lastActive = now
+      Bucket.touch(limiter, bucket, now)
       if (rule.takeInPlace(Bucket.read(bucket), now, cost)) {
         limiter.recorder.allowed++
         return exitTrue
@@ -166,7 +166,7 @@ const admitAtOnce = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, cost: numbe
   const outcome = bucket.policy.rule.step(Bucket.read(bucket), now, cost)
   if (!outcome.allowed) return -1
   Bucket.write(bucket, outcome.state)
-  bucket.lastActive = now
+  Bucket.touch(limiter, bucket, now)
   limiter.recorder.allowed++
   return outcome.delay ?? 0
 }
@@ -255,7 +255,7 @@ const enter = (
   if (delay >= 0) return Request.answer(request, Line.admittedAtOnce(request, delay))
   const rule = bucket.policy.rule
   const wait = Monotone.onClock(rule.waitTime(Bucket.read(bucket), now, line.cost, request.cost), limiter.clock.behind)
-  bucket.lastActive = now
+  Bucket.touch(limiter, bucket, now)
   Line.join(
     line,
     request,
@@ -284,7 +284,7 @@ const admitLine = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, line: Line.Li
   if (head > 0) {
     Bucket.write(bucket, state)
     Line.admit(line, head)
-    bucket.lastActive = now
+    Bucket.touch(limiter, bucket, now)
   }
   if (line.waiters.length > 0) line.wakeAt = now + rule.waitTime(state, now, 0, line.waiters[0].cost)
 }

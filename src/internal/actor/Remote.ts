@@ -275,11 +275,11 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     const now = limiter.clock.currentTimeMillisUnsafe()
     const out: Out = { since: now, idle: undefined }
     outs.set(bucket, out)
-    bucket.lastActive = now
+    Bucket.touch(limiter, bucket, now)
     const op = opFor(undefined, kind, cost)
     return Effect.onExit(
       Effect.flatMap(call(limiter, bucket, op === takeOne ? takeOneOps : [op]), (result): Request.Answer<K> => {
-        bucket.lastActive = limiter.clock.currentTimeMillisUnsafe()
+        Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
         return result.error !== undefined
           ? Exit.fail(result.error)
           : answers[kind](limiter, op, result.replies[0], result.degraded)
@@ -344,7 +344,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       }
     }
     const result = yield* call(limiter, bucket, ops)
-    bucket.lastActive = limiter.clock.currentTimeMillisUnsafe()
+    Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
     for (let i = 0; i < requests.length; i++) {
       const request = requests[i]
       const kind = request.kind
@@ -376,7 +376,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         : [{ kind: OpKind.WaitTime, cost: request.cost, queued: line.cost }]
     )
     const now = limiter.clock.currentTimeMillisUnsafe()
-    bucket.lastActive = now
+    Bucket.touch(limiter, bucket, now)
     if (result.error !== undefined) return Request.reply(request, Exit.fail(result.error))
     if (empty && result.replies[0].allowed) {
       limiter.recorder.allowed++

@@ -97,6 +97,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const forget = (key: string, bucket: Bucket.Bucket): boolean => {
     if (buckets.get(key) !== bucket) return false
     buckets.delete(key)
+    Bucket.forgotten(limiter, bucket)
     limiter.recorder.live--
     return true
   }
