@@ -337,6 +337,8 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     for (const r of requests) {
       if (r.kind === Request.Kind.Reconfigure && r.payload !== undefined) {
         bucket.policy = r.payload.policy
+        // The local fallback now counts a share of the new policy, afresh.
+        Bucket.write(bucket, undefined)
       }
       // The key's state changes under the line: the head asks again now.
       if (r.kind === Request.Kind.Reconfigure || r.kind === Request.Kind.Reset || r.kind === Request.Kind.Release) {
