@@ -325,7 +325,7 @@ const isDuration = (u: unknown): u is Duration.Input => positiveMillis(u) !== un
  * import { Schema } from "effect"
  * import { Policy } from "tollgate"
  *
- * Schema.decodeUnknownSync(Policy.PositiveDuration)("2 seconds") // 2000
+ * Schema.decodeSync(Policy.PositiveDuration)("2 seconds") // 2000
  * ```
  *
  * @since 0.2.0
@@ -371,7 +371,7 @@ const CountPer = Schema.Struct({ count: PositiveNumber, per: PositiveDuration })
  * import { Schema } from "effect"
  * import { Policy } from "tollgate"
  *
- * const options = Schema.decodeUnknownSync(Policy.TokenBucketOptions)({
+ * const options = Schema.decodeSync(Policy.TokenBucketOptions)({
  *   capacity: 100,
  *   refill: { tokens: 10, per: "1 second" }
  * })

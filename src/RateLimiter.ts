@@ -22,7 +22,19 @@ import { CurrentStore, type StoreUnavailable } from "./Store.ts"
 /**
  * Options of {@link RateLimiter.make} and {@link RateLimiter.layer}.
  *
+ * @example
+ * ```ts
+ * import { Policy, type RateLimiter } from "tollgate"
+ *
+ * const options: RateLimiter.Options = {
+ *   policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } }),
+ *   idleTimeout: "5 minutes",
+ *   maxBuckets: 100_000
+ * }
+ * ```
+ *
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   /** One policy for every key, or a function from key to policy (tiers, routes). */
@@ -38,7 +50,9 @@ export interface Options {
    * place of a bucket that is safe to forget (settled, nothing queued, nobody
    * waiting); if there is none, its call fails with `Overloaded` (reason
    * "buckets"). A flood of new keys cannot exhaust memory, and no existing
-   * key is forgotten early.
+   * key is forgotten early. It also bounds the keys reconfigured to a policy
+   * of their own: one more `reconfigure` of a new key past it fails the same
+   * way (a key reconfigured back to its own policy gives its place up).
    */
   readonly maxBuckets?: number | undefined
   /** Longest key, in UTF-16 code units; longer keys fail with `InvalidRequest`. Default 512. */
@@ -140,9 +154,26 @@ export interface ReconfigureOptions {
 export type CallError = InvalidRequest | InvalidPolicy | Overloaded | LimiterShutdown | BucketFailed | StoreUnavailable
 
 /**
- * Counts of what the limiter has done.
+ * Counts of what the limiter has done: live `buckets` and running `actors`,
+ * buckets `started` and `reaped`, decisions `allowed` and `denied`, calls
+ * refused as `overloaded`, requests `queued` and callers `waiting` now, keys
+ * with a policy of their own (`overrides`), and, with a shared store, its
+ * calls, the operations they carried, its failures and the decisions its
+ * fallback made (`degraded`).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const program = Effect.gen(function*() {
+ *   const stats: RateLimiter.Stats = yield* (yield* RateLimiter).stats
+ *   return stats.storeOps / Math.max(1, stats.storeCalls) // the coalescing factor
+ * })
+ * ```
  *
  * @since 0.1.0
+ * @category models
  */
 export type Stats = Supervisor.Stats
 
@@ -165,6 +196,7 @@ export type Stats = Supervisor.Stats
  * ```
  *
  * @since 0.1.0
+ * @category services
  */
 export class RateLimiter extends Context.Service<RateLimiter, {
   /** Takes `cost` units now if the key has them: `true` (go ahead) or `false` (over the limit). */
@@ -218,7 +250,19 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * Builds a limiter in the current scope; closing the scope shuts it down
    * (every pending call ends with a decision or `LimiterShutdown`).
    *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Policy, RateLimiter } from "tollgate"
+   *
+   * const program = Effect.scoped(Effect.gen(function*() {
+   *   const limiter = yield* RateLimiter.make({ policy: Policy.fixedWindow({ limit: 10, window: "1 minute" }) })
+   *   return yield* limiter.acquire("user:42")
+   * }))
+   * ```
+   *
    * @since 0.1.0
+   * @category constructors
    */
   static readonly make: (options: Options) => Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope> = Effect
     .fnUntraced(function*(options: Options) {
