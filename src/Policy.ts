@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Predicate, Result, Schema, SchemaGetter, SchemaIssue } from "effect"
+import { Duration, Effect, Predicate, Result, Schema } from "effect"
 import { InvalidPolicy } from "./Errors.ts"
 import { type Algorithm, bind, type Rule } from "./internal/algorithm/Algorithm.ts"
 import * as CompositeAlgorithm from "./internal/algorithm/Composite.ts"
@@ -23,6 +23,7 @@ import * as SlidingLogAlgorithm from "./internal/algorithm/SlidingLog.ts"
 import * as SlidingWindowAlgorithm from "./internal/algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "./internal/algorithm/TokenBucket.ts"
 import * as WarmUpAlgorithm from "./internal/algorithm/WarmUp.ts"
+import * as Rules from "./internal/Rules.ts"
 
 /**
  * A policy's headline quota, as HTTP's `RateLimit-Policy` advertises it:
@@ -273,9 +274,9 @@ export type Valid =
 export type Policy = Valid | Invalid
 
 // ---------------------------------------------------------------------------
-// The rules: each field's check and its message, once.
+// The rules (each check and its message, once: see internal/Rules.ts).
 
-const isPositiveFinite = (n: unknown): n is number => Predicate.isNumber(n) && Number.isFinite(n) && n > 0
+const { AtLeastOne, Flag, NonNegative, PositiveInteger, PositiveNumber, optional } = Rules
 
 /**
  * Parses a duration input (`"1 second"`, millis, a `Duration`) into
@@ -292,29 +293,7 @@ const isPositiveFinite = (n: unknown): n is number => Predicate.isNumber(n) && N
  * @since 0.1.0
  * @category utils
  */
-export const positiveMillis = (input: unknown): number | undefined => {
-  if (!(Predicate.isString(input) || Predicate.isNumber(input) || Duration.isDuration(input))) return undefined
-  // Any string may be tried: those that are not a duration parse to None.
-  const parsed = Duration.fromInput(input as Duration.Input)
-  const millis = parsed._tag === "Some" ? Duration.toMillis(parsed.value) : NaN
-  return isPositiveFinite(millis) ? millis : undefined
-}
-
-// A number field with one rule: a value of the wrong type and a number that
-// breaks the rule get the same message.
-// Schema.Number, not Finite: NaN and Infinity are refused by the rule, with its message.
-const number = (message: string, rule: (n: number) => boolean) =>
-  // @effect-diagnostics-next-line schemaNumber:off
-  Schema.Number.annotate({ message }).check(Schema.makeFilter(rule, { message }))
-
-const PositiveNumber = number("must be a positive finite number", isPositiveFinite)
-const PositiveInteger = number("must be a positive integer", (n) => Number.isSafeInteger(n) && n > 0)
-const NonNegative = number("must be a finite number >= 0", (n) => Number.isFinite(n) && n >= 0)
-const AtLeastOne = number("must be a finite number >= 1", (n) => Number.isFinite(n) && n >= 1)
-const Flag = Schema.Boolean.annotate({ message: "must be a boolean" })
-
-const durationMessage = "must be a positive finite duration such as \"1 second\""
-const isDuration = (u: unknown): u is Duration.Input => positiveMillis(u) !== undefined
+export const positiveMillis: (input: unknown) => number | undefined = Rules.positiveMillis
 
 /**
  * A duration option: `"1 second"`, a number of milliseconds or a `Duration`,
@@ -331,21 +310,7 @@ const isDuration = (u: unknown): u is Duration.Input => positiveMillis(u) !== un
  * @since 0.2.0
  * @category schemas
  */
-export const PositiveDuration = Schema.declare(isDuration, { message: durationMessage }).pipe(
-  Schema.decodeTo(Schema.Finite, {
-    decode: SchemaGetter.transform((input: Duration.Input) => positiveMillis(input) ?? NaN),
-    encode: SchemaGetter.transform((millis: number): Duration.Input => millis)
-  })
-)
-
-// An optional field: left out or `undefined`; anything else follows its rule,
-// with its message.
-const optional = <S extends Schema.Top>(schema: S) => {
-  const message = schema.ast.annotations?.message
-  return Schema.optionalKey(
-    Schema.UndefinedOr(schema).annotate({ message: Predicate.isString(message) ? message : undefined })
-  )
-}
+export const PositiveDuration = Rules.PositiveDuration
 
 const TokensPer = Schema.Struct({ tokens: PositiveNumber, per: PositiveDuration }).annotate({
   message: "must be { tokens, per }"
@@ -714,40 +679,11 @@ const show = (value: unknown): string => {
   return Duration.isDuration(value) ? String(value) : typeof value
 }
 
-const invalid = (field: string, value: unknown, reason: string): Invalid => ({
-  _tag: "Invalid",
-  error: new InvalidPolicy({ field, value: show(value), reason })
-})
-
-const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
-  leafHook: (issue) => issue._tag === "MissingKey" ? "is required" : SchemaIssue.defaultLeafHook(issue)
-})
-
-const keyOf = (segment: PropertyKey | { readonly key: PropertyKey }): PropertyKey =>
-  Predicate.isObject(segment) && "key" in segment ? segment.key : segment
-
-const fieldOf = (root: string, path: ReadonlyArray<PropertyKey>): string =>
-  path.reduce<string>(
-    (out, key) => Predicate.isNumber(key) ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`,
-    root
+const decode = <T, E>(schema: Schema.Codec<T, E>, input: unknown, root = ""): Result.Result<T, Invalid> =>
+  Result.mapError(
+    Rules.decode(schema, input, { root, show }),
+    (bad): Invalid => ({ _tag: "Invalid", error: new InvalidPolicy(bad) })
   )
-
-const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
-  path.reduce<unknown>(
-    (at, key) => Predicate.isObject(at) || Array.isArray(at) ? (at as Record<PropertyKey, unknown>)[key] : undefined,
-    input
-  )
-
-// Decodes `input` (anything other than an object reads as `{}`, so the first
-// required field is the one named), or names the first bad field.
-const decode = <T, E>(schema: Schema.Codec<T, E>, input: unknown, root = ""): Result.Result<T, Invalid> => {
-  const options = Predicate.isObject(input) || Array.isArray(input) ? input : {}
-  const result = Schema.decodeUnknownResult(schema)(options)
-  if (Result.isSuccess(result)) return Result.succeed(result.success)
-  const [first] = formatter(result.failure.issue).issues
-  const path = (first.path ?? []).map(keyOf)
-  return Result.fail(invalid(fieldOf(root, path), valueAt(options, path), first.message))
-}
 
 // Every valid policy: frozen, its rule bound once (by the constructor, which
 // knows the algorithm's types).

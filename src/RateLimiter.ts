@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Predicate, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Predicate, Result, Schema, type Scope } from "effect"
 import type { Decision } from "./Decision.ts"
 import {
   type BucketFailed,
@@ -15,6 +15,7 @@ import {
 } from "./Errors.ts"
 import * as Request from "./internal/actor/Request.ts"
 import type { Carry } from "./internal/algorithm/Algorithm.ts"
+import * as Rules from "./internal/Rules.ts"
 import * as Supervisor from "./internal/supervisor/Supervisor.ts"
 import * as Policy from "./Policy.ts"
 import { CurrentStore, type StoreUnavailable } from "./Store.ts"
@@ -411,43 +412,60 @@ const parseMaxWait = (input: Duration.Input): number | InvalidRequest => {
   })
 }
 
-const positiveInt = (field: string, value: unknown, fallback: number): number | InvalidPolicy => {
-  if (value === undefined) return fallback
-  return Number.isSafeInteger(value) && (value as number) > 0
-    ? value as number
-    : new InvalidPolicy({ field, value: String(value), reason: "must be a positive integer" })
-}
+// The limiter's own options, each checked by its rule (the same rules as the
+// policies'), in the order they are named when several are bad.
+const Share = Rules.number("must be a number in (0, 1]", (n) => n > 0 && n <= 1)
+const LimiterOptions = Schema.Struct({
+  fastPath: Rules.optional(Rules.Flag),
+  name: Rules.optional(Schema.NonEmptyString.annotate({ message: "must be a non-empty string" })),
+  idleTimeout: Rules.optional(Rules.PositiveDuration),
+  mailboxCapacity: Rules.optional(Rules.PositiveInteger),
+  maxWaiters: Rules.optional(Rules.PositiveInteger),
+  fallback: Rules.optional(
+    Schema.Struct({
+      mode: Rules.optional(
+        Schema.Literals(["local", "allow", "deny", "error"]).annotate({
+          message: "must be local, allow, deny or error"
+        })
+      ),
+      share: Rules.optional(Share),
+      timeout: Rules.optional(Rules.PositiveDuration),
+      retryAfter: Rules.optional(Rules.PositiveDuration)
+    }).annotate({ message: "must be { mode, share, timeout, retryAfter } or left out" })
+  ),
+  maxBuckets: Rules.optional(Rules.PositiveInteger),
+  maxKeyLength: Rules.optional(Rules.PositiveInteger)
+})
 
-const validateFallback = (input: Options["fallback"]): Supervisor.Options["fallback"] | InvalidPolicy => {
-  const mode = input?.mode ?? "local"
-  if (mode !== "local" && mode !== "allow" && mode !== "deny" && mode !== "error") {
-    return new InvalidPolicy({
-      field: "fallback.mode",
-      value: String(mode),
-      reason: "must be local, allow, deny or error"
-    })
+// A bad option's value: a string quoted (as in a policy's errors), an object by its type.
+const showOption = (value: unknown): string =>
+  Predicate.isString(value) ? JSON.stringify(value) : Predicate.isObject(value) ? typeof value : String(value)
+
+// The policy option: one Policy, or a function from key to Policy (whose
+// result is checked each time it is asked, and a throw is an InvalidPolicy).
+const policyOf = (policy: Options["policy"]): ((key: string) => Policy.Valid | InvalidPolicy) | InvalidPolicy => {
+  if (Predicate.isFunction(policy)) {
+    return (key) => {
+      try {
+        const p = policy(key)
+        if (!Policy.isPolicy(p)) {
+          return new InvalidPolicy({
+            field: "policy",
+            value: typeof p,
+            reason: `the policy function returned no Policy`
+          })
+        }
+        return p._tag === "Invalid" ? p.error : p
+      } catch (cause) {
+        return new InvalidPolicy({ field: "policy", value: "function", reason: `the policy function threw: ${cause}` })
+      }
+    }
   }
-  const share = input?.share ?? 1
-  if (!(Predicate.isNumber(share) && share > 0 && share <= 1)) {
-    return new InvalidPolicy({ field: "fallback.share", value: String(share), reason: "must be a number in (0, 1]" })
+  if (!Policy.isPolicy(policy)) {
+    return new InvalidPolicy({ field: "policy", value: typeof policy, reason: "must be a Policy" })
   }
-  const timeoutMillis = input?.timeout === undefined ? 250 : Policy.positiveMillis(input.timeout)
-  if (timeoutMillis === undefined) {
-    return new InvalidPolicy({
-      field: "fallback.timeout",
-      value: String(input?.timeout),
-      reason: "must be a positive finite duration"
-    })
-  }
-  const retryMillis = input?.retryAfter === undefined ? 1000 : Policy.positiveMillis(input.retryAfter)
-  if (retryMillis === undefined) {
-    return new InvalidPolicy({
-      field: "fallback.retryAfter",
-      value: String(input?.retryAfter),
-      reason: "must be a positive finite duration"
-    })
-  }
-  return { mode, share, timeoutMillis, retryMillis }
+  if (policy._tag === "Invalid") return policy.error
+  return () => policy
 }
 
 const validateOptions = (options: Options): Effect.Effect<{
@@ -458,79 +476,27 @@ const validateOptions = (options: Options): Effect.Effect<{
     if (!Predicate.isObject(options)) {
       return Effect.fail(new InvalidPolicy({ field: "options", value: String(options), reason: "must be an object" }))
     }
-    if (options.fastPath !== undefined && !Predicate.isBoolean(options.fastPath)) {
-      return Effect.fail(
-        new InvalidPolicy({ field: "fastPath", value: String(options.fastPath), reason: "must be a boolean" })
-      )
-    }
-    if (options.name !== undefined && !(Predicate.isString(options.name) && options.name.length > 0)) {
-      return Effect.fail(
-        new InvalidPolicy({
-          field: "name",
-          value: Predicate.isString(options.name) ? "\"\"" : typeof options.name,
-          reason: "must be a non-empty string"
-        })
-      )
-    }
-    const idleTimeoutMillis = options.idleTimeout === undefined ? 60_000 : Policy.positiveMillis(options.idleTimeout)
-    if (idleTimeoutMillis === undefined) {
-      return Effect.fail(
-        new InvalidPolicy({
-          field: "idleTimeout",
-          value: String(options.idleTimeout),
-          reason: "must be a positive finite duration"
-        })
-      )
-    }
-    const mailboxCapacity = positiveInt("mailboxCapacity", options.mailboxCapacity, 1024)
-    if (mailboxCapacity instanceof InvalidPolicy) return Effect.fail(mailboxCapacity)
-    const maxWaiters = positiveInt("maxWaiters", options.maxWaiters, 1024)
-    if (maxWaiters instanceof InvalidPolicy) return Effect.fail(maxWaiters)
-    const fallback = validateFallback(options.fallback)
-    if (fallback instanceof InvalidPolicy) return Effect.fail(fallback)
-    const maxBuckets = positiveInt("maxBuckets", options.maxBuckets, 1_000_000)
-    if (maxBuckets instanceof InvalidPolicy) return Effect.fail(maxBuckets)
-    const maxKeyLength = positiveInt("maxKeyLength", options.maxKeyLength, 512)
-    if (maxKeyLength instanceof InvalidPolicy) return Effect.fail(maxKeyLength)
-    const policy = options.policy
-    let policyFor: (key: string) => Policy.Valid | InvalidPolicy
-    if (Predicate.isFunction(policy)) {
-      policyFor = (key) => {
-        try {
-          const p = policy(key)
-          if (!Policy.isPolicy(p)) {
-            return new InvalidPolicy({
-              field: "policy",
-              value: typeof p,
-              reason: `the policy function returned no Policy`
-            })
-          }
-          return p._tag === "Invalid" ? p.error : p
-        } catch (cause) {
-          return new InvalidPolicy({
-            field: "policy",
-            value: "function",
-            reason: `the policy function threw: ${cause}`
-          })
-        }
-      }
-    } else if (Policy.isPolicy(policy)) {
-      if (policy._tag === "Invalid") return Effect.fail(policy.error)
-      policyFor = () => policy
-    } else {
-      return Effect.fail(new InvalidPolicy({ field: "policy", value: typeof policy, reason: "must be a Policy" }))
-    }
+    const decoded = Rules.decode(LimiterOptions, options, { root: "", show: showOption })
+    if (Result.isFailure(decoded)) return Effect.fail(new InvalidPolicy(decoded.failure))
+    const o = decoded.success
+    const policyFor = policyOf(options.policy)
+    if (!Predicate.isFunction(policyFor)) return Effect.fail(policyFor)
     return Effect.succeed({
       supervisor: {
         policyFor,
-        limits: { mailboxCapacity, maxWaiters },
-        idleTimeoutMillis,
-        maxBuckets,
-        fallback,
-        fastPath: options.fastPath ?? true,
-        name: options.name ?? "default"
+        limits: { mailboxCapacity: o.mailboxCapacity ?? 1024, maxWaiters: o.maxWaiters ?? 1024 },
+        idleTimeoutMillis: o.idleTimeout ?? 60_000,
+        maxBuckets: o.maxBuckets ?? 1_000_000,
+        fallback: {
+          mode: o.fallback?.mode ?? "local",
+          share: o.fallback?.share ?? 1,
+          timeoutMillis: o.fallback?.timeout ?? 250,
+          retryMillis: o.fallback?.retryAfter ?? 1000
+        },
+        fastPath: o.fastPath ?? true,
+        name: o.name ?? "default"
       },
-      maxKeyLength
+      maxKeyLength: o.maxKeyLength ?? 512
     })
   })
 

@@ -312,15 +312,14 @@ const enqueue = <K extends Request.Kind>(
   const request = Request.make(kind, cost, maxWait, payload)
   // Offer first, then fork: the fork runs the actor at once, and its first
   // batch already holds this request.
-  const starting = actor.mailbox === undefined
-  if (starting) actor.mailbox = limiter.mailbox()
+  const starting = actor.mailbox === undefined ? actor.mailbox = limiter.mailbox() : undefined
   if (!offer(limiter, actor, request)) {
     limiter.recorder.overloaded++
     return Exit.fail(
       new Overloaded({ key: bucket.key, reason: "mailbox", capacity: limiter.limits.mailboxCapacity })
     )
   }
-  if (starting) start(limiter, bucket, actor)
+  if (starting !== undefined) start(limiter, bucket, actor, starting)
   return Effect.onInterrupt(Request.await(request), () => Effect.sync(() => leave(limiter, bucket, request, true)))
 }
 
@@ -333,11 +332,10 @@ const offer = (limiter: Limiter, actor: Actor, request: Request.Request): boolea
   return true
 }
 
-const start = (limiter: Limiter, bucket: Bucket, actor: Actor): void => {
+const start = (limiter: Limiter, bucket: Bucket, actor: Actor, mailbox: Mailbox): void => {
   limiter.recorder.actors++
   actor.stopped.closeUnsafe()
-  // Invariant: the mailbox was just set; it stays until the actor ends.
-  limiter.fork(run(limiter, bucket, actor, actor.mailbox!))
+  limiter.fork(run(limiter, bucket, actor, mailbox))
 }
 
 /**

@@ -235,6 +235,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       },
       onFailure: (cause) => {
         // interrupted: the caller leaves (no answer is owed to it)
+        // (the cause is an interruption, which fails with no error of the store's)
         if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
         // A store that dies is a store that failed: the fallback answers, and
         // nobody is left waiting on a batch the defect would have dropped.

@@ -218,11 +218,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const stats = Effect.sync(() => snapshot(buckets.size, overrides.size))
 
-  return {
+  const supervisor: Supervisor = {
     submit: (key, kind, cost, maxWait, payload) => Effect.suspend(() => submit(key, kind, cost, maxWait, payload)),
     submitUnsafe: submit,
     bucket: (key: string) => buckets.get(key),
     sweep,
     stats
-  } satisfies Supervisor as Supervisor
+  }
+  return supervisor
 })
