@@ -15,6 +15,13 @@
 import { Schema } from "effect"
 import * as Policy from "../Policy.ts"
 
+// A policy's options schema with its `kind` added: the policy's own checks
+// read only its own fields, so they hold for the larger struct as well.
+const withKind = <const Kind extends string, Fields extends Schema.Struct.Fields>(
+  kind: Kind,
+  options: Schema.Struct<Fields>
+) => options.mapFields((fields) => ({ kind: Schema.Literal(kind), ...fields }), { unsafePreserveChecks: true })
+
 /**
  * A duration in the service's own settings (not in a policy, whose durations
  * are `Policy.PositiveDuration`): a string such as `"1 second"`, `"500
@@ -54,10 +61,7 @@ export const DurationInput = Schema.Union([
  *
  * @since 0.1.0
  */
-export const TokenBucket = Policy.TokenBucketOptions.mapFields(
-  (fields) => ({ kind: Schema.Literal("tokenBucket"), ...fields }),
-  { unsafePreserveChecks: true } // the policy's own checks read only its own fields
-)
+export const TokenBucket = withKind("tokenBucket", Policy.TokenBucketOptions)
 
 /**
  * GCRA (redis-cell): `rate.count` per `rate.per`, bursts of `maxBurst`.
@@ -72,10 +76,7 @@ export const TokenBucket = Policy.TokenBucketOptions.mapFields(
  *
  * @since 0.1.0
  */
-export const Gcra = Policy.GcraOptions.mapFields(
-  (fields) => ({ kind: Schema.Literal("gcra"), ...fields }),
-  { unsafePreserveChecks: true } // the policy's own checks read only its own fields
-)
+export const Gcra = withKind("gcra", Policy.GcraOptions)
 
 /**
  * A leaky bucket shaper (nginx `limit_req`).
@@ -90,10 +91,7 @@ export const Gcra = Policy.GcraOptions.mapFields(
  *
  * @since 0.1.0
  */
-export const LeakyBucket = Policy.LeakyBucketOptions.mapFields(
-  (fields) => ({ kind: Schema.Literal("leakyBucket"), ...fields }),
-  { unsafePreserveChecks: true } // the policy's own checks read only its own fields
-)
+export const LeakyBucket = withKind("leakyBucket", Policy.LeakyBucketOptions)
 
 /**
  * A fixed window counter.
@@ -108,10 +106,7 @@ export const LeakyBucket = Policy.LeakyBucketOptions.mapFields(
  *
  * @since 0.1.0
  */
-export const FixedWindow = Policy.FixedWindowOptions.mapFields(
-  (fields) => ({ kind: Schema.Literal("fixedWindow"), ...fields }),
-  { unsafePreserveChecks: true } // the policy's own checks read only its own fields
-)
+export const FixedWindow = withKind("fixedWindow", Policy.FixedWindowOptions)
 
 /**
  * A sliding window counter.
@@ -126,10 +121,7 @@ export const FixedWindow = Policy.FixedWindowOptions.mapFields(
  *
  * @since 0.1.0
  */
-export const SlidingWindow = Policy.SlidingWindowOptions.mapFields(
-  (fields) => ({ kind: Schema.Literal("slidingWindow"), ...fields }),
-  { unsafePreserveChecks: true } // the policy's own checks read only its own fields
-)
+export const SlidingWindow = withKind("slidingWindow", Policy.SlidingWindowOptions)
 
 /**
  * An exact sliding log.
@@ -144,10 +136,7 @@ export const SlidingWindow = Policy.SlidingWindowOptions.mapFields(
  *
  * @since 0.1.0
  */
-export const SlidingLog = Policy.SlidingLogOptions.mapFields(
-  (fields) => ({ kind: Schema.Literal("slidingLog"), ...fields }),
-  { unsafePreserveChecks: true } // the policy's own checks read only its own fields
-)
+export const SlidingLog = withKind("slidingLog", Policy.SlidingLogOptions)
 
 /**
  * A smooth rate with or without warm-up (Guava).
@@ -162,10 +151,7 @@ export const SlidingLog = Policy.SlidingLogOptions.mapFields(
  *
  * @since 0.1.0
  */
-export const Smooth = Policy.SmoothOptions.mapFields(
-  (fields) => ({ kind: Schema.Literal("smooth"), ...fields }),
-  { unsafePreserveChecks: true } // the policy's own checks read only its own fields
-)
+export const Smooth = withKind("smooth", Policy.SmoothOptions)
 
 /**
  * A concurrency limit (units come back through release).
@@ -180,10 +166,7 @@ export const Smooth = Policy.SmoothOptions.mapFields(
  *
  * @since 0.1.0
  */
-export const Concurrency = Policy.ConcurrencyOptions.mapFields(
-  (fields) => ({ kind: Schema.Literal("concurrency"), ...fields }),
-  { unsafePreserveChecks: true } // the policy's own checks read only its own fields
-)
+export const Concurrency = withKind("concurrency", Policy.ConcurrencyOptions)
 
 /**
  * Several limits on one key, all of which must admit.
