@@ -33,8 +33,8 @@ export const applyOps = (
 ): readonly [ReadonlyArray<Reply>, unknown] => {
   const { algorithm, config } = policy
   const c = config as never
-  // `undefined` is a key with no state: it reads as fresh, and only a Take
-  // gives it state (as an in-process bucket starts on its first request).
+  // `undefined` is a key with no state: it reads as fresh, and a Take or a
+  // Release gives it state (as an in-process bucket starts for them).
   let state = stored
   const current = () => state === undefined ? algorithm.initial(c, now) : state
   const replies: Array<Reply> = []
@@ -75,8 +75,11 @@ export const applyOps = (
         replies.push(done(policy))
         break
       case OpKind.Release:
-        if (state !== undefined && algorithm.release !== undefined) {
-          state = algorithm.release(c, state as never, now, op.cost)
+        // Units go back to the key's state, a fresh key's initial one included
+        // (as in-process, where a release starts the bucket of a key that
+        // starts below its limit).
+        if (algorithm.release !== undefined) {
+          state = algorithm.release(c, current() as never, now, op.cost)
         }
         replies.push(done(policy))
         break

@@ -1,15 +1,19 @@
 /**
- * Policies: what limit applies to a key. Constructors validate eagerly and
- * return immutable values. An invalid policy is still a value (so it can be
- * written inline in layer options); it carries its `InvalidPolicy` error,
- * which `RateLimiter.make` raises in the Effect error channel before any
- * bucket exists, and `Policy.validate` raises on demand.
+ * Policies: what limit applies to a key. Each policy's options are one
+ * `Schema` (`TokenBucketOptions`, `GcraOptions`, ...): the constructors
+ * validate with it, and so does the service's JSON configuration, so every
+ * rule and its message exist once. Constructors validate eagerly and return
+ * immutable values. An invalid policy is still a value (so it can be written
+ * inline in layer options); it carries its `InvalidPolicy` error (the first
+ * bad field, its value and the rule it breaks), which `RateLimiter.make`
+ * raises in the Effect error channel before any bucket exists, and
+ * `Policy.validate` raises on demand.
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Predicate } from "effect"
+import { Duration, Effect, Predicate, Result, Schema } from "effect"
 import { InvalidPolicy } from "./Errors.ts"
-import type { Algorithm } from "./internal/algorithm/Algorithm.ts"
+import { type Algorithm, bind, type Rule } from "./internal/algorithm/Algorithm.ts"
 import * as CompositeAlgorithm from "./internal/algorithm/Composite.ts"
 import * as ConcurrencyAlgorithm from "./internal/algorithm/Concurrency.ts"
 import * as FixedWindowAlgorithm from "./internal/algorithm/FixedWindow.ts"
@@ -19,6 +23,7 @@ import * as SlidingLogAlgorithm from "./internal/algorithm/SlidingLog.ts"
 import * as SlidingWindowAlgorithm from "./internal/algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "./internal/algorithm/TokenBucket.ts"
 import * as WarmUpAlgorithm from "./internal/algorithm/WarmUp.ts"
+import * as Rules from "./internal/Rules.ts"
 
 /**
  * A policy's headline quota, as HTTP's `RateLimit-Policy` advertises it:
@@ -26,16 +31,13 @@ import * as WarmUpAlgorithm from "./internal/algorithm/WarmUp.ts"
  *
  * @example
  * ```ts
- * import { Policy } from "tollgate"
+ * import type { Policy } from "tollgate"
  *
- * const policy = Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
- * if (policy._tag !== "Invalid") {
- *   const { limit, windowMillis } = policy.quota // 100 per 10000 ms
- * }
+ * const quota: Policy.Quota = { limit: 100, windowMillis: 10_000 }
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface Quota {
   readonly limit: number
@@ -44,23 +46,26 @@ export interface Quota {
 
 /**
  * What every valid policy carries: which algorithm, its validated
- * configuration, and its quota.
+ * configuration, its quota, and the two bound together (`rule`, what a
+ * bucket runs; its `maxCost` is the largest cost that can ever succeed).
  *
  * @example
  * ```ts
  * import { Policy } from "tollgate"
  *
- * const describe = (policy: Policy.Valid): string => `${policy._tag}: ${policy.quota.limit} per ${policy.quota.windowMillis} ms`
+ * const policy = Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
+ * if (policy._tag !== "Invalid") policy.rule.maxCost // 100
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface Base<Tag extends string, C, S> {
   readonly _tag: Tag
   readonly algorithm: Algorithm<C, S>
   readonly config: C
   readonly quota: Quota
+  readonly rule: Rule
   readonly error: undefined
 }
 
@@ -73,13 +78,11 @@ export interface Base<Tag extends string, C, S> {
  * import { Policy } from "tollgate"
  *
  * const policy = Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
- * if (policy._tag === "TokenBucket") {
- *   const { capacity, initialTokens } = policy // 100, 100
- * }
+ * if (policy._tag === "TokenBucket") policy.capacity // 100
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface TokenBucket extends Base<"TokenBucket", TokenBucketAlgorithm.Config, TokenBucketAlgorithm.State> {
   readonly capacity: number
@@ -95,11 +98,10 @@ export interface TokenBucket extends Base<"TokenBucket", TokenBucketAlgorithm.Co
  * import { Policy } from "tollgate"
  *
  * const policy = Policy.gcra({ rate: { count: 30, per: "1 minute" }, maxBurst: 15 })
- * const isGcra = policy._tag === "Gcra"
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface Gcra extends Base<"Gcra", GcraAlgorithm.Config, GcraAlgorithm.State> {}
 
@@ -111,11 +113,10 @@ export interface Gcra extends Base<"Gcra", GcraAlgorithm.Config, GcraAlgorithm.S
  * import { Policy } from "tollgate"
  *
  * const policy = Policy.leakyBucket({ rate: { tokens: 10, per: "1 second" }, burst: 20 })
- * const isLeakyBucket = policy._tag === "LeakyBucket"
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface LeakyBucket extends Base<"LeakyBucket", LeakyBucketAlgorithm.Config, LeakyBucketAlgorithm.State> {}
 
@@ -126,12 +127,11 @@ export interface LeakyBucket extends Base<"LeakyBucket", LeakyBucketAlgorithm.Co
  * ```ts
  * import { Policy } from "tollgate"
  *
- * const policy = Policy.fixedWindow({ limit: 100, window: "1 minute", aligned: true })
- * const isFixedWindow = policy._tag === "FixedWindow"
+ * const policy = Policy.fixedWindow({ limit: 100, window: "1 minute" })
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface FixedWindow extends Base<"FixedWindow", FixedWindowAlgorithm.Config, FixedWindowAlgorithm.State> {}
 
@@ -143,11 +143,10 @@ export interface FixedWindow extends Base<"FixedWindow", FixedWindowAlgorithm.Co
  * import { Policy } from "tollgate"
  *
  * const policy = Policy.slidingWindow({ limit: 100, window: "1 minute" })
- * const isSlidingWindow = policy._tag === "SlidingWindow"
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface SlidingWindow
   extends Base<"SlidingWindow", SlidingWindowAlgorithm.Config, SlidingWindowAlgorithm.State>
@@ -161,11 +160,10 @@ export interface SlidingWindow
  * import { Policy } from "tollgate"
  *
  * const policy = Policy.slidingLog({ limit: 5, window: "15 minutes" })
- * const isSlidingLog = policy._tag === "SlidingLog"
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface SlidingLog extends Base<"SlidingLog", SlidingLogAlgorithm.Config, SlidingLogAlgorithm.State> {}
 
@@ -176,12 +174,11 @@ export interface SlidingLog extends Base<"SlidingLog", SlidingLogAlgorithm.Confi
  * ```ts
  * import { Policy } from "tollgate"
  *
- * const policy = Policy.smooth({ permits: 100, per: "1 second", warmup: "10 seconds" })
- * const isSmooth = policy._tag === "Smooth"
+ * const policy = Policy.smooth({ permits: 100, per: "1 second" })
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface Smooth extends Base<"Smooth", WarmUpAlgorithm.Config, WarmUpAlgorithm.State> {}
 
@@ -192,15 +189,12 @@ export interface Smooth extends Base<"Smooth", WarmUpAlgorithm.Config, WarmUpAlg
  * ```ts
  * import { Policy } from "tollgate"
  *
- * const policy = Policy.all(
- *   Policy.tokenBucket({ capacity: 10, refill: { tokens: 10, per: "1 second" } }),
- *   Policy.fixedWindow({ limit: 1000, window: "1 hour" })
- * )
- * const parts = policy._tag === "All" ? policy.parts.length : 0 // 2
+ * const perMinute = Policy.tokenBucket({ capacity: 100, refill: { tokens: 100, per: "1 minute" } })
+ * const policy = Policy.all(perMinute, Policy.fixedWindow({ limit: 1000, window: "1 hour" }))
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface All extends Base<"All", CompositeAlgorithm.Config, CompositeAlgorithm.State> {
   readonly parts: ReadonlyArray<Valid>
@@ -214,11 +208,10 @@ export interface All extends Base<"All", CompositeAlgorithm.Config, CompositeAlg
  * import { Policy } from "tollgate"
  *
  * const policy = Policy.concurrency({ capacity: 10 })
- * const isConcurrency = policy._tag === "Concurrency"
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface Concurrency extends Base<"Concurrency", ConcurrencyAlgorithm.Config, ConcurrencyAlgorithm.State> {}
 
@@ -229,14 +222,12 @@ export interface Concurrency extends Base<"Concurrency", ConcurrencyAlgorithm.Co
  * ```ts
  * import { Policy } from "tollgate"
  *
- * const policy = Policy.tokenBucket({ capacity: 0, refill: { tokens: 1, per: "1 second" } })
- * if (policy._tag === "Invalid") {
- *   console.log(policy.error.message) // invalid policy: capacity = 0: must be a positive finite number
- * }
+ * const policy = Policy.tokenBucket({ capacity: -1, refill: { tokens: 1, per: "1 second" } })
+ * if (policy._tag === "Invalid") policy.error.field // "capacity"
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface Invalid {
   readonly _tag: "Invalid"
@@ -248,14 +239,13 @@ export interface Invalid {
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
  * import { Policy } from "tollgate"
  *
- * const checked: Effect.Effect<Policy.Valid, unknown> = Policy.validate(Policy.slidingWindow({ limit: 100, window: "1 minute" }))
+ * const valid = (policy: Policy.Policy): policy is Policy.Valid => policy._tag !== "Invalid"
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export type Valid =
   | TokenBucket
@@ -275,66 +265,18 @@ export type Valid =
  * ```ts
  * import { Policy } from "tollgate"
  *
- * const free: Policy.Policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per: "1 second" } })
- * const pro: Policy.Policy = Policy.tokenBucket({ capacity: 20, refill: { tokens: 10, per: "1 second" } })
- * const forKey = (key: string): Policy.Policy => key.startsWith("pro:") ? pro : free
+ * const policy: Policy.Policy = Policy.fixedWindow({ limit: 100, window: "1 minute" })
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export type Policy = Valid | Invalid
 
-/**
- * Options of {@link tokenBucket}.
- *
- * @example
- * ```ts
- * import { Policy } from "tollgate"
- *
- * const options: Policy.TokenBucketOptions = {
- *   capacity: 60,
- *   refill: { tokens: 60, per: "1 minute" },
- *   mode: "interval", // all 60 at once, every whole minute
- *   aligned: true
- * }
- * const policy = Policy.tokenBucket(options)
- * ```
- *
- * @category models
- * @since 0.1.0
- */
-export interface TokenBucketOptions {
-  /** Most tokens the bucket holds: the largest burst. A positive finite number. */
-  readonly capacity: number
-  /** `tokens` are added every `per` (0.5 per second and 1000 per hour both work). */
-  readonly refill: { readonly tokens: number; readonly per: Duration.Input }
-  /** Tokens a new key starts with; defaults to `capacity` (the bucket starts full). */
-  readonly initialTokens?: number | undefined
-  /**
-   * `"greedy"` (the default) adds tokens continuously; `"interval"` adds
-   * `refill.tokens` at once at the end of each whole period (Bucket4j's
-   * `refillIntervally`).
-   */
-  readonly mode?: "greedy" | "interval" | undefined
-  /** With `mode: "interval"`: periods start at multiples of `per` on the clock, not at the key's first request. */
-  readonly aligned?: boolean | undefined
-}
+// ---------------------------------------------------------------------------
+// The rules (each check and its message, once: see internal/Rules.ts).
 
-const show = (value: unknown): string => {
-  if (Predicate.isString(value)) return JSON.stringify(value.length > 64 ? value.slice(0, 64) + "…" : value)
-  if (Predicate.isNumber(value) || Predicate.isBigInt(value) || value === undefined || value === null) {
-    return String(value)
-  }
-  return Duration.isDuration(value) ? String(value) : typeof value
-}
-
-const invalid = (field: string, value: unknown, reason: string): Invalid => ({
-  _tag: "Invalid",
-  error: new InvalidPolicy({ field, value: show(value), reason })
-})
-
-const isPositiveFinite = (n: unknown): n is number => Predicate.isNumber(n) && Number.isFinite(n) && n > 0
+const { AtLeastOne, Flag, NonNegative, PositiveInteger, PositiveNumber, optional } = Rules
 
 /**
  * Parses a duration input (`"1 second"`, millis, a `Duration`) into
@@ -344,20 +286,413 @@ const isPositiveFinite = (n: unknown): n is number => Predicate.isNumber(n) && N
  * ```ts
  * import { Policy } from "tollgate"
  *
- * Policy.positiveMillis("1 second") // 1000
- * Policy.positiveMillis(0) // undefined
+ * Policy.positiveMillis("1 minute") // 60000
+ * Policy.positiveMillis("0 seconds") // undefined
  * ```
  *
- * @category validation
  * @since 0.1.0
+ * @category durations
  */
-export const positiveMillis = (input: unknown): number | undefined => {
-  if (!(Predicate.isString(input) || Predicate.isNumber(input) || Duration.isDuration(input))) return undefined
-  const millis = Duration.fromInput(input as Duration.Input).pipe((o) =>
-    o._tag === "Some" ? Duration.toMillis(o.value) : NaN
-  )
-  return isPositiveFinite(millis) ? millis : undefined
+export const positiveMillis: (input: unknown) => number | undefined = Rules.positiveMillis
+
+/**
+ * A duration option: `"1 second"`, a number of milliseconds or a `Duration`,
+ * positive and finite; decodes to milliseconds.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Policy } from "tollgate"
+ *
+ * Schema.decodeSync(Policy.PositiveDuration)("2 seconds") // 2000
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const PositiveDuration = Rules.PositiveDuration
+
+const TokensPer = Schema.Struct({ tokens: PositiveNumber, per: PositiveDuration }).annotate({
+  message: "must be { tokens, per }"
+})
+const CountPer = Schema.Struct({ count: PositiveNumber, per: PositiveDuration }).annotate({
+  message: "must be { count, per }"
+})
+
+// ---------------------------------------------------------------------------
+// Each policy's options.
+
+/**
+ * The options of {@link tokenBucket}: `capacity` (the largest burst, a
+ * positive finite number), `refill` (`tokens` added every `per`; 0.5 per
+ * second and 1000 per hour both work), `initialTokens` (a new key's tokens;
+ * `capacity` by default), `mode` (`"greedy"`, the default, adds tokens
+ * continuously; `"interval"` adds `refill.tokens` at once at the end of each
+ * whole period, as Bucket4j's `refillIntervally`), and `aligned` (with
+ * `"interval"`: periods start at multiples of `per` on the clock).
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Policy } from "tollgate"
+ *
+ * const options = Schema.decodeSync(Policy.TokenBucketOptions)({
+ *   capacity: 100,
+ *   refill: { tokens: 10, per: "1 second" }
+ * })
+ * options.refill.per // 1000
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const TokenBucketOptions = Schema.Struct({
+  capacity: PositiveNumber,
+  refill: TokensPer,
+  initialTokens: optional(NonNegative),
+  mode: optional(Schema.Literals(["greedy", "interval"]).annotate({ message: "must be \"greedy\" or \"interval\"" })),
+  aligned: optional(Flag)
+}).check(Schema.makeFilter((o) =>
+  o.initialTokens !== undefined && o.initialTokens > o.capacity
+    ? { path: ["initialTokens"], issue: `must not exceed capacity (${o.capacity})` }
+    : Number.isFinite(o.capacity * o.refill.per)
+    ? undefined
+    : { path: ["capacity"], issue: "capacity * refill.per overflows" }
+))
+
+/**
+ * Options of {@link tokenBucket} (see {@link TokenBucketOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.TokenBucketOptions = { capacity: 10, refill: { tokens: 1, per: "1 second" }, initialTokens: 0 }
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TokenBucketOptions = typeof TokenBucketOptions.Encoded
+
+/**
+ * The options of {@link gcra}: `rate` (`count` per `per`) and `maxBurst`
+ * (requests allowed at once beyond the one in progress; 0 by default).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.GcraOptions = { rate: { count: 30, per: "1 minute" }, maxBurst: 15 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const GcraOptions = Schema.Struct({
+  rate: CountPer,
+  maxBurst: optional(NonNegative)
+})
+
+/**
+ * Options of {@link gcra} (see {@link GcraOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.GcraOptions = { rate: { count: 10, per: "1 second" } }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type GcraOptions = typeof GcraOptions.Encoded
+
+/**
+ * The options of {@link leakyBucket}: `rate` (`tokens` per `per`), `burst`
+ * (how many more may queue), `delay` (how many of those are not delayed) and
+ * `nodelay` (none are), as nginx `limit_req`.
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.LeakyBucketOptions = { rate: { tokens: 10, per: "1 second" }, burst: 20, delay: 8 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const LeakyBucketOptions = Schema.Struct({
+  rate: TokensPer,
+  burst: optional(NonNegative),
+  delay: optional(NonNegative),
+  nodelay: optional(Flag)
+})
+
+/**
+ * Options of {@link leakyBucket} (see {@link LeakyBucketOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.LeakyBucketOptions = { rate: { tokens: 10, per: "1 second" }, nodelay: true }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type LeakyBucketOptions = typeof LeakyBucketOptions.Encoded
+
+/**
+ * The options of {@link fixedWindow}: `limit` (a positive integer) per
+ * `window`, and `aligned` (windows start at multiples of `window` on the clock).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.FixedWindowOptions = { limit: 100, window: "1 minute", aligned: true }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const FixedWindowOptions = Schema.Struct({
+  limit: PositiveInteger,
+  window: PositiveDuration,
+  aligned: optional(Flag)
+})
+
+/**
+ * Options of {@link fixedWindow} (see {@link FixedWindowOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.FixedWindowOptions = { limit: 100, window: 60_000 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type FixedWindowOptions = typeof FixedWindowOptions.Encoded
+
+/**
+ * The options of {@link slidingWindow}: `limit` (a positive integer) per `window`.
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SlidingWindowOptions = { limit: 100, window: "1 minute" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const SlidingWindowOptions = Schema.Struct({
+  limit: PositiveInteger,
+  window: PositiveDuration
+})
+
+/**
+ * Options of {@link slidingWindow} (see {@link SlidingWindowOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SlidingWindowOptions = { limit: 10, window: "1 second" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type SlidingWindowOptions = typeof SlidingWindowOptions.Encoded
+
+/**
+ * The options of {@link slidingLog}: `limit` (a positive integer) per
+ * `window`, `minGap` (the least time between two admissions) and
+ * `countBlocked` (refused attempts are logged too).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SlidingLogOptions = { limit: 5, window: "15 minutes", countBlocked: true }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const SlidingLogOptions = Schema.Struct({
+  limit: PositiveInteger,
+  window: PositiveDuration,
+  minGap: optional(PositiveDuration),
+  countBlocked: optional(Flag)
+})
+
+/**
+ * Options of {@link slidingLog} (see {@link SlidingLogOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SlidingLogOptions = { limit: 5, window: "1 minute", minGap: "2 seconds" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type SlidingLogOptions = typeof SlidingLogOptions.Encoded
+
+const smoothConfig = (o: SmoothDecoded) =>
+  WarmUpAlgorithm.config({
+    permits: o.permits,
+    periodMillis: o.per,
+    warmupMillis: o.warmup,
+    coldFactor: o.coldFactor,
+    maxBurstMillis: o.maxBurst,
+    initialPermits: o.initialPermits
+  })
+
+interface SmoothDecoded {
+  readonly permits: number
+  readonly per: number
+  readonly warmup?: number | undefined
+  readonly coldFactor?: number | undefined
+  readonly maxBurst?: number | undefined
+  readonly initialPermits?: number | undefined
 }
+
+/**
+ * The options of {@link smooth}: `permits` per `per`; `warmup` (a cold key
+ * ramps up over it), `coldFactor` (3 by default), `maxBurst` (idle time
+ * stored without warm-up; 1 second by default), `initialPermits`.
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SmoothOptions = { permits: 100, per: "1 second", warmup: "10 seconds" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const SmoothOptions = Schema.Struct({
+  permits: PositiveNumber,
+  per: PositiveDuration,
+  warmup: optional(PositiveDuration),
+  coldFactor: optional(AtLeastOne),
+  maxBurst: optional(PositiveDuration),
+  initialPermits: optional(NonNegative)
+}).check(Schema.makeFilter((o) => {
+  if (o.initialPermits === undefined) return undefined
+  const { maxPermits } = smoothConfig(o)
+  return o.initialPermits > maxPermits
+    ? { path: ["initialPermits"], issue: `must not exceed the most permits stored (${maxPermits})` }
+    : undefined
+}))
+
+/**
+ * Options of {@link smooth} (see {@link SmoothOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.SmoothOptions = { permits: 5, per: "1 second" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type SmoothOptions = typeof SmoothOptions.Encoded
+
+/**
+ * The options of {@link concurrency}: `capacity` (most units out at once)
+ * and `replenish` (released units flow back at `tokens` per `per` instead
+ * of at once).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.ConcurrencyOptions = { capacity: 10, replenish: { tokens: 5, per: "1 second" } }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const ConcurrencyOptions = Schema.Struct({
+  capacity: PositiveNumber,
+  replenish: optional(TokensPer.annotate({ message: "must be { tokens, per } or left out" }))
+})
+
+/**
+ * Options of {@link concurrency} (see {@link ConcurrencyOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.ConcurrencyOptions = { capacity: 10 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ConcurrencyOptions = typeof ConcurrencyOptions.Encoded
+
+/**
+ * The check on the parts of {@link all} (a policy or a configuration): at
+ * least one.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Policy } from "tollgate"
+ *
+ * const Parts = Schema.Array(Schema.String).check(Policy.atLeastOnePart)
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const atLeastOnePart = Schema.isMinLength(1, { message: "needs at least one policy" })
+
+// ---------------------------------------------------------------------------
+// Validation: the first bad field of the options, as an `Invalid` policy.
+
+const show = (value: unknown): string => {
+  if (Predicate.isString(value)) return JSON.stringify(value.length > 64 ? value.slice(0, 64) + "…" : value)
+  if (Predicate.isNumber(value) || Predicate.isBigInt(value) || value === undefined || value === null) {
+    return String(value)
+  }
+  if (Array.isArray(value) && value.length === 0) return "[]"
+  return Duration.isDuration(value) ? String(value) : typeof value
+}
+
+const decode = <T, E>(schema: Schema.Codec<T, E>, input: unknown, root = ""): Result.Result<T, Invalid> =>
+  Result.mapError(
+    Rules.decode(schema, input, { root, show }),
+    (bad): Invalid => ({ _tag: "Invalid", error: new InvalidPolicy(bad) })
+  )
+
+// Every valid policy: frozen, its rule bound once (by the constructor, which
+// knows the algorithm's types).
+const make = <P extends Valid>(policy: Omit<P, "error">): P =>
+  // `Omit<P, "error">` with `error` added back is a P
+  Object.freeze({ ...policy, error: undefined }) as P
+
+// ---------------------------------------------------------------------------
+// Constructors.
 
 /**
  * A token bucket: starts full (unless `initialTokens` says otherwise), refills
@@ -375,78 +710,32 @@ export const positiveMillis = (input: unknown): number | undefined => {
  * const slow = Policy.tokenBucket({ capacity: 1, refill: { tokens: 0.5, per: "1 second" }, initialTokens: 0 })
  * ```
  *
- * @category constructors
  * @since 0.1.0
+ * @category constructors
  */
 export const tokenBucket = (options: TokenBucketOptions): Policy => {
-  const { aligned, capacity, initialTokens, mode, refill } = options ?? {}
-  if (!isPositiveFinite(capacity)) return invalid("capacity", capacity, "must be a positive finite number")
-  if (refill === undefined || refill === null) return invalid("refill", refill, "is required")
-  if (!isPositiveFinite(refill.tokens)) {
-    return invalid("refill.tokens", refill.tokens, "must be a positive finite number")
-  }
-  const periodMillis = positiveMillis(refill.per)
-  if (periodMillis === undefined) return invalid("refill.per", refill.per, durationReason)
-  if (
-    initialTokens !== undefined &&
-    !(Predicate.isNumber(initialTokens) && Number.isFinite(initialTokens) && initialTokens >= 0)
-  ) {
-    return invalid("initialTokens", initialTokens, "must be a finite number >= 0")
-  }
-  if (initialTokens !== undefined && initialTokens > capacity) {
-    return invalid("initialTokens", initialTokens, `must not exceed capacity (${capacity})`)
-  }
-  if (mode !== undefined && mode !== "greedy" && mode !== "interval") {
-    return invalid("mode", mode, "must be \"greedy\" or \"interval\"")
-  }
-  if (aligned !== undefined && !Predicate.isBoolean(aligned)) return invalid("aligned", aligned, "must be a boolean")
-  if (!Number.isFinite(capacity * periodMillis)) {
-    return invalid("capacity", capacity, "capacity * refill.per overflows")
-  }
+  const decoded = decode(TokenBucketOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { aligned, capacity, initialTokens, mode, refill } = decoded.success
   const config = TokenBucketAlgorithm.config({
     capacity,
     tokens: refill.tokens,
-    periodMillis,
+    periodMillis: refill.per,
     initialTokens,
     interval: mode === "interval",
     aligned
   })
-  return Object.freeze({
+  return make<TokenBucket>({
     _tag: "TokenBucket",
     capacity,
-    refill: Object.freeze({ tokens: refill.tokens, per: Duration.millis(periodMillis) }),
+    refill: Object.freeze({ tokens: refill.tokens, per: Duration.millis(refill.per) }),
     initialTokens: config.initialTokens,
     algorithm: TokenBucketAlgorithm.algorithm,
     config,
-    quota: { limit: capacity, windowMillis: (capacity / refill.tokens) * periodMillis },
-    error: undefined
+    rule: bind(TokenBucketAlgorithm.algorithm, config),
+    quota: { limit: capacity, windowMillis: (capacity / refill.tokens) * refill.per }
   })
 }
-
-const durationReason = "must be a positive finite duration such as \"1 second\""
-
-const checkPositive = (field: string, value: unknown): Invalid | undefined =>
-  isPositiveFinite(value) ? undefined : invalid(field, value, "must be a positive finite number")
-
-const checkCount = (field: string, value: unknown): Invalid | undefined =>
-  Predicate.isNumber(value) && Number.isSafeInteger(value) && value > 0
-    ? undefined
-    : invalid(field, value, "must be a positive integer")
-
-const checkNonNegative = (field: string, value: unknown): Invalid | undefined =>
-  value === undefined || (Predicate.isNumber(value) && Number.isFinite(value) && value >= 0)
-    ? undefined
-    : invalid(field, value, "must be a finite number >= 0")
-
-const checkBoolean = (field: string, value: unknown): Invalid | undefined =>
-  value === undefined || Predicate.isBoolean(value) ? undefined : invalid(field, value, "must be a boolean")
-
-const millisOf = (field: string, value: unknown): number | Invalid => {
-  const millis = positiveMillis(value)
-  return millis === undefined ? invalid(field, value, durationReason) : millis
-}
-
-const make = <P extends Valid>(policy: P): P => Object.freeze(policy)
 
 /**
  * GCRA, the generic cell rate algorithm (redis-cell's `CL.THROTTLE`):
@@ -462,26 +751,20 @@ const make = <P extends Valid>(policy: P): P => Object.freeze(policy)
  * const policy = Policy.gcra({ rate: { count: 30, per: "1 minute" }, maxBurst: 15 })
  * ```
  *
- * @category constructors
  * @since 0.1.0
+ * @category constructors
  */
-export const gcra = (options: {
-  readonly rate: { readonly count: number; readonly per: Duration.Input }
-  readonly maxBurst?: number | undefined
-}): Policy => {
-  const count = options?.rate?.count
-  const maxBurst = options?.maxBurst ?? 0
-  const bad = checkPositive("rate.count", count) ?? checkNonNegative("maxBurst", maxBurst)
-  if (bad !== undefined) return bad
-  const periodMillis = millisOf("rate.per", options.rate.per)
-  if (!Predicate.isNumber(periodMillis)) return periodMillis
-  const config = GcraAlgorithm.config({ maxBurst, count: count!, periodMillis })
+export const gcra = (options: GcraOptions): Policy => {
+  const decoded = decode(GcraOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { maxBurst, rate } = decoded.success
+  const config = GcraAlgorithm.config({ maxBurst: maxBurst ?? 0, count: rate.count, periodMillis: rate.per })
   return make<Gcra>({
     _tag: "Gcra",
     algorithm: GcraAlgorithm.algorithm,
     config,
-    quota: { limit: config.limit, windowMillis: (config.limit / count!) * periodMillis },
-    error: undefined
+    rule: bind(GcraAlgorithm.algorithm, config),
+    quota: { limit: config.limit, windowMillis: (config.limit / rate.count) * rate.per }
   })
 }
 
@@ -500,34 +783,20 @@ export const gcra = (options: {
  * const policy = Policy.leakyBucket({ rate: { tokens: 10, per: "1 second" }, burst: 20, delay: 8 })
  * ```
  *
- * @category constructors
  * @since 0.1.0
+ * @category constructors
  */
-export const leakyBucket = (options: {
-  readonly rate: { readonly tokens: number; readonly per: Duration.Input }
-  readonly burst?: number | undefined
-  readonly delay?: number | undefined
-  readonly nodelay?: boolean | undefined
-}): Policy => {
-  const tokens = options?.rate?.tokens
-  const bad = checkPositive("rate.tokens", tokens) ?? checkNonNegative("burst", options.burst) ??
-    checkNonNegative("delay", options.delay) ?? checkBoolean("nodelay", options.nodelay)
-  if (bad !== undefined) return bad
-  const periodMillis = millisOf("rate.per", options.rate.per)
-  if (!Predicate.isNumber(periodMillis)) return periodMillis
-  const config = LeakyBucketAlgorithm.config({
-    tokens: tokens!,
-    periodMillis,
-    burst: options.burst,
-    delay: options.delay,
-    nodelay: options.nodelay
-  })
+export const leakyBucket = (options: LeakyBucketOptions): Policy => {
+  const decoded = decode(LeakyBucketOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { burst, delay, nodelay, rate } = decoded.success
+  const config = LeakyBucketAlgorithm.config({ tokens: rate.tokens, periodMillis: rate.per, burst, delay, nodelay })
   return make<LeakyBucket>({
     _tag: "LeakyBucket",
     algorithm: LeakyBucketAlgorithm.algorithm,
     config,
-    quota: { limit: config.capacity, windowMillis: (config.capacity / tokens!) * periodMillis },
-    error: undefined
+    rule: bind(LeakyBucketAlgorithm.algorithm, config),
+    quota: { limit: config.capacity, windowMillis: (config.capacity / rate.tokens) * rate.per }
   })
 }
 
@@ -543,24 +812,20 @@ export const leakyBucket = (options: {
  * const policy = Policy.fixedWindow({ limit: 100, window: "1 minute", aligned: true })
  * ```
  *
- * @category constructors
  * @since 0.1.0
+ * @category constructors
  */
-export const fixedWindow = (options: {
-  readonly limit: number
-  readonly window: Duration.Input
-  readonly aligned?: boolean | undefined
-}): Policy => {
-  const bad = checkCount("limit", options?.limit) ?? checkBoolean("aligned", options.aligned)
-  if (bad !== undefined) return bad
-  const windowMillis = millisOf("window", options.window)
-  if (!Predicate.isNumber(windowMillis)) return windowMillis
+export const fixedWindow = (options: FixedWindowOptions): Policy => {
+  const decoded = decode(FixedWindowOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { aligned, limit, window } = decoded.success
+  const config = FixedWindowAlgorithm.config({ limit, windowMillis: window, align: aligned })
   return make<FixedWindow>({
     _tag: "FixedWindow",
     algorithm: FixedWindowAlgorithm.algorithm,
-    config: FixedWindowAlgorithm.config({ limit: options.limit, windowMillis, align: options.aligned }),
-    quota: { limit: options.limit, windowMillis },
-    error: undefined
+    config,
+    rule: bind(FixedWindowAlgorithm.algorithm, config),
+    quota: { limit, windowMillis: window }
   })
 }
 
@@ -576,20 +841,20 @@ export const fixedWindow = (options: {
  * const policy = Policy.slidingWindow({ limit: 100, window: "1 minute" })
  * ```
  *
- * @category constructors
  * @since 0.1.0
+ * @category constructors
  */
-export const slidingWindow = (options: { readonly limit: number; readonly window: Duration.Input }): Policy => {
-  const bad = checkCount("limit", options?.limit)
-  if (bad !== undefined) return bad
-  const windowMillis = millisOf("window", options.window)
-  if (!Predicate.isNumber(windowMillis)) return windowMillis
+export const slidingWindow = (options: SlidingWindowOptions): Policy => {
+  const decoded = decode(SlidingWindowOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { limit, window } = decoded.success
+  const config = SlidingWindowAlgorithm.config({ limit, windowMillis: window })
   return make<SlidingWindow>({
     _tag: "SlidingWindow",
     algorithm: SlidingWindowAlgorithm.algorithm,
-    config: SlidingWindowAlgorithm.config({ limit: options.limit, windowMillis }),
-    quota: { limit: options.limit, windowMillis },
-    error: undefined
+    config,
+    rule: bind(SlidingWindowAlgorithm.algorithm, config),
+    quota: { limit, windowMillis: window }
   })
 }
 
@@ -606,32 +871,20 @@ export const slidingWindow = (options: { readonly limit: number; readonly window
  * const logins = Policy.slidingLog({ limit: 5, window: "15 minutes", minGap: "2 seconds", countBlocked: true })
  * ```
  *
- * @category constructors
  * @since 0.1.0
+ * @category constructors
  */
-export const slidingLog = (options: {
-  readonly limit: number
-  readonly window: Duration.Input
-  readonly minGap?: Duration.Input | undefined
-  readonly countBlocked?: boolean | undefined
-}): Policy => {
-  const bad = checkCount("limit", options?.limit) ?? checkBoolean("countBlocked", options.countBlocked)
-  if (bad !== undefined) return bad
-  const windowMillis = millisOf("window", options.window)
-  if (!Predicate.isNumber(windowMillis)) return windowMillis
-  const minGap = options.minGap === undefined ? 0 : millisOf("minGap", options.minGap)
-  if (!Predicate.isNumber(minGap)) return minGap
+export const slidingLog = (options: SlidingLogOptions): Policy => {
+  const decoded = decode(SlidingLogOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { countBlocked, limit, minGap, window } = decoded.success
+  const config = SlidingLogAlgorithm.config({ limit, windowMillis: window, minGap: minGap ?? 0, countBlocked })
   return make<SlidingLog>({
     _tag: "SlidingLog",
     algorithm: SlidingLogAlgorithm.algorithm,
-    config: SlidingLogAlgorithm.config({
-      limit: options.limit,
-      windowMillis,
-      minGap,
-      countBlocked: options.countBlocked
-    }),
-    quota: { limit: options.limit, windowMillis },
-    error: undefined
+    config,
+    rule: bind(SlidingLogAlgorithm.algorithm, config),
+    quota: { limit, windowMillis: window }
   })
 }
 
@@ -651,51 +904,43 @@ export const slidingLog = (options: {
  * const bursty = Policy.smooth({ permits: 5, per: "1 second" })
  * ```
  *
- * @category constructors
  * @since 0.1.0
+ * @category constructors
  */
-export const smooth = (options: {
-  readonly permits: number
-  readonly per: Duration.Input
-  readonly warmup?: Duration.Input | undefined
-  readonly coldFactor?: number | undefined
-  readonly maxBurst?: Duration.Input | undefined
-  readonly initialPermits?: number | undefined
-}): Policy => {
-  const bad = checkPositive("permits", options?.permits) ?? checkNonNegative("initialPermits", options.initialPermits)
-  if (bad !== undefined) return bad
-  if (options.coldFactor !== undefined && !(isPositiveFinite(options.coldFactor) && options.coldFactor >= 1)) {
-    return invalid("coldFactor", options.coldFactor, "must be a finite number >= 1")
-  }
-  const periodMillis = millisOf("per", options.per)
-  if (!Predicate.isNumber(periodMillis)) return periodMillis
-  const warmupMillis = options.warmup === undefined ? undefined : millisOf("warmup", options.warmup)
-  if (warmupMillis !== undefined && !Predicate.isNumber(warmupMillis)) return warmupMillis
-  const maxBurstMillis = options.maxBurst === undefined ? undefined : millisOf("maxBurst", options.maxBurst)
-  if (maxBurstMillis !== undefined && !Predicate.isNumber(maxBurstMillis)) return maxBurstMillis
-  const config = WarmUpAlgorithm.config({
-    permits: options.permits,
-    periodMillis,
-    warmupMillis,
-    coldFactor: options.coldFactor,
-    maxBurstMillis,
-    initialPermits: options.initialPermits
-  })
-  if (options.initialPermits !== undefined && options.initialPermits > config.maxPermits) {
-    return invalid(
-      "initialPermits",
-      options.initialPermits,
-      `must not exceed the most permits stored (${config.maxPermits})`
-    )
-  }
+export const smooth = (options: SmoothOptions): Policy => {
+  const decoded = decode(SmoothOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const o = decoded.success
+  const config = smoothConfig(o)
   return make<Smooth>({
     _tag: "Smooth",
     algorithm: WarmUpAlgorithm.algorithm,
     config,
-    quota: { limit: options.permits, windowMillis: periodMillis },
-    error: undefined
+    rule: bind(WarmUpAlgorithm.algorithm, config),
+    quota: { limit: o.permits, windowMillis: o.per }
   })
 }
+
+/**
+ * Whether the value is a `Policy` (valid or not).
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * Policy.isPolicy(Policy.fixedWindow({ limit: 1, window: "1 second" })) // true
+ * Policy.isPolicy({ capacity: 5 }) // false
+ * ```
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isPolicy = (u: unknown): u is Policy =>
+  Predicate.hasProperty(u, "_tag") && Predicate.hasProperty(u, "error") &&
+  (u._tag === "Invalid" || (Predicate.hasProperty(u, "algorithm") && Predicate.hasProperty(u, "config")))
+
+const PolicyValue = Schema.declare(isPolicy, { message: "must be a Policy" })
+const Parts = Schema.Array(PolicyValue).check(atLeastOnePart)
 
 /**
  * Several limits on one key, checked atomically (Bucket4j's bandwidths): a
@@ -712,34 +957,33 @@ export const smooth = (options: {
  * )
  * ```
  *
- * @category constructors
  * @since 0.1.0
+ * @category constructors
  */
 export const all = (...parts: ReadonlyArray<Policy>): Policy => {
-  if (parts.length === 0) return invalid("all", "[]", "needs at least one policy")
+  const decoded = decode(Parts, parts, "all")
+  if (Result.isFailure(decoded)) return decoded.failure
+  const valid: Array<Valid> = []
   for (let i = 0; i < parts.length; i++) {
     const part = parts[i]
-    if (!isPolicy(part)) return invalid(`all[${i}]`, typeof part, "must be a Policy")
     if (part._tag === "Invalid") {
       return {
         _tag: "Invalid",
         error: new InvalidPolicy({ ...part.error, field: `all[${i}].${part.error.field}` })
       }
     }
+    valid.push(part)
   }
-  const valid = parts as ReadonlyArray<Valid>
-  const config = CompositeAlgorithm.config(
-    valid.map((p) => CompositeAlgorithm.part(p.algorithm as Algorithm<any, any>, p.config))
-  )
+  const config = CompositeAlgorithm.config(valid.map((p) => ({ algorithm: p.algorithm, config: p.config })))
   // The headline quota is the one that allows the least per unit of time.
   const quota = valid.map((p) => p.quota).reduce((a, b) => a.limit / a.windowMillis <= b.limit / b.windowMillis ? a : b)
   return make<All>({
     _tag: "All",
     algorithm: CompositeAlgorithm.algorithm,
     config,
+    rule: bind(CompositeAlgorithm.algorithm, config),
     parts: valid,
-    quota,
-    error: undefined
+    quota
   })
 }
 
@@ -757,33 +1001,21 @@ export const all = (...parts: ReadonlyArray<Policy>): Policy => {
  * const capped = Policy.concurrency({ capacity: 10, replenish: { tokens: 5, per: "1 second" } })
  * ```
  *
- * @category constructors
  * @since 0.1.0
+ * @category constructors
  */
-export const concurrency = (options: {
-  readonly capacity: number
-  readonly replenish?: { readonly tokens: number; readonly per: Duration.Input } | undefined
-}): Policy => {
-  const bad = checkPositive("capacity", options?.capacity)
-  if (bad !== undefined) return bad
-  let replenish: { tokens: number; periodMillis: number } | undefined
-  if (options.replenish !== undefined) {
-    if (!Predicate.isObject(options.replenish)) {
-      return invalid("replenish", options.replenish, "must be { tokens, per } or left out")
-    }
-    const tokens = options.replenish.tokens
-    const badTokens = checkPositive("replenish.tokens", tokens)
-    if (badTokens !== undefined) return badTokens
-    const periodMillis = millisOf("replenish.per", options.replenish.per)
-    if (!Predicate.isNumber(periodMillis)) return periodMillis
-    replenish = { tokens, periodMillis }
-  }
+export const concurrency = (options: ConcurrencyOptions): Policy => {
+  const decoded = decode(ConcurrencyOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const { capacity, replenish } = decoded.success
+  const refill = replenish === undefined ? undefined : { tokens: replenish.tokens, periodMillis: replenish.per }
+  const config = ConcurrencyAlgorithm.config({ capacity, replenish: refill })
   return make<Concurrency>({
     _tag: "Concurrency",
     algorithm: ConcurrencyAlgorithm.algorithm,
-    config: ConcurrencyAlgorithm.config({ capacity: options.capacity, replenish }),
-    quota: { limit: options.capacity, windowMillis: replenish === undefined ? 1000 : replenish.periodMillis },
-    error: undefined
+    config,
+    rule: bind(ConcurrencyAlgorithm.algorithm, config),
+    quota: { limit: capacity, windowMillis: refill === undefined ? 1000 : refill.periodMillis }
   })
 }
 
@@ -800,8 +1032,8 @@ export const concurrency = (options: {
  * // fails with InvalidPolicy { field: "capacity", value: "-1" }
  * ```
  *
- * @category validation
  * @since 0.1.0
+ * @category constructors
  */
 export const validate = (policy: Policy): Effect.Effect<Valid, InvalidPolicy> =>
   policy._tag === "Invalid" ? Effect.fail(policy.error) : Effect.succeed(policy)
@@ -818,8 +1050,8 @@ export const validate = (policy: Policy): Effect.Effect<Valid, InvalidPolicy> =>
  * const third = Policy.share(policy, 1 / 3) // capacity 33.3, 3.3 per second
  * ```
  *
- * @category combinators
  * @since 0.1.0
+ * @category combinators
  */
 export const share = (policy: Valid, fraction: number): Valid => {
   if (fraction === 1) return policy
@@ -875,21 +1107,3 @@ const scale = (p: Valid, f: number): Policy => {
       return p
   }
 }
-
-/**
- * Whether the value is a `Policy` (valid or not).
- *
- * @example
- * ```ts
- * import { Policy } from "tollgate"
- *
- * Policy.isPolicy(Policy.concurrency({ capacity: 1 })) // true
- * Policy.isPolicy({ capacity: 1 }) // false
- * ```
- *
- * @category guards
- * @since 0.1.0
- */
-export const isPolicy = (u: unknown): u is Policy =>
-  Predicate.hasProperty(u, "_tag") && Predicate.hasProperty(u, "error") &&
-  (u._tag === "Invalid" || (Predicate.hasProperty(u, "algorithm") && Predicate.hasProperty(u, "config")))

@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Predicate, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Predicate, Result, Schema, type Scope } from "effect"
 import type { Decision } from "./Decision.ts"
 import {
   type BucketFailed,
@@ -13,8 +13,9 @@ import {
   type Overloaded,
   type RateLimitExceeded
 } from "./Errors.ts"
-import * as Bucket from "./internal/actor/Bucket.ts"
+import * as Request from "./internal/actor/Request.ts"
 import type { Carry } from "./internal/algorithm/Algorithm.ts"
+import * as Rules from "./internal/Rules.ts"
 import * as Supervisor from "./internal/supervisor/Supervisor.ts"
 import * as Policy from "./Policy.ts"
 import { CurrentStore, type StoreUnavailable } from "./Store.ts"
@@ -24,21 +25,17 @@ import { CurrentStore, type StoreUnavailable } from "./Store.ts"
  *
  * @example
  * ```ts
- * import { Policy, RateLimiter } from "tollgate"
+ * import { Policy, type RateLimiter } from "tollgate"
  *
- * const free = Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per: "1 second" } })
- * const pro = Policy.tokenBucket({ capacity: 50, refill: { tokens: 20, per: "1 second" } })
  * const options: RateLimiter.Options = {
- *   policy: (key) => key.startsWith("pro:") ? pro : free,
+ *   policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } }),
  *   idleTimeout: "5 minutes",
- *   maxBuckets: 100_000,
- *   name: "api"
+ *   maxBuckets: 100_000
  * }
- * const LimiterLive = RateLimiter.layer(options)
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   /** One policy for every key, or a function from key to policy (tiers, routes). */
@@ -54,7 +51,9 @@ export interface Options {
    * place of a bucket that is safe to forget (settled, nothing queued, nobody
    * waiting); if there is none, its call fails with `Overloaded` (reason
    * "buckets"). A flood of new keys cannot exhaust memory, and no existing
-   * key is forgotten early.
+   * key is forgotten early. It also bounds the keys reconfigured to a policy
+   * of their own: one more `reconfigure` of a new key past it fails the same
+   * way (a key reconfigured back to its own policy gives its place up).
    */
   readonly maxBuckets?: number | undefined
   /** Longest key, in UTF-16 code units; longer keys fail with `InvalidRequest`. Default 512. */
@@ -234,22 +233,26 @@ export interface ReconfigureOptions {
 export type CallError = InvalidRequest | InvalidPolicy | Overloaded | LimiterShutdown | BucketFailed | StoreUnavailable
 
 /**
- * Counts of what the limiter has done.
+ * Counts of what the limiter has done: live `buckets` and running `actors`,
+ * buckets `started` and `reaped`, decisions `allowed` and `denied`, calls
+ * refused as `overloaded`, requests `queued` and callers `waiting` now, keys
+ * with a policy of their own (`overrides`), and, with a shared store, its
+ * calls, the operations they carried, its failures and the decisions its
+ * fallback made (`degraded`).
  *
  * @example
  * ```ts
  * import { Effect } from "effect"
  * import { RateLimiter } from "tollgate"
  *
- * const report = Effect.gen(function*() {
- *   const limiter = yield* RateLimiter
- *   const { allowed, denied, buckets } = yield* limiter.stats
- *   yield* Effect.log(`allowed ${allowed}, denied ${denied}, ${buckets} live keys`)
+ * const program = Effect.gen(function*() {
+ *   const stats: RateLimiter.Stats = yield* (yield* RateLimiter).stats
+ *   return stats.storeOps / Math.max(1, stats.storeCalls) // the coalescing factor
  * })
  * ```
  *
- * @category models
  * @since 0.1.0
+ * @category models
  */
 export type Stats = Supervisor.Stats
 
@@ -271,8 +274,8 @@ export type Stats = Supervisor.Stats
  * })))
  * ```
  *
- * @category services
  * @since 0.1.0
+ * @category services
  */
 export class RateLimiter extends Context.Service<RateLimiter, {
   /** Takes `cost` units now if the key has them: `true` (go ahead) or `false` (over the limit). */
@@ -326,7 +329,19 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * Builds a limiter in the current scope; closing the scope shuts it down
    * (every pending call ends with a decision or `LimiterShutdown`).
    *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Policy, RateLimiter } from "tollgate"
+   *
+   * const program = Effect.scoped(Effect.gen(function*() {
+   *   const limiter = yield* RateLimiter.make({ policy: Policy.fixedWindow({ limit: 10, window: "1 minute" }) })
+   *   return yield* limiter.acquire("user:42")
+   * }))
+   * ```
+   *
    * @since 0.1.0
+   * @category constructors
    */
   static readonly make: (options: Options) => Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope> = Effect
     .fnUntraced(function*(options: Options) {
@@ -351,21 +366,22 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       }
 
       // Effects are descriptions: the decision is made each time one runs.
-      const decide = <A>(kind: Bucket.Kind, key: string, options: AcquireOptions | undefined) =>
+      const decide = <K extends Request.DecideKind>(kind: K, key: string, options: AcquireOptions | undefined) =>
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
-          return supervisor.submitUnsafe<A>(key, kind, options?.cost ?? 1, 0)
+          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, 0)
         })
 
-      const wait = (key: string, options: WaitOptions | undefined) =>
+      const waitFor = <K extends Request.WaitKind>(kind: K, key: string, options: WaitOptions | undefined) =>
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
           const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
           if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
-          return supervisor.submitUnsafe<void, RateLimitExceeded>(key, Bucket.Kind.Wait, options?.cost ?? 1, maxWait)
+          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, maxWait)
         })
+      const wait = (key: string, options: WaitOptions | undefined) => waitFor(Request.Kind.Wait, key, options)
 
       const release = (key: string, amount?: number) =>
         Effect.suspend(() => {
@@ -374,42 +390,26 @@ export class RateLimiter extends Context.Service<RateLimiter, {
               ? undefined
               : new InvalidRequest({ field: "amount", value: String(amount), reason: "must be a positive integer" }))
           if (invalid !== undefined) return Effect.fail(invalid)
-          return supervisor.submitUnsafe<void>(key, Bucket.Kind.Release, amount ?? 1, 0)
+          return supervisor.submitUnsafe(key, Request.Kind.Release, amount ?? 1, 0)
         })
 
       return RateLimiter.of({
-        acquire: (key, options) => decide<boolean>(Bucket.Kind.Acquire, key, options),
-        consume: (key, options) => decide<Decision>(Bucket.Kind.Consume, key, options),
-        peek: (key, options) => decide<Decision>(Bucket.Kind.Peek, key, options),
+        acquire: (key, options) => decide(Request.Kind.Acquire, key, options),
+        consume: (key, options) => decide(Request.Kind.Consume, key, options),
+        peek: (key, options) => decide(Request.Kind.Peek, key, options),
         reset: (key) =>
           Effect.suspend(() => {
             const invalid = checkKey(key)
             return invalid !== undefined
               ? Effect.fail(invalid)
-              : supervisor.submitUnsafe<void>(key, Bucket.Kind.Reset, 0, 0)
+              : supervisor.submitUnsafe(key, Request.Kind.Reset, 0, 0)
           }),
         wait,
         reserve: (key, options) =>
-          Effect.suspend(() => {
-            const invalid = checkKey(key) ?? checkCost(options?.cost)
-            if (invalid !== undefined) return Effect.fail(invalid)
-            const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
-            if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
-            return Effect.map(
-              supervisor.submitUnsafe<Bucket.Reserved, RateLimitExceeded>(
-                key,
-                Bucket.Kind.Reserve,
-                options?.cost ?? 1,
-                maxWait
-              ),
-              (reserved): Reservation => ({
-                delay: Duration.millis(reserved.delay),
-                cancel: reserved.entry === undefined
-                  ? Effect.void
-                  : Effect.sync(() => Bucket.leave(reserved.bucket!, reserved.entry!, false))
-              })
-            )
-          }),
+          Effect.map(
+            waitFor(Request.Kind.Reserve, key, options),
+            (reserved): Reservation => ({ delay: Duration.millis(reserved.delay), cancel: reserved.cancel })
+          ),
         limit: (key, options) => (effect) => Effect.andThen(wait(key, options), effect),
         release,
         withPermit: (key, options) => (effect) =>
@@ -439,7 +439,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
                 })
               )
             }
-            return supervisor.submitUnsafe<void>(key, Bucket.Kind.Reconfigure, 0, 0, { policy, carry })
+            return supervisor.submitUnsafe(key, Request.Kind.Reconfigure, 0, 0, { policy, carry })
           }),
         stats: supervisor.stats
       })
@@ -490,43 +490,60 @@ const parseMaxWait = (input: Duration.Input): number | InvalidRequest => {
   })
 }
 
-const positiveInt = (field: string, value: unknown, fallback: number): number | InvalidPolicy => {
-  if (value === undefined) return fallback
-  return Number.isSafeInteger(value) && (value as number) > 0
-    ? value as number
-    : new InvalidPolicy({ field, value: String(value), reason: "must be a positive integer" })
-}
+// The limiter's own options, each checked by its rule (the same rules as the
+// policies'), in the order they are named when several are bad.
+const Share = Rules.number("must be a number in (0, 1]", (n) => n > 0 && n <= 1)
+const LimiterOptions = Schema.Struct({
+  fastPath: Rules.optional(Rules.Flag),
+  name: Rules.optional(Schema.NonEmptyString.annotate({ message: "must be a non-empty string" })),
+  idleTimeout: Rules.optional(Rules.PositiveDuration),
+  mailboxCapacity: Rules.optional(Rules.PositiveInteger),
+  maxWaiters: Rules.optional(Rules.PositiveInteger),
+  fallback: Rules.optional(
+    Schema.Struct({
+      mode: Rules.optional(
+        Schema.Literals(["local", "allow", "deny", "error"]).annotate({
+          message: "must be local, allow, deny or error"
+        })
+      ),
+      share: Rules.optional(Share),
+      timeout: Rules.optional(Rules.PositiveDuration),
+      retryAfter: Rules.optional(Rules.PositiveDuration)
+    }).annotate({ message: "must be { mode, share, timeout, retryAfter } or left out" })
+  ),
+  maxBuckets: Rules.optional(Rules.PositiveInteger),
+  maxKeyLength: Rules.optional(Rules.PositiveInteger)
+})
 
-const validateFallback = (input: Options["fallback"]): Supervisor.Options["fallback"] | InvalidPolicy => {
-  const mode = input?.mode ?? "local"
-  if (mode !== "local" && mode !== "allow" && mode !== "deny" && mode !== "error") {
-    return new InvalidPolicy({
-      field: "fallback.mode",
-      value: String(mode),
-      reason: "must be local, allow, deny or error"
-    })
+// A bad option's value: a string quoted (as in a policy's errors), an object by its type.
+const showOption = (value: unknown): string =>
+  Predicate.isString(value) ? JSON.stringify(value) : Predicate.isObject(value) ? typeof value : String(value)
+
+// The policy option: one Policy, or a function from key to Policy (whose
+// result is checked each time it is asked, and a throw is an InvalidPolicy).
+const policyOf = (policy: Options["policy"]): ((key: string) => Policy.Valid | InvalidPolicy) | InvalidPolicy => {
+  if (Predicate.isFunction(policy)) {
+    return (key) => {
+      try {
+        const p = policy(key)
+        if (!Policy.isPolicy(p)) {
+          return new InvalidPolicy({
+            field: "policy",
+            value: typeof p,
+            reason: `the policy function returned no Policy`
+          })
+        }
+        return p._tag === "Invalid" ? p.error : p
+      } catch (cause) {
+        return new InvalidPolicy({ field: "policy", value: "function", reason: `the policy function threw: ${cause}` })
+      }
+    }
   }
-  const share = input?.share ?? 1
-  if (!(Predicate.isNumber(share) && share > 0 && share <= 1)) {
-    return new InvalidPolicy({ field: "fallback.share", value: String(share), reason: "must be a number in (0, 1]" })
+  if (!Policy.isPolicy(policy)) {
+    return new InvalidPolicy({ field: "policy", value: typeof policy, reason: "must be a Policy" })
   }
-  const timeoutMillis = input?.timeout === undefined ? 250 : Policy.positiveMillis(input.timeout)
-  if (timeoutMillis === undefined) {
-    return new InvalidPolicy({
-      field: "fallback.timeout",
-      value: String(input?.timeout),
-      reason: "must be a positive finite duration"
-    })
-  }
-  const retryMillis = input?.retryAfter === undefined ? 1000 : Policy.positiveMillis(input.retryAfter)
-  if (retryMillis === undefined) {
-    return new InvalidPolicy({
-      field: "fallback.retryAfter",
-      value: String(input?.retryAfter),
-      reason: "must be a positive finite duration"
-    })
-  }
-  return { mode, share, timeoutMillis, retryMillis }
+  if (policy._tag === "Invalid") return policy.error
+  return () => policy
 }
 
 const validateOptions = (options: Options): Effect.Effect<{
@@ -537,79 +554,27 @@ const validateOptions = (options: Options): Effect.Effect<{
     if (!Predicate.isObject(options)) {
       return Effect.fail(new InvalidPolicy({ field: "options", value: String(options), reason: "must be an object" }))
     }
-    if (options.fastPath !== undefined && !Predicate.isBoolean(options.fastPath)) {
-      return Effect.fail(
-        new InvalidPolicy({ field: "fastPath", value: String(options.fastPath), reason: "must be a boolean" })
-      )
-    }
-    if (options.name !== undefined && !(Predicate.isString(options.name) && options.name.length > 0)) {
-      return Effect.fail(
-        new InvalidPolicy({
-          field: "name",
-          value: Predicate.isString(options.name) ? "\"\"" : typeof options.name,
-          reason: "must be a non-empty string"
-        })
-      )
-    }
-    const idleTimeoutMillis = options.idleTimeout === undefined ? 60_000 : Policy.positiveMillis(options.idleTimeout)
-    if (idleTimeoutMillis === undefined) {
-      return Effect.fail(
-        new InvalidPolicy({
-          field: "idleTimeout",
-          value: String(options.idleTimeout),
-          reason: "must be a positive finite duration"
-        })
-      )
-    }
-    const mailboxCapacity = positiveInt("mailboxCapacity", options.mailboxCapacity, 1024)
-    if (mailboxCapacity instanceof InvalidPolicy) return Effect.fail(mailboxCapacity)
-    const maxWaiters = positiveInt("maxWaiters", options.maxWaiters, 1024)
-    if (maxWaiters instanceof InvalidPolicy) return Effect.fail(maxWaiters)
-    const fallback = validateFallback(options.fallback)
-    if (fallback instanceof InvalidPolicy) return Effect.fail(fallback)
-    const maxBuckets = positiveInt("maxBuckets", options.maxBuckets, 1_000_000)
-    if (maxBuckets instanceof InvalidPolicy) return Effect.fail(maxBuckets)
-    const maxKeyLength = positiveInt("maxKeyLength", options.maxKeyLength, 512)
-    if (maxKeyLength instanceof InvalidPolicy) return Effect.fail(maxKeyLength)
-    const policy = options.policy
-    let policyFor: (key: string) => Policy.Valid | InvalidPolicy
-    if (Predicate.isFunction(policy)) {
-      policyFor = (key) => {
-        try {
-          const p = policy(key)
-          if (!Policy.isPolicy(p)) {
-            return new InvalidPolicy({
-              field: "policy",
-              value: typeof p,
-              reason: `the policy function returned no Policy`
-            })
-          }
-          return p._tag === "Invalid" ? p.error : p
-        } catch (cause) {
-          return new InvalidPolicy({
-            field: "policy",
-            value: "function",
-            reason: `the policy function threw: ${cause}`
-          })
-        }
-      }
-    } else if (Policy.isPolicy(policy)) {
-      if (policy._tag === "Invalid") return Effect.fail(policy.error)
-      policyFor = () => policy
-    } else {
-      return Effect.fail(new InvalidPolicy({ field: "policy", value: typeof policy, reason: "must be a Policy" }))
-    }
+    const decoded = Rules.decode(LimiterOptions, options, { root: "", show: showOption })
+    if (Result.isFailure(decoded)) return Effect.fail(new InvalidPolicy(decoded.failure))
+    const o = decoded.success
+    const policyFor = policyOf(options.policy)
+    if (!Predicate.isFunction(policyFor)) return Effect.fail(policyFor)
     return Effect.succeed({
       supervisor: {
         policyFor,
-        limits: { mailboxCapacity, maxWaiters },
-        idleTimeoutMillis,
-        maxBuckets,
-        fallback,
-        fastPath: options.fastPath ?? true,
-        name: options.name ?? "default"
+        limits: { mailboxCapacity: o.mailboxCapacity ?? 1024, maxWaiters: o.maxWaiters ?? 1024 },
+        idleTimeoutMillis: o.idleTimeout ?? 60_000,
+        maxBuckets: o.maxBuckets ?? 1_000_000,
+        fallback: {
+          mode: o.fallback?.mode ?? "local",
+          share: o.fallback?.share ?? 1,
+          timeoutMillis: o.fallback?.timeout ?? 250,
+          retryMillis: o.fallback?.retryAfter ?? 1000
+        },
+        fastPath: o.fastPath ?? true,
+        name: o.name ?? "default"
       },
-      maxKeyLength
+      maxKeyLength: o.maxKeyLength ?? 512
     })
   })
 

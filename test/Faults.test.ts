@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { Policy, RateLimiter } from "../src/index.ts"
+import { bind } from "../src/internal/algorithm/Algorithm.ts"
 
 const perSecond = (capacity: number, tokens: number) =>
   Policy.tokenBucket({ capacity, refill: { tokens, per: "1 second" } })
@@ -10,17 +11,15 @@ const perSecond = (capacity: number, tokens: number) =>
 // for an algorithm bug.
 const faulty = (() => {
   const base = perSecond(5, 1) as Policy.TokenBucket
-  return {
-    ...base,
-    algorithm: {
-      ...base.algorithm,
-      takeInPlace: undefined,
-      step: (c: any, s: any, now: number, cost: number) => {
-        if (cost === 3 && now >= 1000) throw new Error("step exploded")
-        return base.algorithm.step(c, s, now, cost)
-      }
+  const algorithm: Policy.TokenBucket["algorithm"] = {
+    ...base.algorithm,
+    takeInPlace: undefined,
+    step: (c, s, now, cost) => {
+      if (cost === 3 && now >= 1000) throw new Error("step exploded")
+      return base.algorithm.step(c, s, now, cost)
     }
-  } as Policy.Policy
+  }
+  return { ...base, algorithm, rule: bind(algorithm, base.config) } as Policy.Policy
 })()
 
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))

@@ -81,6 +81,25 @@ for (const fastPath of [true, false]) {
           assert.strictEqual(error._tag === "InvalidRequest" && error.field, "amount")
         }))
 
+      it.effect("release on a key never used counts from its initial tokens, as on a key already used", () =>
+        Effect.gen(function*() {
+          const empty = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 hour" }, initialTokens: 0 })
+          const limiter = yield* make({ policy: empty })
+          // a fresh key starts empty: a release of 10 fills it
+          yield* limiter.release("fresh", 10)
+          assert.strictEqual((yield* limiter.peek("fresh")).remaining, 10)
+          assert.isTrue(yield* limiter.acquire("fresh", { cost: 10 }))
+          // the same release after a denied acquire (the key's bucket started by it)
+          assert.isFalse(yield* limiter.acquire("used"))
+          yield* limiter.release("used", 10)
+          assert.strictEqual((yield* limiter.peek("used")).remaining, 10)
+          // a key that starts full has nothing to take back: no bucket is started for it
+          const full = yield* make({ policy: perSecond(5, 1) })
+          yield* full.release("new", 3)
+          assert.strictEqual((yield* full.peek("new")).remaining, 5)
+          assert.strictEqual((yield* full.stats).buckets, 0)
+        }))
+
       it.effect("withPermit holds units while the effect runs and returns them on success, failure and interruption", () =>
         Effect.gen(function*() {
           // a slow refill: units come back through release

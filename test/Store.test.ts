@@ -137,6 +137,26 @@ describe("store-backed limiter", () => {
       assert.deepStrictEqual(order, [0, 1, 2])
     }))
 
+  it.effect("the local fallback counts a reconfigured key afresh, under its new policy", () =>
+    Effect.gen(function*() {
+      // A store that is down from the start: every decision is the fallback's.
+      const store: Store.Store = {
+        name: "down",
+        apply: () => Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "down" }))
+      }
+      const limiter = yield* RateLimiter.make({ policy: perSecond(5, 1) }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      assert.isTrue(yield* limiter.acquire("k", { cost: 5 }))
+      assert.isFalse(yield* limiter.acquire("k"))
+      yield* limiter.reconfigure("k", Policy.fixedWindow({ limit: 3, window: "1 minute" }))
+      // the fixed window's own count, not the token bucket's state read as one
+      const d = yield* limiter.consume("k")
+      assert.isTrue(d.allowed)
+      assert.strictEqual(d.remaining, 2)
+      assert.isTrue(d.degraded)
+    }))
+
   it.effect("a bad fallback option names the field", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(RateLimiter.make({ policy: perSecond(1, 1), fallback: { share: 2 } }))

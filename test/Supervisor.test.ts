@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Deferred, Effect, Exit, Fiber, Latch, Scope } from "effect"
+import { Effect, Exit, Fiber, Latch, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { Metrics, Policy, RateLimiter } from "../src/index.ts"
+import { Policy, RateLimiter } from "../src/index.ts"
 import * as Bucket from "../src/internal/actor/Bucket.ts"
+import * as Request from "../src/internal/actor/Request.ts"
 import * as Supervisor from "../src/internal/supervisor/Supervisor.ts"
 
 const policy = Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
@@ -15,8 +16,7 @@ const makeSupervisor = (idleTimeoutMillis = 60_000, fastPath = true) =>
     fastPath
   })
 
-const acquire = (supervisor: Supervisor.Supervisor, key: string) =>
-  supervisor.submit<boolean>(key, Bucket.Kind.Acquire, 1, 0)
+const acquire = (supervisor: Supervisor.Supervisor, key: string) => supervisor.submit(key, Request.Kind.Acquire, 1, 0)
 
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
@@ -33,33 +33,51 @@ describe("Supervisor: starting buckets", () => {
       assert.strictEqual(stats.buckets, 1)
     }))
 
-  it.effect("requests sent before the bucket is ready are queued and served", () =>
+  it.effect("requests that queue while the actor starts are served in arrival order", () =>
     Effect.gen(function*() {
-      // Build a bucket by hand and fill its mailbox before its fiber exists.
-      const limits = { mailboxCapacity: 16, maxWaiters: 16 }
-      const mailbox = yield* Bucket.makeMailbox(limits)
-      const bucket = new Bucket.Bucket(
-        "k",
-        policy,
-        limits,
-        new Bucket.Monotone(yield* Clock.Clock),
-        new Metrics.Recorder(),
-        false
+      // Without the fast path every request goes through the mailbox: the
+      // first starts the actor, the others queue behind it before it runs.
+      const supervisor = yield* makeSupervisor(60_000, false)
+      const fibers = yield* Effect.forEach(
+        Array.from({ length: 10 }),
+        () => Effect.forkChild(acquire(supervisor, "k"), { startImmediately: true })
       )
-      bucket.mailbox = mailbox
-      const requests = Array.from({ length: 10 }, () =>
-        new Bucket.Request(Bucket.Kind.Acquire, 1, 0, Deferred.makeUnsafe<any, any>()))
-      for (const request of requests) {
-        assert.strictEqual(Bucket.offer(bucket, request), Bucket.Offered.Queued)
-      }
-      assert.isFalse(Latch.isOpen(bucket.ready))
-      assert.strictEqual(bucket.pending, 10)
-      yield* Effect.forkChild(Bucket.run(bucket, mailbox))
-      yield* bucket.ready.await
-      const results = yield* Effect.forEach(requests, (r) =>
-        Deferred.await(r.reply))
-      assert.deepStrictEqual(results, [true, true, true, false, false, false, false, false, false, false])
-      assert.strictEqual(bucket.pending, 0)
+      assert.deepStrictEqual(yield* Fiber.joinAll(fibers), [
+        true,
+        true,
+        true,
+        false,
+        false,
+        false,
+        false,
+        false,
+        false,
+        false
+      ])
+      const stats = yield* supervisor.stats
+      assert.strictEqual(stats.queued, 0)
+      assert.strictEqual(stats.actors, 1)
+    }))
+
+  it.effect("an actor's stopped latch is closed while its fiber runs, and opens when it hibernates", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* makeSupervisor(60_000, true)
+      // a waiter that has to queue starts the actor
+      assert.isTrue(yield* acquire(supervisor, "k"))
+      const waiter = yield* Effect.forkChild(supervisor.submit("k", Request.Kind.Wait, 3, Infinity), {
+        startImmediately: true
+      })
+      yield* settle
+      const bucket = supervisor.bucket("k")!
+      const latch = bucket.actor!.stopped
+      assert.isFalse(Latch.isOpen(latch))
+      assert.strictEqual((yield* supervisor.stats).actors, 1)
+      yield* TestClock.adjust("1 second") // the waiter's turn: the actor admits it, then has nothing to do
+      yield* Fiber.join(waiter)
+      yield* settle
+      assert.isTrue(Latch.isOpen(latch))
+      assert.strictEqual((yield* supervisor.stats).actors, 0)
+      yield* Bucket.stopped(bucket)! // completes at once
     }))
 })
 
@@ -144,16 +162,13 @@ describe("Supervisor: reaping", () => {
       assert.strictEqual(stats.allowed + stats.denied, 20 * 32)
     }))
 
-  it.effect("a caller holding a reaped bucket goes to a fresh one", () =>
+  it.effect("after a reap the key gets a fresh bucket", () =>
     Effect.gen(function*() {
       const supervisor = yield* makeSupervisor(1000)
       yield* acquire(supervisor, "k")
       const old = supervisor.bucket("k")!
       yield* TestClock.adjust("10 seconds")
-      assert.isTrue(old.retired)
       assert.isUndefined(supervisor.bucket("k"))
-      const request = new Bucket.Request(Bucket.Kind.Acquire, 1, 0, Deferred.makeUnsafe())
-      assert.strictEqual(Bucket.offer(old, request), Bucket.Offered.Retired)
       assert.isTrue(yield* acquire(supervisor, "k"))
       assert.notStrictEqual(supervisor.bucket("k"), old)
     }))
@@ -166,7 +181,7 @@ describe("Supervisor: shutdown", () => {
       const supervisor = yield* makeSupervisor(60_000, false).pipe(Scope.provide(scope))
       for (const key of ["a", "b"]) yield* acquire(supervisor, key)
       const waiter = yield* Effect.forkChild(
-        supervisor.submit<void>("a", Bucket.Kind.Wait, 3, Infinity),
+        supervisor.submit("a", Request.Kind.Wait, 3, Infinity),
         { startImmediately: true }
       )
       yield* settle
@@ -174,9 +189,12 @@ describe("Supervisor: shutdown", () => {
         Array.from({ length: 5 }),
         () => Effect.forkChild(acquire(supervisor, "b"), { startImmediately: true })
       )
-      const fibers = [supervisor.bucket("a")!.fiber!, supervisor.bucket("b")!.fiber!]
+      const latches = [supervisor.bucket("a")!.actor!.stopped, supervisor.bucket("b")!.actor!.stopped]
+      for (const latch of latches) assert.isFalse(Latch.isOpen(latch))
       yield* Scope.close(scope, Exit.void)
-      for (const fiber of fibers) assert.isDefined(fiber.pollUnsafe())
+      // closing waited for every actor to stop
+      for (const latch of latches) assert.isTrue(Latch.isOpen(latch))
+      assert.strictEqual((yield* supervisor.stats).actors, 0)
       assert.deepStrictEqual(yield* Fiber.joinAll(queued), [true, true, false, false, false])
       const exit = yield* Fiber.await(waiter)
       assert.isTrue(Exit.isFailure(exit))

@@ -1,7 +1,10 @@
 /**
  * Policies as configuration: a JSON object per policy, told apart by `kind`.
- * Each kind is one member of the {@link PolicySpec} union, with its own
- * schema and its own constructor; a new algorithm is a new member.
+ * Each kind is one member of the {@link PolicySpec} union: the policy's own
+ * options schema (`Policy.TokenBucketOptions`, ...) with its `kind` added, so
+ * a configuration is checked by exactly the rules, and with the messages, of
+ * the `Policy.*` constructor it is built with. A new algorithm is a new
+ * member.
  *
  * ```json
  * { "kind": "tokenBucket", "capacity": 100, "refill": { "tokens": 10, "per": "1 second" } }
@@ -9,15 +12,21 @@
  *
  * @since 0.1.0
  */
-import { type Duration, Schema } from "effect"
+import { Schema } from "effect"
 import * as Policy from "../Policy.ts"
 
-const Positive = Schema.Finite.check(Schema.isGreaterThan(0))
-const NonNegative = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
+// A policy's options schema with its `kind` added: the policy's own checks
+// read only its own fields, so they hold for the larger struct as well.
+const withKind = <const Kind extends string, Fields extends Schema.Struct.Fields>(
+  kind: Kind,
+  options: Schema.Struct<Fields>
+) => options.mapFields((fields) => ({ kind: Schema.Literal(kind), ...fields }), { unsafePreserveChecks: true })
 
 /**
- * A duration: a string such as `"1 second"`, `"500 millis"`, `"1 hour"`, or a
- * number of milliseconds. Checked for sense by the policy constructors.
+ * A duration in the service's own settings (not in a policy, whose durations
+ * are `Policy.PositiveDuration`): a string such as `"1 second"`, `"500
+ * millis"`, `"1 hour"`, or a number of milliseconds, checked for sense where
+ * it is read.
  *
  * @example
  * ```ts
@@ -30,7 +39,10 @@ const NonNegative = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
  * @category schemas
  * @since 0.1.0
  */
-export const DurationInput = Schema.Union([Schema.NonEmptyString, Positive]).annotate({
+export const DurationInput = Schema.Union([
+  Schema.NonEmptyString,
+  Schema.Finite.check(Schema.isGreaterThan(0))
+]).annotate({
   expected: "a duration such as \"1 second\" or a number of milliseconds"
 })
 
@@ -40,7 +52,7 @@ export const DurationInput = Schema.Union([Schema.NonEmptyString, Positive]).ann
  *
  * @example
  * ```ts
- * import { type Duration, Schema } from "effect"
+ * import { Schema } from "effect"
  * import { PolicySpec } from "tollgate/server"
  *
  * Schema.decodeUnknownSync(PolicySpec.TokenBucket)({
@@ -51,14 +63,7 @@ export const DurationInput = Schema.Union([Schema.NonEmptyString, Positive]).ann
  * @category schemas
  * @since 0.1.0
  */
-export const TokenBucket = Schema.Struct({
-  kind: Schema.Literal("tokenBucket"),
-  capacity: Positive,
-  refill: Schema.Struct({ tokens: Positive, per: DurationInput }),
-  initialTokens: Schema.optionalKey(NonNegative),
-  mode: Schema.optionalKey(Schema.Literals(["greedy", "interval"])),
-  aligned: Schema.optionalKey(Schema.Boolean)
-})
+export const TokenBucket = withKind("tokenBucket", Policy.TokenBucketOptions)
 
 /**
  * GCRA (redis-cell): `rate.count` per `rate.per`, bursts of `maxBurst`.
@@ -74,11 +79,7 @@ export const TokenBucket = Schema.Struct({
  * @category schemas
  * @since 0.1.0
  */
-export const Gcra = Schema.Struct({
-  kind: Schema.Literal("gcra"),
-  rate: Schema.Struct({ count: Positive, per: DurationInput }),
-  maxBurst: Schema.optionalKey(NonNegative)
-})
+export const Gcra = withKind("gcra", Policy.GcraOptions)
 
 /**
  * A leaky bucket shaper (nginx `limit_req`).
@@ -94,13 +95,7 @@ export const Gcra = Schema.Struct({
  * @category schemas
  * @since 0.1.0
  */
-export const LeakyBucket = Schema.Struct({
-  kind: Schema.Literal("leakyBucket"),
-  rate: Schema.Struct({ tokens: Positive, per: DurationInput }),
-  burst: Schema.optionalKey(NonNegative),
-  delay: Schema.optionalKey(NonNegative),
-  nodelay: Schema.optionalKey(Schema.Boolean)
-})
+export const LeakyBucket = withKind("leakyBucket", Policy.LeakyBucketOptions)
 
 /**
  * A fixed window counter.
@@ -116,12 +111,7 @@ export const LeakyBucket = Schema.Struct({
  * @category schemas
  * @since 0.1.0
  */
-export const FixedWindow = Schema.Struct({
-  kind: Schema.Literal("fixedWindow"),
-  limit: Positive,
-  window: DurationInput,
-  aligned: Schema.optionalKey(Schema.Boolean)
-})
+export const FixedWindow = withKind("fixedWindow", Policy.FixedWindowOptions)
 
 /**
  * A sliding window counter.
@@ -137,11 +127,7 @@ export const FixedWindow = Schema.Struct({
  * @category schemas
  * @since 0.1.0
  */
-export const SlidingWindow = Schema.Struct({
-  kind: Schema.Literal("slidingWindow"),
-  limit: Positive,
-  window: DurationInput
-})
+export const SlidingWindow = withKind("slidingWindow", Policy.SlidingWindowOptions)
 
 /**
  * An exact sliding log.
@@ -157,13 +143,7 @@ export const SlidingWindow = Schema.Struct({
  * @category schemas
  * @since 0.1.0
  */
-export const SlidingLog = Schema.Struct({
-  kind: Schema.Literal("slidingLog"),
-  limit: Positive,
-  window: DurationInput,
-  minGap: Schema.optionalKey(DurationInput),
-  countBlocked: Schema.optionalKey(Schema.Boolean)
-})
+export const SlidingLog = withKind("slidingLog", Policy.SlidingLogOptions)
 
 /**
  * A smooth rate with or without warm-up (Guava).
@@ -179,15 +159,7 @@ export const SlidingLog = Schema.Struct({
  * @category schemas
  * @since 0.1.0
  */
-export const Smooth = Schema.Struct({
-  kind: Schema.Literal("smooth"),
-  permits: Positive,
-  per: DurationInput,
-  warmup: Schema.optionalKey(DurationInput),
-  coldFactor: Schema.optionalKey(Positive),
-  maxBurst: Schema.optionalKey(DurationInput),
-  initialPermits: Schema.optionalKey(NonNegative)
-})
+export const Smooth = withKind("smooth", Policy.SmoothOptions)
 
 /**
  * A concurrency limit (units come back through release).
@@ -203,11 +175,7 @@ export const Smooth = Schema.Struct({
  * @category schemas
  * @since 0.1.0
  */
-export const Concurrency = Schema.Struct({
-  kind: Schema.Literal("concurrency"),
-  capacity: Positive,
-  replenish: Schema.optionalKey(Schema.Struct({ tokens: Positive, per: DurationInput }))
-})
+export const Concurrency = withKind("concurrency", Policy.ConcurrencyOptions)
 
 /**
  * Several limits on one key, all of which must admit.
@@ -232,7 +200,7 @@ export const Concurrency = Schema.Struct({
 export const All = Schema.Struct({
   kind: Schema.Literal("all"),
   parts: Schema.Array(Schema.Union([TokenBucket, Gcra, LeakyBucket, FixedWindow, SlidingWindow, SlidingLog, Smooth]))
-    .check(Schema.isMinLength(1))
+    .check(Policy.atLeastOnePart)
 })
 
 /**
@@ -265,7 +233,7 @@ export const kinds = [
  *
  * @example
  * ```ts
- * import { type Duration, Schema } from "effect"
+ * import { Schema } from "effect"
  * import { PolicySpec } from "tollgate/server"
  *
  * const spec = Schema.decodeUnknownSync(PolicySpec.PolicySpec)({
@@ -291,7 +259,7 @@ export const PolicySpec = Schema.Union([
 })
 
 /**
- * Any policy, as configuration.
+ * Any policy, as configuration (as written: durations as strings or milliseconds).
  *
  * @example
  * ```ts
@@ -303,10 +271,11 @@ export const PolicySpec = Schema.Union([
  * @category models
  * @since 0.1.0
  */
-export type PolicySpec = typeof PolicySpec.Type
+export type PolicySpec = typeof PolicySpec.Encoded
 
 /**
- * The policy a spec describes, validated by the policy's own constructor (an
+ * The policy a spec describes, built by the policy's own constructor (with
+ * the same schema, so a spec that decoded builds a valid policy; an
  * `Invalid` policy names the field inside the spec that is wrong).
  *
  * @example
@@ -320,55 +289,24 @@ export type PolicySpec = typeof PolicySpec.Type
  * @since 0.1.0
  */
 export const toPolicy = (spec: PolicySpec): Policy.Policy => {
-  const d = (input: string | number): Duration.Input => input as Duration.Input
-  const opt = (input: string | number | undefined): Duration.Input | undefined =>
-    input === undefined ? undefined : d(input)
   switch (spec.kind) {
     case "tokenBucket":
-      return Policy.tokenBucket({
-        capacity: spec.capacity,
-        refill: { tokens: spec.refill.tokens, per: d(spec.refill.per) },
-        initialTokens: spec.initialTokens,
-        mode: spec.mode,
-        aligned: spec.aligned
-      })
+      return Policy.tokenBucket(spec)
     case "gcra":
-      return Policy.gcra({ rate: { count: spec.rate.count, per: d(spec.rate.per) }, maxBurst: spec.maxBurst })
+      return Policy.gcra(spec)
     case "leakyBucket":
-      return Policy.leakyBucket({
-        rate: { tokens: spec.rate.tokens, per: d(spec.rate.per) },
-        burst: spec.burst,
-        delay: spec.delay,
-        nodelay: spec.nodelay
-      })
+      return Policy.leakyBucket(spec)
     case "fixedWindow":
-      return Policy.fixedWindow({ limit: spec.limit, window: d(spec.window), aligned: spec.aligned })
+      return Policy.fixedWindow(spec)
     case "slidingWindow":
-      return Policy.slidingWindow({ limit: spec.limit, window: d(spec.window) })
+      return Policy.slidingWindow(spec)
     case "slidingLog":
-      return Policy.slidingLog({
-        limit: spec.limit,
-        window: d(spec.window),
-        minGap: opt(spec.minGap),
-        countBlocked: spec.countBlocked
-      })
+      return Policy.slidingLog(spec)
     case "smooth":
-      return Policy.smooth({
-        permits: spec.permits,
-        per: d(spec.per),
-        warmup: opt(spec.warmup),
-        coldFactor: spec.coldFactor,
-        maxBurst: opt(spec.maxBurst),
-        initialPermits: spec.initialPermits
-      })
+      return Policy.smooth(spec)
     case "concurrency":
-      return Policy.concurrency({
-        capacity: spec.capacity,
-        replenish: spec.replenish === undefined
-          ? undefined
-          : { tokens: spec.replenish.tokens, per: d(spec.replenish.per) }
-      })
+      return Policy.concurrency(spec)
     case "all":
-      return Policy.all(...spec.parts.map((part) => toPolicy(part)))
+      return Policy.all(...spec.parts.map(toPolicy))
   }
 }

@@ -261,7 +261,7 @@ describe("reload on SIGHUP", () => {
       const line = service.output().split("\n").find((l) => l.includes("reload refused"))!
       assert.strictEqual(
         line,
-        "tollgate: reload refused (the configuration in force stays): invalid configuration: policies.default.capacity = -1: expected a value greater than 0"
+        "tollgate: reload refused (the configuration in force stays): invalid configuration: policies.default.capacity = -1: must be a positive finite number"
       )
       assert.strictEqual((yield* consume("new")).allowed, false) // "new" is still configured, and used up
       assert.strictEqual((yield* consume("other")).remaining, 3)

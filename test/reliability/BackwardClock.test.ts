@@ -16,7 +16,7 @@ import { Cause, Clock, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import { type Decision, Policy, RateLimiter } from "../../src/index.ts"
-import * as Bucket from "../../src/internal/actor/Bucket.ts"
+import * as Request from "../../src/internal/actor/Request.ts"
 import * as Supervisor from "../../src/internal/supervisor/Supervisor.ts"
 import { isDone, Probe, probed, settle } from "./probe.ts"
 
@@ -94,8 +94,8 @@ const runOne = (commands: ReadonlyArray<Command>, fastPath: boolean, totals: { r
     // move, so they have seen the same highest reading (the sweeps' readings
     // on the way are below it) and differ only in what they reaped.
     const read = Effect.all([
-      reaping.submit("read", Bucket.Kind.Peek, 1, 0),
-      keeping.submit("read", Bucket.Kind.Peek, 1, 0)
+      reaping.submit("read", Request.Kind.Peek, 1, 0),
+      keeping.submit("read", Request.Kind.Peek, 1, 0)
     ])
     for (let i = 0; i < commands.length; i++) {
       const c = commands[i]
@@ -104,10 +104,10 @@ const runOne = (commands: ReadonlyArray<Command>, fastPath: boolean, totals: { r
         case "consume":
         case "peek": {
           const kind = c._tag === "acquire"
-            ? Bucket.Kind.Acquire
+            ? Request.Kind.Acquire
             : c._tag === "consume"
-            ? Bucket.Kind.Consume
-            : Bucket.Kind.Peek
+            ? Request.Kind.Consume
+            : Request.Kind.Peek
           const cost = c._tag === "peek" ? 1 : c.cost
           const a = show(yield* Effect.exit(reaping.submit(String(c.key), kind, cost, 0)))
           const b = show(yield* Effect.exit(keeping.submit(String(c.key), kind, cost, 0)))

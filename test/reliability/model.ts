@@ -307,10 +307,12 @@ class Model {
     return wait
   }
 
-  // Gives units back, never above capacity; those in line may now fit.
+  // Gives units back, never above capacity; those in line may now fit. A key
+  // with no bucket is fresh: if it starts full there is nothing to give back
+  // (and no bucket starts); if not, its bucket starts and takes the units.
   release(i: number, amount: number): void {
-    const k = this.keys[i]
-    if (!k.live) return
+    if (!this.keys[i].live && specs[this.policyOf(i)].init >= specs[this.policyOf(i)].capacity) return
+    const k = this.ensure(i)
     k.level = Math.min(k.full, k.levelAt(this.time) + amount * k.unit)
     k.at = Math.max(k.at, this.time)
     this.admitLine(k)

@@ -60,7 +60,7 @@ export interface Algorithm<C, S> {
   readonly waitTime: (config: C, state: S, now: number, queued: number, cost: number) => number
   /**
    * The earliest time from which forgetting the state cannot change any later
-   * decision (DESIGN invariant 2): for a token bucket, the moment it is full.
+   * decision (invariant 2 of docs/architecture.md): for a token bucket, the moment it is full.
    */
   readonly settledAt: (config: C, state: S) => number
   /** The largest cost that can ever succeed. */
@@ -131,3 +131,101 @@ export const peekOutcome = <C, S>(
     limit: withCost.limit
   }
 }
+
+/**
+ * An algorithm with its configuration applied: what a bucket runs. A key's
+ * state is opaque here (`unknown`): it only ever comes from this rule's own
+ * `initial`, `step`, `release` or `reconfigure`, so the rule hands it back to
+ * its algorithm as the algorithm's own state type. Built once per policy, so
+ * `maxCost` is computed once.
+ *
+ * @example
+ * ```ts
+ * import { bind } from "./Algorithm.ts"
+ * import * as TokenBucket from "./TokenBucket.ts"
+ *
+ * const rule = bind(TokenBucket.algorithm, TokenBucket.config({ capacity: 2, tokens: 1, periodMillis: 1000 }))
+ * const { allowed } = rule.step(rule.initial(0), 0, 1)
+ * rule.maxCost // 2
+ * ```
+ *
+ * @since 0.2.0
+ */
+export interface Rule {
+  readonly name: string
+  /** The largest cost that can ever succeed. */
+  readonly maxCost: number
+  readonly initial: (now: number) => unknown
+  readonly step: (state: unknown, now: number, cost: number) => Outcome<unknown>
+  readonly waitTime: (state: unknown, now: number, queued: number, cost: number) => number
+  readonly settledAt: (state: unknown) => number
+  /** What `peek` reports (see {@link peekOutcome}). */
+  readonly peek: (state: unknown, now: number, cost: number) => Outcome<unknown>
+  /** The algorithm's in-place `acquire`, if it has one (see {@link Algorithm}). */
+  readonly takeInPlace: ((state: unknown, now: number, cost: number) => boolean) | undefined
+  /** Gives units back, if the algorithm can. */
+  readonly release: ((state: unknown, now: number, amount: number) => unknown) | undefined
+  /**
+   * The state carried over to `next` by the algorithm's own rule, or
+   * `undefined` when `next` runs another algorithm or this one has no rule
+   * of its own (the caller then carries whole units).
+   */
+  readonly reconfigure: (state: unknown, next: Rule, now: number, carry: Carry) => unknown
+}
+
+class Bound<C, S> implements Rule {
+  readonly name: string
+  readonly maxCost: number
+  readonly takeInPlace: Rule["takeInPlace"]
+  readonly release: Rule["release"]
+  readonly algorithm: Algorithm<C, S>
+  readonly config: C
+  constructor(algorithm: Algorithm<C, S>, config: C) {
+    this.algorithm = algorithm
+    this.config = config
+    this.name = algorithm.name
+    this.maxCost = algorithm.maxCost(config)
+    const { release, takeInPlace } = algorithm
+    // Every `as S` below: a state only ever comes from this rule (see Rule).
+    this.takeInPlace = takeInPlace === undefined
+      ? undefined
+      : (state, now, cost) => takeInPlace(config, state as S, now, cost)
+    this.release = release === undefined ? undefined : (state, now, amount) => release(config, state as S, now, amount)
+  }
+  initial(now: number): unknown {
+    return this.algorithm.initial(this.config, now)
+  }
+  step(state: unknown, now: number, cost: number): Outcome<unknown> {
+    return this.algorithm.step(this.config, state as S, now, cost)
+  }
+  waitTime(state: unknown, now: number, queued: number, cost: number): number {
+    return this.algorithm.waitTime(this.config, state as S, now, queued, cost)
+  }
+  settledAt(state: unknown): number {
+    return this.algorithm.settledAt(this.config, state as S)
+  }
+  peek(state: unknown, now: number, cost: number): Outcome<unknown> {
+    return peekOutcome(this.algorithm, this.config, state as S, now, cost)
+  }
+  reconfigure(state: unknown, next: Rule, now: number, carry: Carry): unknown {
+    const own = this.algorithm.reconfigure
+    if (own === undefined || !(next instanceof Bound) || next.algorithm !== this.algorithm) return undefined
+    // The same algorithm object: its configuration is a C as well.
+    return own(this.config, state as S, next.config as C, now, carry)
+  }
+}
+
+/**
+ * Applies an algorithm to its configuration (see {@link Rule}).
+ *
+ * @example
+ * ```ts
+ * import { bind } from "./Algorithm.ts"
+ * import * as FixedWindow from "./FixedWindow.ts"
+ *
+ * const rule = bind(FixedWindow.algorithm, FixedWindow.config({ limit: 10, windowMillis: 1000 }))
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const bind = <C, S>(algorithm: Algorithm<C, S>, config: C): Rule => new Bound(algorithm, config)

@@ -23,9 +23,10 @@
  * answers that many operations in a row.
  *
  * State: one string of 8-byte little-endian doubles, `code numbers…`. A key
- * with no state reads as fresh and only a Take gives it state; Reset and
- * Release leave an absent key absent; a state of another algorithm reads as
- * no state. After the batch the key expires when its state has settled
+ * with no state reads as fresh; a Reset leaves an absent key absent, and a
+ * Release gives its units back to an absent key's initial state (which stays
+ * absent when that is settled: a key that starts full); a state of another
+ * algorithm reads as no state. After the batch the key expires when its state has settled
  * (`settledAt + keep`), at least 1 ms from now, and is deleted at once if
  * that is already past; a state that never settles (a concurrency limit with
  * units out) gets no TTL.
@@ -117,7 +118,7 @@ local function applyOps(key, P, opsText)
     local kind, cost, queued = op[i], op[i + 1], op[i + 2]
     for _ = 1, op[i + 3] do
       local cur = state
-      if cur == nil and kind ~= 2 and kind ~= 3 then cur = A.initial(c, now) end
+      if cur == nil and kind ~= 2 then cur = A.initial(c, now) end
       if kind == 0 then
         local o = A.step(c, cur, now, cost)
         -- a denial keeps the state it produced (the same one, or an attempt logged)
@@ -145,8 +146,8 @@ local function applyOps(key, P, opsText)
         end
         answer(true, 0, 0, 0, A.maxCost(c))
       elseif kind == 3 then
-        if state ~= nil and P.canRelease then
-          state = A.release(c, state, now, cost)
+        if P.canRelease then
+          state = A.release(c, cur, now, cost)
           dirty = true
         end
         answer(true, 0, 0, 0, A.maxCost(c))

@@ -1,0 +1,262 @@
+/**
+ * A message in a bucket's mailbox: what it asks for (its kind) and the
+ * `Deferred` its caller awaits. The reply's type follows from the kind
+ * ({@link Replies}): an `acquire` is answered with a `boolean`, a `consume`
+ * with a `Decision`, a `reserve` with a {@link Reserved}.
+ *
+ * Answers given while a batch is served are kept (see {@link answer}) and
+ * sent once the batch's state is committed ({@link flush}): completing a
+ * `Deferred` resumes its caller synchronously, on the actor's stack, and that
+ * caller may come straight back to the same bucket.
+ *
+ * @since 0.2.0
+ */
+import { Deferred, type Effect } from "effect"
+import type { Decision } from "../../Decision.ts"
+import type { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../../Errors.ts"
+import type * as Policy from "../../Policy.ts"
+import type { StoreUnavailable } from "../../Store.ts"
+import type { Carry } from "../algorithm/Algorithm.ts"
+
+/**
+ * What a request asks for.
+ *
+ * @since 0.1.0
+ */
+export const Kind = {
+  /** Decide now; reply `boolean`. */
+  Acquire: 0,
+  /** Decide now; reply `Decision`. */
+  Consume: 1,
+  /** Decide as `Consume` would, take nothing; reply `Decision`. */
+  Peek: 2,
+  /** Forget the key's usage: back to the initial state. */
+  Reset: 3,
+  /** Give `cost` units back (a refund or a returned permit). */
+  Release: 4,
+  /** Switch the key to `payload` (a {@link Reconfiguration}). */
+  Reconfigure: 5,
+  /** Wait in line up to `maxWait`; reply once admitted. */
+  Wait: 6,
+  /** Take a place in line now, act later; reply {@link Reserved} at once. */
+  Reserve: 7,
+  /** No request: wakes the actor to re-time its line (a waiter left). */
+  Poke: 8
+} as const
+
+/**
+ * @since 0.1.0
+ */
+export type Kind = typeof Kind[keyof typeof Kind]
+
+/**
+ * The kinds decided at once, against the key's state as it stands.
+ *
+ * @since 0.2.0
+ */
+export type DecideKind =
+  | typeof Kind.Acquire
+  | typeof Kind.Consume
+  | typeof Kind.Peek
+  | typeof Kind.Reset
+  | typeof Kind.Release
+  | typeof Kind.Reconfigure
+
+/**
+ * The kinds that may wait in the key's line.
+ *
+ * @since 0.2.0
+ */
+export type WaitKind = typeof Kind.Wait | typeof Kind.Reserve
+
+/**
+ * The reply to each kind of request.
+ *
+ * @since 0.2.0
+ */
+export interface Replies {
+  readonly [Kind.Acquire]: boolean
+  readonly [Kind.Consume]: Decision
+  readonly [Kind.Peek]: Decision
+  readonly [Kind.Reset]: void
+  readonly [Kind.Release]: void
+  readonly [Kind.Reconfigure]: void
+  readonly [Kind.Wait]: void
+  readonly [Kind.Reserve]: Reserved
+  readonly [Kind.Poke]: void
+}
+
+/**
+ * The reply to a request of kind `K`.
+ *
+ * @since 0.2.0
+ */
+export type Reply<K extends Kind> = Replies[K]
+
+/**
+ * What any request may fail with once it reaches its bucket.
+ *
+ * @since 0.2.0
+ */
+export type Failure = BucketFailed | InvalidRequest | LimiterShutdown | Overloaded | StoreUnavailable
+
+/**
+ * What a request of kind `K` may fail with: a waiter may also be told its
+ * turn is past its `maxWait`.
+ *
+ * @since 0.2.0
+ */
+export type FailureOf<K extends Kind> = Failure | (K extends WaitKind ? RateLimitExceeded : never)
+
+/**
+ * The answer to a request of kind `K`: an `Exit`, or an effect (a shaper's
+ * delay, slept by the caller once admitted).
+ *
+ * @since 0.2.0
+ */
+export type Answer<K extends Kind = Kind> = Effect.Effect<Reply<K>, FailureOf<K>>
+
+/**
+ * A new policy for a key and how its usage carries over.
+ *
+ * @since 0.1.0
+ */
+export interface Reconfiguration {
+  readonly policy: Policy.Valid
+  readonly carry: Carry
+}
+
+/**
+ * The reply to `Reserve`: how long until the reservation is admitted (0 when
+ * it was admitted at once), and how to give its place back.
+ *
+ * @since 0.1.0
+ */
+export interface Reserved {
+  readonly delay: number
+  readonly cancel: Effect.Effect<void>
+}
+
+/**
+ * One message in a bucket's mailbox.
+ *
+ * @since 0.1.0
+ */
+export class Request {
+  /** Set when the caller left (interrupted, or a reservation cancelled): it is skipped and takes nothing. */
+  cancelled = false
+  /**
+   * For a waiter whose turn depends on a release (a concurrency limit with
+   * every unit out): when it gives up with `RateLimitExceeded`.
+   */
+  deadline = Infinity
+  readonly kind: Kind
+  readonly cost: number
+  readonly maxWait: number
+  readonly payload: Reconfiguration | undefined
+  readonly reply: Deferred.Deferred<Reply<Kind>, FailureOf<Kind>>
+  constructor(kind: Kind, cost: number, maxWait: number, payload?: Reconfiguration | undefined) {
+    this.kind = kind
+    this.cost = cost
+    this.maxWait = maxWait
+    this.payload = payload
+    this.reply = Deferred.makeUnsafe()
+  }
+}
+
+/**
+ * A request of kind `K`: what {@link make} returns, so awaiting it yields `Reply<K>`.
+ *
+ * @since 0.2.0
+ */
+export interface Of<K extends Kind> extends Request {
+  readonly kind: K
+}
+
+/**
+ * Makes a request.
+ *
+ * @example
+ * ```ts
+ * import * as Request from "./Request.ts"
+ *
+ * const request = Request.make(Request.Kind.Acquire, 1, 0)
+ * const reply = Request.await(request) // Effect<boolean, ...>
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const make = <K extends Kind>(kind: K, cost: number, maxWait: number, payload?: Reconfiguration): Of<K> =>
+  new Request(kind, cost, maxWait, payload) as Of<K> // a Request whose `kind` is the K it was made with
+
+/**
+ * The reply to a request, typed by its kind.
+ *
+ * @since 0.2.0
+ */
+const awaitReply = <K extends Kind>(request: Of<K>): Answer<K> =>
+  // The actor answers a request of kind K only with an Answer<K>: `answer`
+  // and `reply` are called with the result of the kind's own decision.
+  Deferred.await(request.reply) as Answer<K>
+
+export {
+  /**
+   * The reply to a request, typed by its kind.
+   *
+   * @since 0.2.0
+   */
+  awaitReply as await
+}
+
+/**
+ * A request made only to wake the actor (see `Kind.Poke`); never answered.
+ *
+ * @since 0.2.0
+ */
+export const poke: Request = new Request(Kind.Poke, 0, 0)
+
+/**
+ * Answers a request at once.
+ *
+ * @since 0.2.0
+ */
+export const reply = (request: Request, answer: Answer): void => {
+  Deferred.doneUnsafe(request.reply, answer)
+}
+
+// The answers of the batch being served, sent by `flush`. One pair of arrays
+// for every bucket: a batch is served synchronously, and an answer sent may
+// start another batch (on another bucket) from inside `flush`, which keeps
+// its own mark.
+const requests: Array<Request> = []
+const answers: Array<Answer> = []
+
+/**
+ * Keeps an answer, to be sent by {@link flush} once the batch's state is
+ * committed.
+ *
+ * @since 0.2.0
+ */
+export const answer = (request: Request, answer: Answer): void => {
+  requests.push(request)
+  answers.push(answer)
+}
+
+/**
+ * Where the answers of a batch that starts now begin (for {@link flush}).
+ *
+ * @since 0.2.0
+ */
+export const mark = (): number => requests.length
+
+/**
+ * Sends the answers kept since `from`, in order.
+ *
+ * @since 0.2.0
+ */
+export const flush = (from: number): void => {
+  const end = requests.length
+  for (let i = from; i < end; i++) Deferred.doneUnsafe(requests[i].reply, answers[i])
+  requests.length = from
+  answers.length = from
+}

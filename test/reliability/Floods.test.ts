@@ -1,0 +1,160 @@
+/**
+ * Floods of keys: what one more key costs must not grow with how many came
+ * before it. Each test counts work (walks of the key table started from its
+ * front, buckets looked at, buckets reaped between two yields), never time.
+ *
+ * - Eviction at `maxBuckets`: a new key takes the place of a settled bucket.
+ *   A walk of a `Map` from its front passes every slot its deletions left
+ *   there, so starting one per new key makes each new key dearer than the
+ *   last; the table is walked with a cursor that goes round it instead.
+ * - Reconfigured keys keep their policy across reaps: at most `maxBuckets`
+ *   of them, whatever the number of distinct keys reconfigured.
+ * - The sweep looks at a bounded slice of the table between two yields, so
+ *   other fibers (and the event loop) run while it goes round a large table.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import { Policy, RateLimiter } from "../../src/index.ts"
+import * as Request from "../../src/internal/actor/Request.ts"
+import * as Supervisor from "../../src/internal/supervisor/Supervisor.ts"
+
+// Bursts of 100, 10 per second: a bucket that took one token is settled
+// (full again) 100 ms later.
+const policy = Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } }) as Policy.Valid
+
+// Counts, on one Map only, the walks started (entries/values/keys/iterator)
+// and the steps they take.
+const countWalks = () => {
+  const proto = Map.prototype as unknown as Record<string | symbol, (...args: Array<unknown>) => unknown>
+  const names = ["entries", "values", "keys", Symbol.iterator] as const
+  const originals = names.map((name) => proto[name])
+  const originalSet = Map.prototype.set
+  const counts = { table: undefined as Map<unknown, unknown> | undefined, walks: 0, steps: 0 }
+  // The limiter's table is the map a bucket for "flood-0" is put in.
+  Map.prototype.set = function(this: Map<unknown, unknown>, key: unknown, value: unknown) {
+    if (key === "flood-0" && typeof value === "object" && counts.table === undefined) counts.table = this
+    return originalSet.call(this, key, value)
+  }
+  names.forEach((name, i) => {
+    proto[name] = function(this: Map<unknown, unknown>, ...args: Array<unknown>) {
+      const iterator = originals[i].apply(this, args) as Iterator<unknown>
+      if (this !== counts.table) return iterator
+      counts.walks++
+      const next = iterator.next.bind(iterator)
+      return Object.assign(iterator, {
+        next: () => {
+          counts.steps++
+          return next()
+        }
+      })
+    }
+  })
+  const restore = () => {
+    Map.prototype.set = originalSet
+    names.forEach((name, i) => {
+      proto[name] = originals[i]
+    })
+  }
+  return { counts, restore }
+}
+
+describe("floods of keys", () => {
+  it.effect("at maxBuckets, the work per new key does not grow with the number of evictions", () =>
+    Effect.gen(function*() {
+      const { counts, restore } = countWalks()
+      yield* Effect.addFinalizer(() => Effect.sync(restore))
+      const cap = 1000
+      const supervisor = yield* Supervisor.make({
+        policyFor: () => policy,
+        limits: { mailboxCapacity: 16, maxWaiters: 16 },
+        idleTimeoutMillis: 3_600_000, // no sweep during the test: only eviction makes room
+        maxBuckets: cap
+      })
+      let next = 0
+      const newKeys = (n: number) =>
+        Effect.gen(function*() {
+          for (let i = 0; i < n; i++) {
+            // every new key is admitted: a settled bucket always makes room
+            assert.isTrue(yield* supervisor.submit(`flood-${next++}`, Request.Kind.Acquire, 1, 0))
+            // 100 new keys per second: every bucket is settled a second after its use
+            if (next % 10 === 0) yield* TestClock.adjust("100 millis")
+          }
+        })
+      yield* newKeys(cap)
+      assert.isDefined(counts.table)
+      yield* TestClock.adjust("1 second")
+      // batches of new keys at the cap, each one evicting a bucket
+      const batches: Array<{ walks: number; steps: number }> = []
+      for (let batch = 0; batch < 8; batch++) {
+        const before = { ...counts }
+        yield* newKeys(cap)
+        batches.push({ walks: counts.walks - before.walks, steps: counts.steps - before.steps })
+      }
+      const stats = yield* supervisor.stats
+      assert.strictEqual(stats.buckets, cap)
+      assert.strictEqual(stats.reaped, 8 * cap)
+      for (const [i, b] of batches.entries()) {
+        // the cursor goes round the table: one walk from the front per round, not one per key
+        assert.isAtMost(b.walks, 3, `batch ${i}: walks of the table started from its front`)
+        // and looks at a few buckets per new key
+        assert.isAtMost(b.steps, 3 * cap, `batch ${i}: buckets looked at`)
+      }
+      // nothing grows from batch to batch
+      assert.isAtMost(batches[7].steps, batches[0].steps + cap / 10)
+    }))
+
+  it.effect("reconfigured keys are bounded by maxBuckets, across reaps", () =>
+    Effect.gen(function*() {
+      const other = Policy.tokenBucket({ capacity: 5, refill: { tokens: 5, per: "1 second" } })
+      const limiter = yield* RateLimiter.make({ policy, maxBuckets: 100, idleTimeout: "1 second" })
+      for (let i = 0; i < 100; i++) yield* limiter.reconfigure(`key-${i}`, other)
+      // one more distinct key would be the 101st policy of its own
+      const error = yield* Effect.flip(limiter.reconfigure("key-100", other))
+      assert.strictEqual(error._tag, "Overloaded")
+      assert.strictEqual(error._tag === "Overloaded" && error.reason, "buckets")
+      // a key already reconfigured can be reconfigured again
+      yield* limiter.reconfigure("key-7", Policy.tokenBucket({ capacity: 7, refill: { tokens: 7, per: "1 second" } }))
+      // a key reconfigured back to its own policy gives its place up
+      yield* limiter.reconfigure("key-3", policy)
+      yield* limiter.reconfigure("key-100", other)
+      assert.strictEqual((yield* limiter.peek("key-100")).limit, 5)
+      assert.strictEqual((yield* limiter.peek("key-3")).limit, 100)
+      // every bucket reaped: the overrides stay, and stay bounded
+      yield* TestClock.adjust("1 minute")
+      const stats = yield* limiter.stats
+      assert.strictEqual(stats.buckets, 0)
+      assert.strictEqual(stats.overrides, 100)
+      assert.strictEqual((yield* limiter.peek("key-42")).limit, 5)
+    }))
+
+  it.effect("the sweep looks at a bounded slice of the table between two yields", () =>
+    Effect.gen(function*() {
+      const keys = 2000
+      const slice = 100
+      const supervisor = yield* Supervisor.make({
+        policyFor: () => policy,
+        limits: { mailboxCapacity: 16, maxWaiters: 16 },
+        idleTimeoutMillis: 1000,
+        sweepSlice: slice
+      })
+      // used at 1 ms: the sweeps at 500 and 1000 ms find nothing idle, one
+      // started at 1001 ms finds every bucket idle
+      yield* TestClock.adjust("1 millis")
+      for (let i = 0; i < keys; i++) yield* supervisor.submit(`flood-${i}`, Request.Kind.Acquire, 1, 0)
+      yield* TestClock.adjust("1000 millis")
+      assert.strictEqual((yield* supervisor.stats).reaped, 0)
+      const sweeping = yield* Effect.forkChild(supervisor.sweep)
+      const seen: Array<number> = []
+      for (let step = 0; step < 10 * keys; step++) {
+        const { reaped } = yield* supervisor.stats
+        if (seen.length === 0 || reaped !== seen[seen.length - 1]) seen.push(reaped)
+        if (reaped === keys) break
+        yield* Effect.yieldNow
+      }
+      assert.strictEqual(yield* Fiber.join(sweeping), keys)
+      assert.strictEqual(seen[seen.length - 1], keys, "every bucket is reaped")
+      const steps = seen.slice(1).map((reaped, i) => reaped - seen[i])
+      assert.isAtMost(Math.max(seen[0], ...steps), slice, `reaped between two yields: ${seen.join(", ")}`)
+    }))
+})
