@@ -177,7 +177,10 @@ const millis = (d: Duration.Duration): number | null => {
   return Number.isFinite(ms) ? Math.ceil(ms) : null
 }
 
-const json = (body: unknown) => HttpServerResponse.jsonUnsafe(body, { headers: { "cache-control": "no-store" } })
+// Set after the body rather than passed as an option: the option's headers are
+// copied into a record whose prototype is then swapped, about 1 µs more per answer.
+const json = (body: unknown) =>
+  HttpServerResponse.setHeader(HttpServerResponse.jsonUnsafe(body), "cache-control", "no-store")
 
 /**
  * The routes, as a layer for `HttpRouter.serve`.
@@ -261,7 +264,13 @@ export const layer: Layer.Layer<
           HttpMetrics.inFlight.modifyUnsafe(-1, context)
           return Effect.void
         }
-        const run = Effect.onExit(Effect.map(Effect.catch(effect, problemOf), answered), done)
+        const run = Effect.onExit(
+          Effect.matchEffect(effect, {
+            onFailure: (error) => Effect.map(problemOf(error), answered),
+            onSuccess: (response) => Effect.succeed(answered(response))
+          }),
+          done
+        )
         return Effect.suspend(() => {
           HttpMetrics.inFlight.modifyUnsafe(1, context)
           return run
