@@ -156,11 +156,12 @@ const fieldsOf = (ast: SchemaAST.AST): ReadonlySet<PropertyKey> | undefined =>
     ? new Set(ast.propertySignatures.map((p) => p.name))
     : undefined
 
+// Whether every own enumerable string key is a field and there are no symbol
+// keys (false only sends the input to the full decoding, which decides).
+// Object.keys costs a tenth of Reflect.ownKeys with an enumerability check.
 const onlyKnown = (input: object, fields: ReadonlySet<PropertyKey>): boolean => {
-  for (const key of Reflect.ownKeys(input)) {
-    if (!fields.has(key) && Object.prototype.propertyIsEnumerable.call(input, key)) return false
-  }
-  return true
+  for (const key of Object.keys(input)) if (!fields.has(key)) return false
+  return Object.getOwnPropertySymbols(input).length === 0
 }
 
 const emptyBody = Exit.fail(
