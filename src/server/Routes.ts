@@ -357,13 +357,14 @@ export const layer: Layer.Layer<
           Effect.map(tollgate.check(request, "/v1/check"), (result) => {
             if (result._tag === "NoRule") return json({ allowed: true })
             const { decision, quota } = result
-            const headers = RateLimitHeaders.make(quota, decision)
+            const headers = RateLimitHeaders.make(quota, decision) // a fresh record
+            headers["cache-control"] = "no-store"
             const body = toCheckBody(result.rule, result.policy, decision)
             return decision.allowed
-              ? HttpServerResponse.jsonUnsafe(body, { headers: { ...headers, "cache-control": "no-store" } })
+              ? HttpServerResponse.setHeaders(HttpServerResponse.jsonUnsafe(body), headers)
               : Problem.response("rate-limited", `rate limit exceeded; retry in ${headers["retry-after"]} s`, {
                 extensions: body,
-                headers: { ...headers, "cache-control": "no-store" }
+                headers
               })
           })
         )
