@@ -181,7 +181,8 @@ const parseJson = (text: string): unknown | MalformedJson => {
 // is declared and within the limit (the common case): about 7 µs per request
 // less than effect's `request.text`, which caches the read through a fiber of
 // its own, waits on `stream.finished` and copies the bytes twice. A chunked
-// body, or one already being read, takes effect's way.
+// body, one already being read, or one the client sends only after a
+// `100 Continue` takes effect's way.
 const readNode = (source: IncomingMessage): Effect.Effect<string, MalformedJson> =>
   Effect.callback((resume) => {
     const chunks: Array<Buffer> = []
@@ -252,10 +253,15 @@ export const json = <S extends Schema.Decoder<unknown>>(
   return Effect.withFiber((fiber) => {
     const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
     const source = request.source
-    const node = source instanceof IncomingMessage && !source.readableDidRead && !source.destroyed
+    const node = source instanceof IncomingMessage
+    // Node's own record: effect's `request.headers` copies it on first use.
     const declared = node ? source.headers["content-length"] : request.headers["content-length"]
     if (declared !== undefined && Number(declared) > maxBytes) return tooLarge
-    if (node && declared !== undefined) return Effect.flatMap(readNode(source), onText)
+    // `Expect: 100-continue` is answered by effect's reader, which sends the 100 first.
+    if (
+      node && declared !== undefined && source.headers.expect === undefined && !source.readableDidRead &&
+      !source.destroyed
+    ) return Effect.flatMap(readNode(source), onText)
     const ambient = fiber.getRef(HttpIncomingMessage.MaxBodySize)
     const text = ambient === maxBodySize
       ? request.text
