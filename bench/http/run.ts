@@ -1,4 +1,6 @@
 /**
+ * @effect-diagnostics globalDate:off
+ *
  * `npm run bench:http`: drives tollgate's HTTP service with autocannon and
  * prints requests/s and p50/p99 latency beside a bare effect/http
  * hello-world server (GET, and a POST that reads a JSON body: the fair
@@ -8,6 +10,8 @@
  *   npm run bench:http                       2 rounds of 5 s per scenario, 50 connections
  *   npm run bench:http -- --duration=3 --connections=20 --rounds=3
  *   npm run bench:http -- --json             also print the results as JSON
+ *   npm run bench:http -- --save             also write bench/http/results.json, which
+ *                                            docs/performance.md shows (npm run bench -- --report-only)
  *
  * The scenarios run in rounds, interleaved, and each reports its best round
  * (the machine is shared: the best run is the one least disturbed). Beside
@@ -20,12 +24,12 @@ import * as grpc from "@grpc/grpc-js"
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { cpus } from "node:os"
+import { cpus, loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
 import { loadDefinition } from "../../src/envoy/RlsServer.ts"
+import { consumeName, type HttpResults, type HttpRow, jsonPostName } from "./report.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const args = process.argv.slice(2)
@@ -38,6 +42,7 @@ const option = (name: string, fallback: number): number => {
 const duration = option("duration", 5)
 const connections = option("connections", 50)
 const rounds = option("rounds", 2)
+const loadAtStart = loadavg()[0]
 
 interface Server {
   readonly url: string
@@ -288,18 +293,22 @@ const main = async () => {
   }
   const base = bestOf(names[0]).requestsPerSecond
   // The fair baseline of the service's POST API: the bare effect/http JSON POST of the same run.
-  const jsonName = names.find((name) => name.startsWith("effect/http POST /json"))!
-  const jsonPost = bestOf(jsonName).requestsPerSecond
-  const jsonRounds = roundsOf(jsonName)
-  const summary = names.map((name) => {
-    const best = bestOf(name)
-    const cpu = roundsOf(name).map((r) => r.cpuMicros)
+  const jsonRounds = roundsOf(jsonPostName)
+  const summary: Array<HttpRow> = names.map((name) => {
+    const { p50, p99, non2xx, errors, requestsPerSecond } = bestOf(name)
+    const runs = roundsOf(name).map(({ cpuMicros, requestsPerSecond }) => ({ requestsPerSecond, cpuMicros }))
     return {
-      ...best,
-      cpuMicros: median(cpu),
-      // per round: the JSON POST's CPU per request over this row's (1.00x: as cheap; in the same round)
-      cpuVsJsonPost: median(cpu.map((c, round) => jsonRounds[round].cpuMicros / c)),
-      rounds: roundsOf(name).map(({ cpuMicros, requestsPerSecond }) => ({ requestsPerSecond, cpuMicros }))
+      name,
+      requestsPerSecond,
+      p50,
+      p99,
+      non2xx,
+      errors,
+      cpuMicros: median(runs.map((r) => r.cpuMicros)),
+      // per round, against the JSON POST of the same round (higher is faster in both)
+      cpuVsJsonPost: median(runs.map((r, round) => jsonRounds[round].cpuMicros / r.cpuMicros)),
+      requestsVsJsonPost: median(runs.map((r, round) => r.requestsPerSecond / jsonRounds[round].requestsPerSecond)),
+      rounds: runs
     }
   })
   const header = [
@@ -318,7 +327,7 @@ const main = async () => {
     r.name,
     Math.round(r.requestsPerSecond).toLocaleString("en-US"),
     `${(r.requestsPerSecond / base).toFixed(2)}x`,
-    `${(r.requestsPerSecond / jsonPost).toFixed(2)}x`,
+    `${r.requestsVsJsonPost.toFixed(2)}x`,
     Number.isNaN(r.cpuMicros) ? "-" : r.cpuMicros.toFixed(1),
     Number.isNaN(r.cpuVsJsonPost) ? "-" : `${r.cpuVsJsonPost.toFixed(2)}x`,
     String(r.p50),
@@ -332,7 +341,30 @@ const main = async () => {
   console.log(format(header))
   console.log(widths.map((w) => "-".repeat(w)).join("  "))
   for (const line of lines) console.log(format(line))
-  if (args.includes("--json")) console.log(JSON.stringify(summary, null, 2))
+  const consume = summary.find((r) => r.name === consumeName)!
+  console.log(
+    `\nPOST /v1/consume against the bare JSON POST, per round: requests/s ${
+      consume.rounds.map((r, i) => (r.requestsPerSecond / jsonRounds[i].requestsPerSecond).toFixed(2)).join(", ")
+    }; CPU ${consume.rounds.map((r, i) => (jsonRounds[i].cpuMicros / r.cpuMicros).toFixed(2)).join(", ")}`
+  )
+  const results: HttpResults = {
+    meta: {
+      date: new Date().toISOString(),
+      node: process.version,
+      cpu: cpus()[0]?.model,
+      cores: cpus().length,
+      rounds,
+      seconds: duration,
+      connections,
+      load: [loadAtStart, loadavg()[0]]
+    },
+    rows: summary
+  }
+  if (args.includes("--json")) console.log(JSON.stringify(results, null, 2))
+  if (args.includes("--save")) {
+    writeFileSync(new URL("./results.json", import.meta.url), JSON.stringify(results, null, 2) + "\n")
+    console.log("wrote bench/http/results.json (npm run bench -- --report-only puts it into docs/performance.md)")
+  }
 }
 
 main().catch((error) => {
