@@ -231,6 +231,12 @@ const main = async () => {
         headers: json,
         body: JSON.stringify({ key: "hot" })
       }],
+      ["effect/http POST /json, tollgate's body reader", hello, {
+        url: hello.url + "/json-body",
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ key: "hot" })
+      }],
       ["hello world + RateLimitMiddleware", helloLimited, { url: helloLimited.url + "/" }],
       ["tollgate GET /healthz", tollgate, { url: tollgate.url + "/healthz" }],
       ["tollgate POST /v1/consume, 1 hot key (allowed)", tollgate, {
