@@ -220,9 +220,10 @@ const unreadableBody = Exit.fail(new MalformedJson({ detail: "the body could not
  * decodes it with the schema (unknown fields are errors).
  *
  * A body whose `Content-Length` is over the limit is refused before it is
- * read. A chunked one is read through effect's `MaxBodySize` reference: the
- * service sets it once for every request, and it is set around this read
- * when it holds another limit.
+ * read; one within it is read straight from Node's request stream. A chunked
+ * one (or one the client sends after `100 Continue`) is read by effect's
+ * reader, bounded by its `MaxBodySize` reference: the service sets it once for
+ * every request, and it is set around this read when it holds another limit.
  *
  * @example
  * ```ts
