@@ -1,7 +1,7 @@
 // @effect-diagnostics globalDate:off
 /**
- * The supervisor's lookup, measured three ways (issue: "measure before
- * choosing between RcMap, FiberMap and a hand-written map"). Each variant
+ * The supervisor's lookup, measured three ways, to choose between RcMap,
+ * FiberMap and a hand-written map (docs/architecture.md). Each variant
  * finds the key's entry and applies one `Ref.modify` to its state, in one
  * Effect loop, for 1 key and for 10 000 keys; heap per idle entry with
  * --expose-gc. Run with `npm run bench:supervisor`.

@@ -1,5 +1,5 @@
 /**
- * The issue's targets, computed from a run.
+ * tollgate's performance targets (docs/performance.md says why each), computed from a run.
  */
 import type { ContenderId, MemoryRow, ReapResult, Target, ThroughputResult } from "./types.ts"
 

@@ -21,6 +21,7 @@ import { Duration } from "effect"
  * })
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Decision {

@@ -20,6 +20,7 @@ import { Schema } from "effect"
  * }).pipe(Effect.catchTag("InvalidPolicy", (e) => Effect.logError(e.message)))
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidPolicy extends Schema.TaggedError<InvalidPolicy>()("InvalidPolicy", {
@@ -48,6 +49,7 @@ export class InvalidPolicy extends Schema.TaggedError<InvalidPolicy>()("InvalidP
  * }).pipe(Effect.catchTag("InvalidRequest", (e) => Effect.succeed(e.field === "cost")))
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
@@ -75,6 +77,7 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
  * }).pipe(Effect.catchTag("RateLimitExceeded", (e) => Effect.sleep(e.retryAfter)))
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class RateLimitExceeded extends Schema.TaggedError<RateLimitExceeded>()("RateLimitExceeded", {
@@ -101,6 +104,7 @@ export class RateLimitExceeded extends Schema.TaggedError<RateLimitExceeded>()("
  * }).pipe(Effect.catchTag("LimiterShutdown", () => Effect.succeed(false)))
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class LimiterShutdown extends Schema.TaggedError<LimiterShutdown>()("LimiterShutdown", {}) {
@@ -124,6 +128,7 @@ export class LimiterShutdown extends Schema.TaggedError<LimiterShutdown>()("Limi
  * }).pipe(Effect.catchTag("Overloaded", () => Effect.succeed(false)))
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", {
@@ -158,6 +163,7 @@ export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", {
  * }).pipe(Effect.catchTag("BucketFailed", (e) => Effect.logError(e.message).pipe(Effect.as(false))))
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class BucketFailed extends Schema.TaggedError<BucketFailed>()("BucketFailed", {

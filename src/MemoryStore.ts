@@ -22,6 +22,7 @@ import { type Op, OpKind, type Reply, type Store } from "./Store.ts"
  * const [replies] = MemoryStore.applyOps(policy, undefined, 0, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
  * ```
  *
+ * @category algorithms
  * @since 0.1.0
  */
 export const applyOps = (
@@ -118,6 +119,7 @@ const done = (policy: Policy.Valid): Reply => ({
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make: Effect.Effect<Store> = Effect.gen(function*() {

@@ -3,9 +3,10 @@
  * example Prometheus, sees them). Labels are bounded: one `limiter` label
  * (the limiter's name) and a fixed set of outcomes; no per-key labels.
  *
- * The counts live in a plain {@link Recorder} and the registry reads them when
- * it is read (`Metric.registerUnsafe`), so deciding a request costs a field
- * increment, not a registry lookup.
+ * The counts live in plain fields of the limiter and the registry reads them
+ * when it is read (`Metric.registerUnsafe`), so deciding a request costs a
+ * field increment, not a registry lookup. What this module exports are the
+ * metric definitions, to read a limiter's series by name and attributes.
  *
  * @since 0.1.0
  */
@@ -14,9 +15,20 @@ import { Effect, Metric, type Scope } from "effect"
 /**
  * Decisions made, labelled `outcome=allowed|denied`.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * // the allowed decisions of the limiter named "api"
+ * const allowed = Metric.value(Metric.withAttributes(Metrics.decisions, { limiter: "api", outcome: "allowed" }))
+ * const program = Effect.map(allowed, (state) => state.count)
+ * ```
+ *
+ * @category metrics
  * @since 0.1.0
  */
-export const decisions = Metric.counter("tollgate_decisions_total", {
+export const decisions: Metric.Counter<number> = Metric.counter("tollgate_decisions_total", {
   description: "Rate-limit decisions, by outcome",
   incremental: true
 })
@@ -24,9 +36,19 @@ export const decisions = Metric.counter("tollgate_decisions_total", {
 /**
  * Requests refused because a bucket's mailbox or line of waiters was full.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const refused = Metric.value(Metric.withAttributes(Metrics.overloaded, { limiter: "api" }))
+ * const program = Effect.map(refused, (state) => state.count)
+ * ```
+ *
+ * @category metrics
  * @since 0.1.0
  */
-export const overloaded = Metric.counter("tollgate_overloaded_total", {
+export const overloaded: Metric.Counter<number> = Metric.counter("tollgate_overloaded_total", {
   description: "Requests refused with Overloaded (mailbox or waiter line full)",
   incremental: true
 })
@@ -34,37 +56,93 @@ export const overloaded = Metric.counter("tollgate_overloaded_total", {
 /**
  * Buckets alive now (a key's state, with or without a running actor fiber).
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const gauge = Metric.value(Metric.withAttributes(Metrics.buckets, { limiter: "api" }))
+ * const program = Effect.map(gauge, (state) => state.value)
+ * ```
+ *
+ * @category metrics
  * @since 0.1.0
  */
-export const buckets = Metric.gauge("tollgate_buckets", { description: "Live buckets" })
+export const buckets: Metric.Gauge<number> = Metric.gauge("tollgate_buckets", { description: "Live buckets" })
 
 /**
  * Bucket actors whose fiber is running now (they have queued requests or waiters).
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const gauge = Metric.value(Metric.withAttributes(Metrics.actors, { limiter: "api" }))
+ * const program = Effect.map(gauge, (state) => state.value)
+ * ```
+ *
+ * @category metrics
  * @since 0.1.0
  */
-export const actors = Metric.gauge("tollgate_actors", { description: "Bucket actor fibers running" })
+export const actors: Metric.Gauge<number> = Metric.gauge("tollgate_actors", {
+  description: "Bucket actor fibers running"
+})
 
 /**
  * Requests queued in mailboxes now, over all buckets.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const gauge = Metric.value(Metric.withAttributes(Metrics.mailboxDepth, { limiter: "api" }))
+ * const program = Effect.map(gauge, (state) => state.value)
+ * ```
+ *
+ * @category metrics
  * @since 0.1.0
  */
-export const mailboxDepth = Metric.gauge("tollgate_mailbox_depth", { description: "Requests queued in mailboxes" })
+export const mailboxDepth: Metric.Gauge<number> = Metric.gauge("tollgate_mailbox_depth", {
+  description: "Requests queued in mailboxes"
+})
 
 /**
  * Callers waiting in line now, over all buckets.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const gauge = Metric.value(Metric.withAttributes(Metrics.waiting, { limiter: "api" }))
+ * const program = Effect.map(gauge, (state) => state.value)
+ * ```
+ *
+ * @category metrics
  * @since 0.1.0
  */
-export const waiting = Metric.gauge("tollgate_waiting", { description: "Callers waiting in line (wait)" })
+export const waiting: Metric.Gauge<number> = Metric.gauge("tollgate_waiting", {
+  description: "Callers waiting in line (wait)"
+})
 
 /**
  * Buckets started and reaped since the limiter started.
  *
+ * @example
+ * ```ts
+ * import { Effect, Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const reaped = Metric.value(Metric.withAttributes(Metrics.lifecycle, { limiter: "api", event: "reaped" }))
+ * const program = Effect.map(reaped, (state) => state.count)
+ * ```
+ *
+ * @category metrics
  * @since 0.1.0
  */
-export const lifecycle = Metric.counter("tollgate_bucket_events_total", {
+export const lifecycle: Metric.Counter<number> = Metric.counter("tollgate_bucket_events_total", {
   description: "Bucket lifecycle events, by event (started, reaped)",
   incremental: true
 })
@@ -80,9 +158,10 @@ export const lifecycle = Metric.counter("tollgate_bucket_events_total", {
  * const calls = Metric.value(Metric.withAttributes(Metrics.storeCalls, { limiter: "default" }))
  * ```
  *
+ * @category metrics
  * @since 0.1.0
  */
-export const storeCalls = Metric.counter("tollgate_store_calls_total", {
+export const storeCalls: Metric.Counter<number> = Metric.counter("tollgate_store_calls_total", {
   description: "Calls to the shared store",
   incremental: true
 })
@@ -98,9 +177,10 @@ export const storeCalls = Metric.counter("tollgate_store_calls_total", {
  * const failures = Metric.value(Metric.withAttributes(Metrics.storeFailures, { limiter: "default" }))
  * ```
  *
+ * @category metrics
  * @since 0.1.0
  */
-export const storeFailures = Metric.counter("tollgate_store_failures_total", {
+export const storeFailures: Metric.Counter<number> = Metric.counter("tollgate_store_failures_total", {
   description: "Calls to the shared store that failed or timed out",
   incremental: true
 })
@@ -117,24 +197,18 @@ export const storeFailures = Metric.counter("tollgate_store_failures_total", {
  * const degraded = Metric.value(Metric.withAttributes(Metrics.degraded, { limiter: "default" }))
  * ```
  *
+ * @category metrics
  * @since 0.1.0
  */
-export const degraded = Metric.counter("tollgate_degraded_total", {
+export const degraded: Metric.Counter<number> = Metric.counter("tollgate_degraded_total", {
   description: "Operations decided by the fallback while the shared store did not answer",
   incremental: true
 })
 
 /**
- * What a limiter on a shared store counts (`Remote.Health` is one).
+ * What a limiter on a shared store counts.
  *
- * @example
- * ```ts
- * import type { Metrics } from "tollgate"
- *
- * const counts: Metrics.StoreCounts = { calls: 10, failures: 1, degraded: 3 }
- * ```
- *
- * @since 0.1.0
+ * @internal
  */
 export interface StoreCounts {
   readonly calls: number
@@ -143,17 +217,9 @@ export interface StoreCounts {
 }
 
 /**
- * The counts of one limiter.
+ * The counts of one limiter: plain mutable fields, written by its buckets.
  *
- * @example
- * ```ts
- * import { Metrics } from "tollgate"
- *
- * const recorder = new Metrics.Recorder()
- * recorder.allowed += 3
- * ```
- *
- * @since 0.1.0
+ * @internal
  */
 export class Recorder {
   allowed = 0
@@ -172,15 +238,7 @@ export class Recorder {
  * `limiter=<name>`, for as long as the scope is open; with `store`, a shared
  * store's calls and the fallback's decisions too.
  *
- * @example
- * ```ts
- * import { Effect } from "effect"
- * import { Metrics } from "tollgate"
- *
- * const program = Effect.scoped(Metrics.register(new Metrics.Recorder(), "default"))
- * ```
- *
- * @since 0.1.0
+ * @internal
  */
 export const register = (
   recorder: Recorder,

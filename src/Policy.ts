@@ -24,6 +24,17 @@ import * as WarmUpAlgorithm from "./internal/algorithm/WarmUp.ts"
  * A policy's headline quota, as HTTP's `RateLimit-Policy` advertises it:
  * `limit` units per `windowMillis`.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
+ * if (policy._tag !== "Invalid") {
+ *   const { limit, windowMillis } = policy.quota // 100 per 10000 ms
+ * }
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Quota {
@@ -35,6 +46,14 @@ export interface Quota {
  * What every valid policy carries: which algorithm, its validated
  * configuration, and its quota.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const describe = (policy: Policy.Valid): string => `${policy._tag}: ${policy.quota.limit} per ${policy.quota.windowMillis} ms`
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Base<Tag extends string, C, S> {
@@ -49,6 +68,17 @@ export interface Base<Tag extends string, C, S> {
  * A token bucket policy: `capacity` tokens, refilled at `refill.tokens` per
  * `refill.per`, continuously (greedy) or in whole periods (interval).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
+ * if (policy._tag === "TokenBucket") {
+ *   const { capacity, initialTokens } = policy // 100, 100
+ * }
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface TokenBucket extends Base<"TokenBucket", TokenBucketAlgorithm.Config, TokenBucketAlgorithm.State> {
@@ -60,6 +90,15 @@ export interface TokenBucket extends Base<"TokenBucket", TokenBucketAlgorithm.Co
 /**
  * A GCRA policy (redis-cell's `CL.THROTTLE`).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.gcra({ rate: { count: 30, per: "1 minute" }, maxBurst: 15 })
+ * const isGcra = policy._tag === "Gcra"
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Gcra extends Base<"Gcra", GcraAlgorithm.Config, GcraAlgorithm.State> {}
@@ -67,6 +106,15 @@ export interface Gcra extends Base<"Gcra", GcraAlgorithm.Config, GcraAlgorithm.S
 /**
  * A leaky bucket shaper (nginx `limit_req`).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.leakyBucket({ rate: { tokens: 10, per: "1 second" }, burst: 20 })
+ * const isLeakyBucket = policy._tag === "LeakyBucket"
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface LeakyBucket extends Base<"LeakyBucket", LeakyBucketAlgorithm.Config, LeakyBucketAlgorithm.State> {}
@@ -74,6 +122,15 @@ export interface LeakyBucket extends Base<"LeakyBucket", LeakyBucketAlgorithm.Co
 /**
  * A fixed window counter.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.fixedWindow({ limit: 100, window: "1 minute", aligned: true })
+ * const isFixedWindow = policy._tag === "FixedWindow"
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface FixedWindow extends Base<"FixedWindow", FixedWindowAlgorithm.Config, FixedWindowAlgorithm.State> {}
@@ -81,6 +138,15 @@ export interface FixedWindow extends Base<"FixedWindow", FixedWindowAlgorithm.Co
 /**
  * A sliding window counter (the previous window weighted).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.slidingWindow({ limit: 100, window: "1 minute" })
+ * const isSlidingWindow = policy._tag === "SlidingWindow"
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface SlidingWindow
@@ -90,6 +156,15 @@ export interface SlidingWindow
 /**
  * An exact sliding log.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.slidingLog({ limit: 5, window: "15 minutes" })
+ * const isSlidingLog = policy._tag === "SlidingLog"
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface SlidingLog extends Base<"SlidingLog", SlidingLogAlgorithm.Config, SlidingLogAlgorithm.State> {}
@@ -97,6 +172,15 @@ export interface SlidingLog extends Base<"SlidingLog", SlidingLogAlgorithm.Confi
 /**
  * A smooth rate, with or without warm-up (Guava's SmoothWarmingUp / SmoothBursty).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.smooth({ permits: 100, per: "1 second", warmup: "10 seconds" })
+ * const isSmooth = policy._tag === "Smooth"
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Smooth extends Base<"Smooth", WarmUpAlgorithm.Config, WarmUpAlgorithm.State> {}
@@ -104,6 +188,18 @@ export interface Smooth extends Base<"Smooth", WarmUpAlgorithm.Config, WarmUpAlg
 /**
  * Several limits on one key, all of which must admit (Bucket4j's bandwidths).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.all(
+ *   Policy.tokenBucket({ capacity: 10, refill: { tokens: 10, per: "1 second" } }),
+ *   Policy.fixedWindow({ limit: 1000, window: "1 hour" })
+ * )
+ * const parts = policy._tag === "All" ? policy.parts.length : 0 // 2
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface All extends Base<"All", CompositeAlgorithm.Config, CompositeAlgorithm.State> {
@@ -113,6 +209,15 @@ export interface All extends Base<"All", CompositeAlgorithm.Config, CompositeAlg
 /**
  * A concurrency limit: units come back through `release` (capped release).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.concurrency({ capacity: 10 })
+ * const isConcurrency = policy._tag === "Concurrency"
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Concurrency extends Base<"Concurrency", ConcurrencyAlgorithm.Config, ConcurrencyAlgorithm.State> {}
@@ -120,6 +225,17 @@ export interface Concurrency extends Base<"Concurrency", ConcurrencyAlgorithm.Co
 /**
  * A policy whose options did not validate.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 0, refill: { tokens: 1, per: "1 second" } })
+ * if (policy._tag === "Invalid") {
+ *   console.log(policy.error.message) // invalid policy: capacity = 0: must be a positive finite number
+ * }
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Invalid {
@@ -130,6 +246,15 @@ export interface Invalid {
 /**
  * A policy that validated.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Policy } from "tollgate"
+ *
+ * const checked: Effect.Effect<Policy.Valid, unknown> = Policy.validate(Policy.slidingWindow({ limit: 100, window: "1 minute" }))
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export type Valid =
@@ -146,6 +271,16 @@ export type Valid =
 /**
  * Any policy.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const free: Policy.Policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per: "1 second" } })
+ * const pro: Policy.Policy = Policy.tokenBucket({ capacity: 20, refill: { tokens: 10, per: "1 second" } })
+ * const forKey = (key: string): Policy.Policy => key.startsWith("pro:") ? pro : free
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export type Policy = Valid | Invalid
@@ -153,6 +288,20 @@ export type Policy = Valid | Invalid
 /**
  * Options of {@link tokenBucket}.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const options: Policy.TokenBucketOptions = {
+ *   capacity: 60,
+ *   refill: { tokens: 60, per: "1 minute" },
+ *   mode: "interval", // all 60 at once, every whole minute
+ *   aligned: true
+ * }
+ * const policy = Policy.tokenBucket(options)
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface TokenBucketOptions {
@@ -191,6 +340,15 @@ const isPositiveFinite = (n: unknown): n is number => Predicate.isNumber(n) && N
  * Parses a duration input (`"1 second"`, millis, a `Duration`) into
  * positive, finite milliseconds, or `undefined`.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * Policy.positiveMillis("1 second") // 1000
+ * Policy.positiveMillis(0) // undefined
+ * ```
+ *
+ * @category validation
  * @since 0.1.0
  */
 export const positiveMillis = (input: unknown): number | undefined => {
@@ -217,6 +375,7 @@ export const positiveMillis = (input: unknown): number | undefined => {
  * const slow = Policy.tokenBucket({ capacity: 1, refill: { tokens: 0.5, per: "1 second" }, initialTokens: 0 })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const tokenBucket = (options: TokenBucketOptions): Policy => {
@@ -303,6 +462,7 @@ const make = <P extends Valid>(policy: P): P => Object.freeze(policy)
  * const policy = Policy.gcra({ rate: { count: 30, per: "1 minute" }, maxBurst: 15 })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const gcra = (options: {
@@ -340,6 +500,7 @@ export const gcra = (options: {
  * const policy = Policy.leakyBucket({ rate: { tokens: 10, per: "1 second" }, burst: 20, delay: 8 })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const leakyBucket = (options: {
@@ -382,6 +543,7 @@ export const leakyBucket = (options: {
  * const policy = Policy.fixedWindow({ limit: 100, window: "1 minute", aligned: true })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const fixedWindow = (options: {
@@ -414,6 +576,7 @@ export const fixedWindow = (options: {
  * const policy = Policy.slidingWindow({ limit: 100, window: "1 minute" })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const slidingWindow = (options: { readonly limit: number; readonly window: Duration.Input }): Policy => {
@@ -443,6 +606,7 @@ export const slidingWindow = (options: { readonly limit: number; readonly window
  * const logins = Policy.slidingLog({ limit: 5, window: "15 minutes", minGap: "2 seconds", countBlocked: true })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const slidingLog = (options: {
@@ -487,6 +651,7 @@ export const slidingLog = (options: {
  * const bursty = Policy.smooth({ permits: 5, per: "1 second" })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const smooth = (options: {
@@ -547,6 +712,7 @@ export const smooth = (options: {
  * )
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const all = (...parts: ReadonlyArray<Policy>): Policy => {
@@ -591,6 +757,7 @@ export const all = (...parts: ReadonlyArray<Policy>): Policy => {
  * const capped = Policy.concurrency({ capacity: 10, replenish: { tokens: 5, per: "1 second" } })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const concurrency = (options: {
@@ -633,6 +800,7 @@ export const concurrency = (options: {
  * // fails with InvalidPolicy { field: "capacity", value: "-1" }
  * ```
  *
+ * @category validation
  * @since 0.1.0
  */
 export const validate = (policy: Policy): Effect.Effect<Valid, InvalidPolicy> =>
@@ -650,6 +818,7 @@ export const validate = (policy: Policy): Effect.Effect<Valid, InvalidPolicy> =>
  * const third = Policy.share(policy, 1 / 3) // capacity 33.3, 3.3 per second
  * ```
  *
+ * @category combinators
  * @since 0.1.0
  */
 export const share = (policy: Valid, fraction: number): Valid => {
@@ -710,6 +879,15 @@ const scale = (p: Valid, f: number): Policy => {
 /**
  * Whether the value is a `Policy` (valid or not).
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * Policy.isPolicy(Policy.concurrency({ capacity: 1 })) // true
+ * Policy.isPolicy({ capacity: 1 }) // false
+ * ```
+ *
+ * @category guards
  * @since 0.1.0
  */
 export const isPolicy = (u: unknown): u is Policy =>

@@ -22,6 +22,22 @@ import { CurrentStore, type StoreUnavailable } from "./Store.ts"
 /**
  * Options of {@link RateLimiter.make} and {@link RateLimiter.layer}.
  *
+ * @example
+ * ```ts
+ * import { Policy, RateLimiter } from "tollgate"
+ *
+ * const free = Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per: "1 second" } })
+ * const pro = Policy.tokenBucket({ capacity: 50, refill: { tokens: 20, per: "1 second" } })
+ * const options: RateLimiter.Options = {
+ *   policy: (key) => key.startsWith("pro:") ? pro : free,
+ *   idleTimeout: "5 minutes",
+ *   maxBuckets: 100_000,
+ *   name: "api"
+ * }
+ * const LimiterLive = RateLimiter.layer(options)
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -71,6 +87,18 @@ export interface Options {
 /**
  * Options of `acquire` and `consume`.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const upload = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   return yield* limiter.acquire("user:42", { cost: 5 })
+ * })
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface AcquireOptions {
@@ -81,6 +109,18 @@ export interface AcquireOptions {
 /**
  * Options of `wait`.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const send = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   yield* limiter.wait("user:42", { cost: 2, maxWait: "5 seconds" }) // or RateLimitExceeded at once
+ * })
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface WaitOptions {
@@ -93,6 +133,18 @@ export interface WaitOptions {
 /**
  * Options of `reserve`.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const reserve = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   return yield* limiter.reserve("user:42", { maxWait: "10 seconds" })
+ * })
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface ReserveOptions {
@@ -108,6 +160,23 @@ export interface ReserveOptions {
  * nothing and those behind it move up. Cancelling after `delay` has passed
  * changes nothing, as the units were taken when its turn came.
  *
+ * @example
+ * ```ts
+ * import { Duration, Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   const reservation = yield* limiter.reserve("user:42")
+ *   if (Duration.isGreaterThan(reservation.delay, Duration.seconds(1))) {
+ *     yield* reservation.cancel // not worth waiting for: give the place back
+ *   } else {
+ *     yield* Effect.sleep(reservation.delay)
+ *   }
+ * })
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Reservation {
@@ -120,6 +189,19 @@ export interface Reservation {
 /**
  * Options of `reconfigure`.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Policy, RateLimiter } from "tollgate"
+ *
+ * const upgrade = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   const pro = Policy.tokenBucket({ capacity: 500, refill: { tokens: 50, per: "1 second" } })
+ *   yield* limiter.reconfigure("user:42", pro, { carry: "proportional" })
+ * })
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface ReconfigureOptions {
@@ -135,6 +217,18 @@ export interface ReconfigureOptions {
 /**
  * The errors any call can end with.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const allowed = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   return yield* limiter.acquire("user:42")
+ * }).pipe(Effect.catchTag("Overloaded", () => Effect.succeed(false)))
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export type CallError = InvalidRequest | InvalidPolicy | Overloaded | LimiterShutdown | BucketFailed | StoreUnavailable
@@ -142,6 +236,19 @@ export type CallError = InvalidRequest | InvalidPolicy | Overloaded | LimiterShu
 /**
  * Counts of what the limiter has done.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const report = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   const { allowed, denied, buckets } = yield* limiter.stats
+ *   yield* Effect.log(`allowed ${allowed}, denied ${denied}, ${buckets} live keys`)
+ * })
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export type Stats = Supervisor.Stats
@@ -164,6 +271,7 @@ export type Stats = Supervisor.Stats
  * })))
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class RateLimiter extends Context.Service<RateLimiter, {
@@ -526,15 +634,121 @@ type ReconfigureOptions_ = ReconfigureOptions
  * }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export declare namespace RateLimiter {
+  /**
+   * Options of `RateLimiter.make` and `RateLimiter.layer` (see {@link Options}).
+   *
+   * @example
+   * ```ts
+   * import { Policy, type RateLimiter } from "tollgate"
+   *
+   * const options: RateLimiter.Options = { policy: Policy.gcra({ rate: { count: 30, per: "1 minute" }, maxBurst: 15 }) }
+   * ```
+   *
+   * @category models
+   * @since 0.1.0
+   */
   export type Options = Options_
+  /**
+   * Options of `acquire` and `consume` (see {@link AcquireOptions}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const heavy: RateLimiter.AcquireOptions = { cost: 5 }
+   * ```
+   *
+   * @category models
+   * @since 0.1.0
+   */
   export type AcquireOptions = AcquireOptions_
+  /**
+   * Options of `wait` (see {@link WaitOptions}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const patient: RateLimiter.WaitOptions = { maxWait: "30 seconds" }
+   * ```
+   *
+   * @category models
+   * @since 0.1.0
+   */
   export type WaitOptions = WaitOptions_
+  /**
+   * The errors any call can end with (see {@link CallError}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const retryable = (error: RateLimiter.CallError): boolean => error._tag === "Overloaded"
+   * ```
+   *
+   * @category models
+   * @since 0.1.0
+   */
   export type CallError = CallError_
+  /**
+   * Counts of what the limiter has done (see {@link Stats}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const deniedShare = (stats: RateLimiter.Stats): number => stats.denied / Math.max(1, stats.allowed + stats.denied)
+   * ```
+   *
+   * @category models
+   * @since 0.1.0
+   */
   export type Stats = Stats_
+  /**
+   * A place in a key's line (see {@link Reservation}).
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const act = (reservation: RateLimiter.Reservation) => Effect.sleep(reservation.delay)
+   * ```
+   *
+   * @category models
+   * @since 0.1.0
+   */
   export type Reservation = Reservation_
+  /**
+   * Options of `reserve` (see {@link ReserveOptions}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const bounded: RateLimiter.ReserveOptions = { cost: 2, maxWait: "1 second" }
+   * ```
+   *
+   * @category models
+   * @since 0.1.0
+   */
   export type ReserveOptions = ReserveOptions_
+  /**
+   * Options of `reconfigure` (see {@link ReconfigureOptions}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const fresh: RateLimiter.ReconfigureOptions = { carry: "reset" }
+   * ```
+   *
+   * @category models
+   * @since 0.1.0
+   */
   export type ReconfigureOptions = ReconfigureOptions_
 }

@@ -18,6 +18,15 @@ import type * as Policy from "./Policy.ts"
 /**
  * What an operation does.
  *
+ * @example
+ * ```ts
+ * import { Store } from "tollgate"
+ *
+ * const take: Store.Op = { kind: Store.OpKind.Take, cost: 1, queued: 0 }
+ * const peek: Store.Op = { kind: Store.OpKind.Peek, cost: 1, queued: 0 }
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export const OpKind = {
@@ -40,6 +49,16 @@ export const OpKind = {
 } as const
 
 /**
+ * One of the values of {@link OpKind}.
+ *
+ * @example
+ * ```ts
+ * import { Store } from "tollgate"
+ *
+ * const changesState = (kind: Store.OpKind): boolean => kind !== Store.OpKind.Peek && kind !== Store.OpKind.WaitTime
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export type OpKind = typeof OpKind[keyof typeof OpKind]
@@ -47,6 +66,15 @@ export type OpKind = typeof OpKind[keyof typeof OpKind]
 /**
  * One operation on a key.
  *
+ * @example
+ * ```ts
+ * import { Store } from "tollgate"
+ *
+ * // a refund of 3 units
+ * const release: Store.Op = { kind: Store.OpKind.Release, cost: 3, queued: 0 }
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Op {
@@ -59,6 +87,17 @@ export interface Op {
  * The answer to one operation: an algorithm's outcome without its state.
  * Durations are milliseconds; `retryAfter` is `Infinity` for never.
  *
+ * @example
+ * ```ts
+ * import { MemoryStore, Policy, Store } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+ * const take: Store.Op = { kind: Store.OpKind.Take, cost: 1, queued: 0 }
+ * const [replies] = MemoryStore.applyOps(policy, undefined, 0, [take, take])
+ * // replies[0]: allowed, remaining 0; replies[1]: denied, retryAfter 1000
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Reply {
@@ -81,6 +120,7 @@ export interface Reply {
  * const error = new Store.StoreUnavailable({ store: "redis", reason: "timed out after 250 ms" })
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
@@ -95,6 +135,29 @@ export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("St
 /**
  * A place to keep keys' state.
  *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { MemoryStore, Policy, RateLimiter, Store } from "tollgate"
+ *
+ * // A store of your own: here one that counts its calls and keeps state in memory.
+ * const counting = Effect.map(MemoryStore.make, (inner): Store.Store => {
+ *   let calls = 0
+ *   return {
+ *     name: "counting",
+ *     apply: (key, policy, ops, timeoutMillis) => {
+ *       calls++
+ *       return inner.apply(key, policy, ops, timeoutMillis)
+ *     }
+ *   }
+ * })
+ *
+ * const Limiter = RateLimiter.layer({
+ *   policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } })
+ * }).pipe(Layer.provide(Layer.effect(Store.CurrentStore, counting)))
+ * ```
+ *
+ * @category models
  * @since 0.1.0
  */
 export interface Store {
@@ -135,6 +198,7 @@ export interface Store {
  * }).pipe(Layer.provide(Layer.effect(Store.CurrentStore, MemoryStore.make)))
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export const CurrentStore: Context.Reference<Store | undefined> = Context.Reference<Store | undefined>(

@@ -1,8 +1,11 @@
 /**
  * The Redis benchmark's results (bench/redis/results.json) and the section of
- * docs/performance.md that shows them. The analysis of the figures (why a
- * target passes or fails, what was tried) is in docs/distributed.md.
+ * docs/performance.md that shows them, followed by bench/redis/history.md
+ * (hand-written: the other full runs of the same code, and the runs before
+ * and after each change). The analysis of the figures (why a target passes
+ * or fails, what was tried) is in docs/distributed.md.
  */
+import { existsSync, readFileSync } from "node:fs"
 
 export interface RedisRow {
   readonly scenario: string
@@ -14,10 +17,16 @@ export interface RedisRow {
   /** One per round, in round order (so two contenders' samples of a round pair up). */
   readonly samples: ReadonlyArray<number>
   readonly coalescing?: number | undefined
-  /** Decisions per EVALSHA the server saw (undefined for contenders that send none). */
+  /** For tollgate: decisions its fallback made (store calls past their timeout), not Redis. */
+  readonly degraded?: number | undefined
+  /** Decisions per script call (EVALSHA or FCALL) the server saw (undefined for contenders that send none). */
   readonly decisionsPerEval?: number | undefined
+  /** The server's time in scripts per decision, µs (`INFO commandstats`). */
+  readonly serverMicros?: number | undefined
   /** CPU stolen by the host while the scenario ran, % of all CPU time (Linux only). */
   readonly stealPercent?: number | undefined
+  /** The VM's 1-minute load average when the scenario ended (other users' work shows here, not in steal). */
+  readonly loadAverage?: number | undefined
 }
 
 export interface RedisTarget {
@@ -87,7 +96,8 @@ export const renderRedisSection = (results: RedisResults): string => {
       : contender !== "store-unbatched" && row.decisionsPerEval !== undefined && row.decisionsPerEval > 1.05
       ? ` (${row.decisionsPerEval.toFixed(0)} keys per call)`
       : ""
-    return ops(row.opsPerSecond) + per
+    const fallback = row.degraded !== undefined && row.degraded > 0 ? ` (${ops(row.degraded)} by the fallback)` : ""
+    return ops(row.opsPerSecond) + per + fallback
   }
   const out: Array<string> = [
     "## On Redis",
@@ -98,7 +108,7 @@ export const renderRedisSection = (results: RedisResults): string => {
       meta.cpu ?? "?"
     } × ${meta.cores} · ${meta.mode} run: ${meta.rounds} rounds of ${
       meta.measureMillis / 1000
-    } s per contender, interleaved. Decisions per second, medians over rounds; every limit is generous (every call a full decision that admits) except in the last column. What these figures mean, what bounds them and what was tried: [distributed.md](distributed.md#performance).`,
+    } s per contender, interleaved. Decisions per second, medians over rounds; every limit is generous (every call a full decision that admits) except in the last column; \`redis-benchmark\` runs tollgate's lean token-bucket script, what a lone call runs. What these figures mean, what bounds them and what was tried: [distributed.md](distributed.md#performance).`,
     "",
     `| decisions/s | ${present.map(([, t]) => t).join(" | ")} |`,
     `|---|${present.map(() => "---:").join("|")}|`
@@ -112,6 +122,14 @@ export const renderRedisSection = (results: RedisResults): string => {
       present.map(([s]) => ops(results.ceilings.find((c) => c.scenario === s)?.opsPerSecond)).join(" | ")
     } |`
   )
+  const load = present.map(([s]) => results.rows.find((r) => r.scenario === s)?.loadAverage)
+  if (load.some((x) => x !== undefined)) {
+    out.push(
+      `| load average at the end (1 min; the benchmark alone keeps about 1–2) | ${
+        load.map((x) => x === undefined ? "" : x.toFixed(1)).join(" | ")
+      } |`
+    )
+  }
   const steal = present.map(([s]) => results.rows.find((r) => r.scenario === s)?.stealPercent)
   if (steal.some((x) => x !== undefined)) {
     out.push(
@@ -119,6 +137,24 @@ export const renderRedisSection = (results: RedisResults): string => {
         steal.map((x) => x === undefined ? "" : `${x.toFixed(0)} %`).join(" | ")
       } |`
     )
+  }
+  // The server's time in scripts per decision: what the noise of the client's machine moves least.
+  const timed = contenders.filter(([id]) =>
+    results.rows.some((r) => r.contender === id && r.serverMicros !== undefined)
+  )
+  if (timed.length > 0) {
+    const micros = (scenario: string, contender: string) => {
+      const row = results.rows.find((r) => r.scenario === scenario && r.contender === contender)
+      return row?.serverMicros === undefined ? "" : row.serverMicros.toFixed(1)
+    }
+    out.push(
+      "",
+      "The server's time in scripts per decision, µs (`INFO commandstats`, `usec` of EVALSHA and FCALL over the decisions made):",
+      "",
+      `| µs per decision | ${present.map(([, t]) => t).join(" | ")} |`,
+      `|---|${present.map(() => "---:").join("|")}|`
+    )
+    for (const [id, title] of timed) out.push(`| ${title} | ${present.map(([s]) => micros(s, id)).join(" | ")} |`)
   }
   out.push(
     "",
@@ -139,7 +175,7 @@ export const renderRedisSection = (results: RedisResults): string => {
     const client = (r: RedisRow) => r.contender.replace(/-(ping|evalsha)$/, "")
     const title = (scenario: string) => {
       const [, kind, callers] = /^clients-(\w+)-c(\d+)$/.exec(scenario) ?? []
-      return `${kind === "ping" ? "PING" : "EVALSHA (tollgate's script)"}, ${callers} caller${
+      return `${kind === "ping" ? "PING" : "EVALSHA (tollgate's lean script)"}, ${callers} caller${
         callers === "1" ? "" : "s"
       }`
     }
@@ -158,5 +194,8 @@ export const renderRedisSection = (results: RedisResults): string => {
       )
     }
   }
+  if (existsSync(historyFile)) out.push("", readFileSync(historyFile, "utf8").trimEnd())
   return out.join("\n") + "\n"
 }
+
+const historyFile = new URL("./history.md", import.meta.url)

@@ -47,6 +47,7 @@ import * as Policy from "../Policy.ts"
  * const issue: RlsConfig.Issue = { field: "example.yaml: descriptors[0].rate_limit.unit", value: "\"fortnight\"", reason: "is not a unit" }
  * ```
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Issue {
@@ -66,6 +67,7 @@ export interface Issue {
  * RlsConfig.unitSeconds.minute // 60
  * ```
  *
+ * @category configuration
  * @since 0.2.0
  */
 export const unitSeconds = {
@@ -81,6 +83,14 @@ export const unitSeconds = {
 /**
  * A unit's name.
  *
+ * @example
+ * ```ts
+ * import type { RlsConfig } from "tollgate/envoy"
+ *
+ * const unit: RlsConfig.Unit = "minute"
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export type Unit = keyof typeof unitSeconds
@@ -96,6 +106,7 @@ export type Unit = keyof typeof unitSeconds
  * RlsConfig.algorithms.includes("slidingWindow") // true
  * ```
  *
+ * @category configuration
  * @since 0.2.0
  */
 export const algorithms = [
@@ -159,6 +170,7 @@ const DescriptorYaml: Schema.Codec<DescriptorYaml> = Schema.Struct({
  * })
  * ```
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const Document = Schema.Struct({
@@ -169,6 +181,14 @@ export const Document = Schema.Struct({
 /**
  * One file of the configuration.
  *
+ * @example
+ * ```ts
+ * import type { RlsConfig } from "tollgate/envoy"
+ *
+ * const document: RlsConfig.Document = { domain: "edge", descriptors: [] }
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export type Document = typeof Document.Type
@@ -184,6 +204,7 @@ export type Document = typeof Document.Type
  * RlsConfig.parseYaml("domain: test\n", "test.yaml") // { domain: "test" }
  * ```
  *
+ * @category parsing
  * @since 0.2.0
  */
 export const parseYaml = (text: string, file: string): Result.Result<unknown, Issue> => {
@@ -203,6 +224,15 @@ export const parseYaml = (text: string, file: string): Result.Result<unknown, Is
  * A limit, as compiled: its policy (none for `unlimited`, or for a limit of 0,
  * which always answers over limit), how it is reported, and its flags.
  *
+ * @example
+ * ```ts
+ * import type { RlsConfig } from "tollgate/envoy"
+ *
+ * const describe = (limit: RlsConfig.Limit): string =>
+ *   limit.unlimited ? `${limit.path}: unlimited` : `${limit.path}: ${limit.requestsPerUnit} per ${limit.unit}`
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface Limit {
@@ -225,6 +255,14 @@ export interface Limit {
 /**
  * A node of the descriptor tree.
  *
+ * @example
+ * ```ts
+ * import type { RlsConfig } from "tollgate/envoy"
+ *
+ * const keys = (node: RlsConfig.Node): ReadonlyArray<string> => [...node.children.keys()]
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface Node {
@@ -242,6 +280,14 @@ export interface Node {
 /**
  * The compiled configuration: domains by name.
  *
+ * @example
+ * ```ts
+ * import type { RlsConfig } from "tollgate/envoy"
+ *
+ * const domains = (config: RlsConfig.Config): ReadonlyArray<string> => [...config.domains.keys()]
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface Config {
@@ -254,6 +300,17 @@ export interface Config {
  * What {@link compile} needs from its host: the policies a `policy: name` can
  * refer to, and how a `policy: {...}` object is read.
  *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ * import type { RlsConfig } from "tollgate/envoy"
+ *
+ * const options: RlsConfig.CompileOptions = {
+ *   policies: new Map([["login", Policy.slidingLog({ limit: 5, window: "15 minutes" }) as Policy.Valid]])
+ * }
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface CompileOptions {
@@ -275,6 +332,7 @@ export interface CompileOptions {
  * if (a._tag !== "Invalid" && b._tag !== "Invalid") RlsConfig.fingerprint(a) === RlsConfig.fingerprint(b) // true
  * ```
  *
+ * @category configuration
  * @since 0.2.0
  */
 export const fingerprint = (policy: Policy.Valid): string =>
@@ -307,6 +365,7 @@ const unitOf = (seconds: number): Unit | undefined =>
  * const policy = RlsConfig.policyOf("fixedWindow", 500, "second")
  * ```
  *
+ * @category configuration
  * @since 0.2.0
  */
 export const policyOf = (algorithm: typeof algorithms[number], count: number, unit: Unit): Policy.Policy => {
@@ -348,6 +407,7 @@ const wildcardParts = (value: string): ReadonlyArray<string> => value.split("*")
  * RlsConfig.wildcardMatch(["/api/", "/action"], "/api/123/action") // true
  * ```
  *
+ * @category matching
  * @since 0.2.0
  */
 export const wildcardMatch = (parts: ReadonlyArray<string>, value: string): boolean => {
@@ -381,6 +441,7 @@ export const wildcardMatch = (parts: ReadonlyArray<string>, value: string): bool
  * Result.isSuccess(config) // true
  * ```
  *
+ * @category configuration
  * @since 0.2.0
  */
 export const compile = (
@@ -538,6 +599,14 @@ export const compile = (
 /**
  * A descriptor as a request carries it.
  *
+ * @example
+ * ```ts
+ * import type { RlsConfig } from "tollgate/envoy"
+ *
+ * const entry: RlsConfig.Entry = { key: "remote_address", value: "203.0.113.7" }
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface Entry {
@@ -560,6 +629,7 @@ export interface Entry {
  * const found = RlsConfig.find(config, "edge", [{ key: "remote_address", value: "203.0.113.7" }])
  * ```
  *
+ * @category matching
  * @since 0.2.0
  */
 export const find = (

@@ -23,6 +23,7 @@ import { type RateLimitRequest, RlsService } from "./RlsService.ts"
  * new RlsServer.RlsServerError({ reason: "127.0.0.1:8081: address already in use" }).message
  * ```
  *
+ * @category errors
  * @since 0.2.0
  */
 export class RlsServerError extends Schema.TaggedError<RlsServerError>()("RlsServerError", {
@@ -47,6 +48,7 @@ const RLS_PROTO = "envoy/service/ratelimit/v3/rls.proto"
  * const dir = RlsServer.protoDirectory() // ".../envoy/proto", or undefined when missing
  * ```
  *
+ * @category protocol
  * @since 0.2.0
  */
 export const protoDirectory = (): string | undefined => {
@@ -69,6 +71,7 @@ export const protoDirectory = (): string | undefined => {
  * const definition = RlsServer.loadDefinition()
  * ```
  *
+ * @category protocol
  * @since 0.2.0
  */
 export const loadDefinition = (): grpc.ServiceDefinition | RlsServerError => {
@@ -91,6 +94,14 @@ export const loadDefinition = (): grpc.ServiceDefinition | RlsServerError => {
 /**
  * Options of {@link make}.
  *
+ * @example
+ * ```ts
+ * import type { RlsServer } from "tollgate/envoy"
+ *
+ * const options: RlsServer.Options = { host: "127.0.0.1", port: 8081, shutdownTimeout: 5_000 }
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface Options {
@@ -114,6 +125,7 @@ export interface Options {
  * const port = RlsServer.make({ host: "127.0.0.1", port: 0 }) // needs RlsService and a Scope
  * ```
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const make = (
@@ -181,6 +193,7 @@ export const make = (
  * const server = RlsServer.layer({ host: "127.0.0.1", port: 8081 })
  * ```
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layer = (options: Options): Layer.Layer<never, RlsServerError, RlsService> =>

@@ -29,6 +29,18 @@ import * as RlsConfig from "./RlsConfig.ts"
  * A `RateLimitRequest`, as the gRPC layer decodes it (field names as in the
  * proto, 64-bit integers as numbers).
  *
+ * @example
+ * ```ts
+ * import type { RlsService } from "tollgate/envoy"
+ *
+ * const request: RlsService.RateLimitRequest = {
+ *   domain: "edge",
+ *   descriptors: [{ entries: [{ key: "remote_address", value: "203.0.113.7" }] }],
+ *   hits_addend: 1
+ * }
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface RateLimitRequest {
@@ -44,6 +56,14 @@ export interface RateLimitRequest {
 /**
  * A `RateLimitResponse.DescriptorStatus`.
  *
+ * @example
+ * ```ts
+ * import type { RlsService } from "tollgate/envoy"
+ *
+ * const over = (status: RlsService.DescriptorStatus): boolean => status.code === "OVER_LIMIT"
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface DescriptorStatus {
@@ -60,6 +80,14 @@ export interface DescriptorStatus {
 /**
  * A `RateLimitResponse`.
  *
+ * @example
+ * ```ts
+ * import type { RlsService } from "tollgate/envoy"
+ *
+ * const allowed = (response: RlsService.RateLimitResponse): boolean => response.overall_code === "OK"
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface RateLimitResponse {
@@ -79,6 +107,7 @@ export interface RateLimitResponse {
  * new RlsService.InvalidArgument({ reason: "domain must not be empty" }).message
  * ```
  *
+ * @category errors
  * @since 0.2.0
  */
 export class InvalidArgument extends Schema.TaggedError<InvalidArgument>()("InvalidArgument", {
@@ -101,6 +130,7 @@ export class InvalidArgument extends Schema.TaggedError<InvalidArgument>()("Inva
  * new RlsService.Unavailable({ reason: "the service is shutting down" }).message
  * ```
  *
+ * @category errors
  * @since 0.2.0
  */
 export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", { reason: Schema.String }) {
@@ -122,6 +152,7 @@ export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable"
  * const effect = Metric.value(RlsService.descriptors)
  * ```
  *
+ * @category metrics
  * @since 0.2.0
  */
 export const descriptors = Metric.counter("tollgate_rls_descriptors_total", {
@@ -159,6 +190,15 @@ const uint32 = (
 /**
  * Options of {@link RlsService.make}.
  *
+ * @example
+ * ```ts
+ * import type { RlsConfig, RlsService } from "tollgate/envoy"
+ *
+ * declare const config: RlsConfig.Config
+ * const options: RlsService.Options = { config, responseHeaders: true, limiter: { idleTimeout: "1 minute" } }
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface Options {
@@ -192,6 +232,7 @@ interface Outcome {
  * })
  * ```
  *
+ * @category services
  * @since 0.2.0
  */
 export class RlsService extends Context.Service<RlsService, {
@@ -476,6 +517,7 @@ export class RlsService extends Context.Service<RlsService, {
  * RlsService.describe(config) // "messaging (2 limits)"
  * ```
  *
+ * @category logging
  * @since 0.2.0
  */
 export const describe = (config: RlsConfig.Config): string =>

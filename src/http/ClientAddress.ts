@@ -33,6 +33,7 @@ import { InvalidPolicy } from "../Errors.ts"
  * const options: ClientAddress.Options = { trustedProxies: ["10.0.0.0/8"], forwardedHeader: "x-forwarded-for" }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -67,6 +68,7 @@ export interface Options {
  * const resolve: ClientAddress.Resolver = Result.getOrThrow(ClientAddress.make())
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type Resolver = (request: HttpServerRequest.HttpServerRequest) => string | undefined
@@ -133,6 +135,7 @@ const xForwardedFor = (value: string): Array<string | undefined> => value.split(
  * const resolve = Result.getOrThrow(ClientAddress.make({ trustedProxies: ["10.0.0.0/8"] }))
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (options?: Options): Result.Result<Resolver, InvalidPolicy> => {

@@ -19,6 +19,7 @@ import { HttpServerResponse } from "effect/http"
  * Problem.kinds["rate-limited"].status // 429
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const kinds = {
@@ -46,6 +47,7 @@ export const kinds = {
  * const kind: Problem.Kind = "rate-limited"
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type Kind = keyof typeof kinds
@@ -60,6 +62,7 @@ export type Kind = keyof typeof kinds
  * Problem.typeOf("rate-limited") // "urn:tollgate:problem:rate-limited"
  * ```
  *
+ * @category formatting
  * @since 0.1.0
  */
 export const typeOf = (kind: Kind): string => `urn:tollgate:problem:${kind}`
@@ -77,6 +80,7 @@ export const typeOf = (kind: Kind): string => `urn:tollgate:problem:${kind}`
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const response = (

@@ -31,6 +31,7 @@ import type * as Policy from "../Policy.ts"
  * const quota: RateLimitHeaders.Quota = { name: "api", limit: 100, windowSeconds: 10 }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Quota {
@@ -52,6 +53,7 @@ export interface Quota {
  * RateLimitHeaders.names.rateLimit // "ratelimit"
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const names = {
@@ -77,6 +79,7 @@ const isPrintableAscii = (s: string): boolean => /^[\x20-\x7e]*$/.test(s)
  * RateLimitHeaders.checkName("naïve") // InvalidPolicy { field: "name", ... }
  * ```
  *
+ * @category validation
  * @since 0.1.0
  */
 export const checkName = (name: unknown, field = "name"): InvalidPolicy | undefined =>
@@ -98,6 +101,7 @@ export const checkName = (name: unknown, field = "name"): InvalidPolicy | undefi
  * RateLimitHeaders.sfString("default") // "\"default\""
  * ```
  *
+ * @category formatting
  * @since 0.1.0
  */
 export const sfString = (s: string): string =>
@@ -128,6 +132,7 @@ const ceilSeconds = (d: Duration.Duration): number => {
  * if (policy._tag !== "Invalid") RateLimitHeaders.quotaOf("api", policy) // { name: "api", limit: 100, windowSeconds: 10 }
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const quotaOf = (name: string, policy: Policy.Valid): Quota | undefined => ({
@@ -146,6 +151,7 @@ export const quotaOf = (name: string, policy: Policy.Valid): Quota | undefined =
  * RateLimitHeaders.policyValue({ name: "default", limit: 100, windowSeconds: 60 }) // "\"default\";q=100;w=60"
  * ```
  *
+ * @category formatting
  * @since 0.1.0
  */
 export const policyValue = (quota: Quota): string =>
@@ -167,6 +173,7 @@ export const policyValue = (quota: Quota): string =>
  * }) // "\"default\";r=0;t=30"
  * ```
  *
+ * @category formatting
  * @since 0.1.0
  */
 export const rateLimitValue = (name: string, decision: Decision): string =>
@@ -184,6 +191,7 @@ export const rateLimitValue = (name: string, decision: Decision): string =>
  * RateLimitHeaders.retryAfterValue(Duration.millis(1200)) // "2"
  * ```
  *
+ * @category formatting
  * @since 0.1.0
  */
 export const retryAfterValue = (retryAfter: Duration.Duration): string => String(Math.max(1, ceilSeconds(retryAfter)))
@@ -198,6 +206,7 @@ export const retryAfterValue = (retryAfter: Duration.Duration): string => String
  * const options: RateLimitHeaders.Options = { legacy: true }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -221,6 +230,7 @@ export interface Options {
  * // { ratelimit: "\"default\";r=99;t=1", "ratelimit-policy": "\"default\";q=100;w=60" }
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (quota: Quota, decision: Decision, options?: Options): Record<string, string> => {
@@ -248,6 +258,7 @@ export const make = (quota: Quota, decision: Decision, options?: Options): Recor
  * const item: RateLimitHeaders.Item = { name: "default", params: { r: 0, t: 30 } }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Item {
@@ -267,6 +278,7 @@ export interface Item {
  * RateLimitHeaders.parse("\"default\";r=0;t=30") // [{ name: "default", params: { r: 0, t: 30 } }]
  * ```
  *
+ * @category parsing
  * @since 0.1.0
  */
 export const parse = (value: string): ReadonlyArray<Item> => {

@@ -42,6 +42,7 @@ import * as RateLimitHeaders from "./RateLimitHeaders.ts"
  * const byPath: RateLimitMiddleware.KeySource = (request) => `path:${request.url}`
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type KeySource =
@@ -66,6 +67,7 @@ export type KeySource =
  * }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Options {
@@ -106,6 +108,7 @@ export interface Options {
  * const app = limit(Effect.succeed(HttpServerResponse.text("hello")))
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type Middleware = <E, R>(
@@ -173,6 +176,7 @@ const limiterErrorResponse = (
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (limiter: RateLimiter["Service"], options?: Options): Effect.Effect<Middleware, InvalidPolicy> =>
@@ -303,6 +307,7 @@ const forRouter = (options: Options | undefined) =>
  * )
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export function layer(options: Options & { readonly policy: Policy.Policy }): Layer.Layer<never, InvalidPolicy>
@@ -331,6 +336,7 @@ export function layer(options?: Options): Layer.Layer<never, InvalidPolicy, Rate
  * )
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export function layerGlobal(

@@ -4,31 +4,69 @@
  *
  * @since 0.1.0
  */
+import * as ClientAddress from "./ClientAddress.ts"
+import * as Problem from "./Problem.ts"
+import * as RateLimitHeaders from "./RateLimitHeaders.ts"
+import * as RateLimitMiddleware from "./RateLimitMiddleware.ts"
 
-/**
- * Who the client is: socket peer, or trusted proxies' forwarding header.
- *
- * @since 0.1.0
- */
-export * as ClientAddress from "./ClientAddress.ts"
-
-/**
- * RFC 9457 problem details responses.
- *
- * @since 0.1.0
- */
-export * as Problem from "./Problem.ts"
-
-/**
- * The `RateLimit`, `RateLimit-Policy` and `Retry-After` headers.
- *
- * @since 0.1.0
- */
-export * as RateLimitHeaders from "./RateLimitHeaders.ts"
-
-/**
- * The middleware.
- *
- * @since 0.1.0
- */
-export * as RateLimitMiddleware from "./RateLimitMiddleware.ts"
+export {
+  /**
+   * Who the client is: socket peer, or trusted proxies' forwarding header.
+   *
+   * @example
+   * ```ts
+   * import { ClientAddress } from "tollgate/http"
+   *
+   * const resolver = ClientAddress.make({ trustedProxies: ["10.0.0.0/8"] })
+   * ```
+   *
+   * @category modules
+   * @since 0.1.0
+   */
+  ClientAddress,
+  /**
+   * RFC 9457 problem details responses.
+   *
+   * @example
+   * ```ts
+   * import { Problem } from "tollgate/http"
+   *
+   * const response = Problem.response("not-found", "no route for GET /nothing")
+   * ```
+   *
+   * @category modules
+   * @since 0.1.0
+   */
+  Problem,
+  /**
+   * The `RateLimit`, `RateLimit-Policy` and `Retry-After` headers.
+   *
+   * @example
+   * ```ts
+   * import { RateLimitHeaders } from "tollgate/http"
+   *
+   * const items = RateLimitHeaders.parse("\"api\";r=42;t=30")
+   * ```
+   *
+   * @category modules
+   * @since 0.1.0
+   */
+  RateLimitHeaders,
+  /**
+   * The middleware: `429` with `Retry-After` and the RateLimit headers.
+   *
+   * @example
+   * ```ts
+   * import { Policy } from "tollgate"
+   * import { RateLimitMiddleware } from "tollgate/http"
+   *
+   * const Limited = RateLimitMiddleware.layer({
+   *   policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
+   * })
+   * ```
+   *
+   * @category modules
+   * @since 0.1.0
+   */
+  RateLimitMiddleware
+}

@@ -5,10 +5,25 @@
  *
  * @since 0.2.0
  */
+import * as RedisStore from "./RedisStore.ts"
 
-/**
- * The Redis store.
- *
- * @since 0.2.0
- */
-export * as RedisStore from "./RedisStore.ts"
+export {
+  /**
+   * The Redis store: one limit shared by every process on the same Redis and prefix.
+   *
+   * @example
+   * ```ts
+   * import { Layer } from "effect"
+   * import { Policy, RateLimiter } from "tollgate"
+   * import { RedisStore } from "tollgate/redis"
+   *
+   * const Limiter = RateLimiter.layer({
+   *   policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } })
+   * }).pipe(Layer.provide(RedisStore.layer({ url: "redis://localhost:6379" })))
+   * ```
+   *
+   * @category modules
+   * @since 0.2.0
+   */
+  RedisStore
+}

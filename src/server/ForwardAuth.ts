@@ -57,6 +57,7 @@ const PathPattern = Schema.String.check(
  * Schema.decodeUnknownSync(ForwardAuth.KeyPart)({ header: "x-api-key" })
  * ```
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const KeyPart = Schema.Union([
@@ -67,6 +68,14 @@ export const KeyPart = Schema.Union([
 /**
  * A key part.
  *
+ * @example
+ * ```ts
+ * import type { ForwardAuth } from "tollgate/server"
+ *
+ * const part: ForwardAuth.KeyPart = "address"
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export type KeyPart = typeof KeyPart.Type
@@ -84,6 +93,7 @@ export type KeyPart = typeof KeyPart.Type
  * })
  * ```
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const Rule = Schema.Struct({
@@ -108,6 +118,15 @@ export const Rule = Schema.Struct({
 /**
  * A rule.
  *
+ * @example
+ * ```ts
+ * import type { ForwardAuth } from "tollgate/server"
+ *
+ * declare const rule: ForwardAuth.Rule
+ * const policy: string = rule.policy
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export type Rule = typeof Rule.Type
@@ -126,6 +145,7 @@ export type Rule = typeof Rule.Type
  * })
  * ```
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const Options = Schema.Struct({
@@ -147,6 +167,15 @@ export const Options = Schema.Struct({
 /**
  * The `forwardAuth` section.
  *
+ * @example
+ * ```ts
+ * import type { ForwardAuth } from "tollgate/server"
+ *
+ * declare const options: ForwardAuth.Options
+ * const rules = options.rules
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export type Options = typeof Options.Type
@@ -162,6 +191,7 @@ export type Options = typeof Options.Type
  * const match: ForwardAuth.Match = { rule: "api", policy: "default", key: "api:203.0.113.7", cost: 1 }
  * ```
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Match {
@@ -181,6 +211,7 @@ export interface Match {
  * const original: ForwardAuth.Original = { method: "GET", host: "api.example.com", path: "/items", uri: "/items?page=2" }
  * ```
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Original {
@@ -202,6 +233,7 @@ export interface Original {
  * const match = matcher.match(request, "/v1/check")
  * ```
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Matcher {
@@ -226,6 +258,7 @@ export interface Matcher {
  * ForwardAuth.normalizePath("/api//v1/../%75sers") // "/api/users"
  * ```
  *
+ * @category matching
  * @since 0.2.0
  */
 export const normalizePath = (path: string): string => {
@@ -283,6 +316,7 @@ const header = (request: HttpServerRequest.HttpServerRequest, name: string): str
  * }
  * ```
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const make = (

@@ -20,6 +20,7 @@ import { Context, Deferred, Effect, Layer, Schema } from "effect"
  * new Lifecycle.ShuttingDown().message // "the service is shutting down"
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class ShuttingDown extends Schema.TaggedError<ShuttingDown>()("ShuttingDown", {}) {
@@ -42,6 +43,7 @@ export class ShuttingDown extends Schema.TaggedError<ShuttingDown>()("ShuttingDo
  * })
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class Lifecycle extends Context.Service<Lifecycle, {

@@ -27,6 +27,7 @@ const NonNegative = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
  * Schema.decodeUnknownSync(PolicySpec.DurationInput)("1 second")
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const DurationInput = Schema.Union([Schema.NonEmptyString, Positive]).annotate({
@@ -47,6 +48,7 @@ export const DurationInput = Schema.Union([Schema.NonEmptyString, Positive]).ann
  * })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const TokenBucket = Schema.Struct({
@@ -69,6 +71,7 @@ export const TokenBucket = Schema.Struct({
  * Schema.decodeUnknownSync(PolicySpec.Gcra)({ kind: "gcra", rate: { count: 30, per: "1 minute" }, maxBurst: 15 })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Gcra = Schema.Struct({
@@ -88,6 +91,7 @@ export const Gcra = Schema.Struct({
  * Schema.decodeUnknownSync(PolicySpec.LeakyBucket)({ kind: "leakyBucket", rate: { tokens: 10, per: "1 second" }, burst: 20 })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const LeakyBucket = Schema.Struct({
@@ -109,6 +113,7 @@ export const LeakyBucket = Schema.Struct({
  * Schema.decodeUnknownSync(PolicySpec.FixedWindow)({ kind: "fixedWindow", limit: 100, window: "1 minute" })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const FixedWindow = Schema.Struct({
@@ -129,6 +134,7 @@ export const FixedWindow = Schema.Struct({
  * Schema.decodeUnknownSync(PolicySpec.SlidingWindow)({ kind: "slidingWindow", limit: 100, window: "1 minute" })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const SlidingWindow = Schema.Struct({
@@ -148,6 +154,7 @@ export const SlidingWindow = Schema.Struct({
  * Schema.decodeUnknownSync(PolicySpec.SlidingLog)({ kind: "slidingLog", limit: 5, window: "15 minutes", countBlocked: true })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const SlidingLog = Schema.Struct({
@@ -169,6 +176,7 @@ export const SlidingLog = Schema.Struct({
  * Schema.decodeUnknownSync(PolicySpec.Smooth)({ kind: "smooth", permits: 100, per: "1 second", warmup: "10 seconds" })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Smooth = Schema.Struct({
@@ -192,6 +200,7 @@ export const Smooth = Schema.Struct({
  * Schema.decodeUnknownSync(PolicySpec.Concurrency)({ kind: "concurrency", capacity: 10 })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Concurrency = Schema.Struct({
@@ -217,6 +226,7 @@ export const Concurrency = Schema.Struct({
  * })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const All = Schema.Struct({
@@ -235,6 +245,7 @@ export const All = Schema.Struct({
  * PolicySpec.kinds.includes("gcra") // true
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const kinds = [
@@ -262,6 +273,7 @@ export const kinds = [
  * })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const PolicySpec = Schema.Union([
@@ -288,6 +300,7 @@ export const PolicySpec = Schema.Union([
  * const spec: PolicySpec.PolicySpec = { kind: "tokenBucket", capacity: 5, refill: { tokens: 1, per: "1 second" } }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type PolicySpec = typeof PolicySpec.Type
@@ -303,6 +316,7 @@ export type PolicySpec = typeof PolicySpec.Type
  * const policy = PolicySpec.toPolicy({ kind: "tokenBucket", capacity: 5, refill: { tokens: 1, per: "2 seconds" } })
  * ```
  *
+ * @category conversions
  * @since 0.1.0
  */
 export const toPolicy = (spec: PolicySpec): Policy.Policy => {

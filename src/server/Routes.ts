@@ -45,6 +45,7 @@ import * as Tollgate from "./Tollgate.ts"
  * const response = Routes.problemOf(error)
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type RouteError =
@@ -61,11 +62,12 @@ const retryShortly = { "retry-after": "1" }
  *
  * @example
  * ```ts
- * import { Body, Routes } from "tollgate/server"
+ * import { Lifecycle, Routes } from "tollgate/server"
  *
- * const response = Routes.problemOf(new Body.BodyTooLarge({ limit: 4096 })) // 413
+ * const response = Routes.problemOf(new Lifecycle.ShuttingDown()) // 503 with Retry-After
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export const problemOf = (error: RouteError): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
@@ -177,6 +179,9 @@ const millis = (d: Duration.Duration): number | null => {
   return Number.isFinite(ms) ? Math.ceil(ms) : null
 }
 
+// The methods the not-found/405 fallback takes: all but HEAD (see below). Others are a bare 404.
+const fallbackMethods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"] as const
+
 // Set after the body rather than passed as an option: the option's headers are
 // copied into a record whose prototype is then swapped, about 1 µs more per answer.
 const json = (body: unknown) =>
@@ -193,6 +198,7 @@ const json = (body: unknown) =>
  * const Http = HttpRouter.serve(Routes.layer)
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<
@@ -386,19 +392,18 @@ export const layer: Layer.Layer<
           })
         )
       )
-      yield* router.add(
-        "*",
-        "/*",
-        HttpServerRequest.HttpServerRequest.use((request) => {
-          const path = request.url.split("?")[0]
-          const allow = allowed[path]
-          return Effect.succeed(
-            allow === undefined
-              ? Problem.response("not-found", `no route for ${request.method} ${path.slice(0, 128)}`)
-              : Problem.response("method-not-allowed", `${path} accepts ${allow}`, { headers: { allow } })
-          )
-        })
-      )
+      const fallback = HttpServerRequest.HttpServerRequest.use((request) => {
+        const path = request.url.split("?")[0]
+        const allow = allowed[path]
+        return Effect.succeed(
+          allow === undefined
+            ? Problem.response("not-found", `no route for ${request.method} ${path.slice(0, 128)}`)
+            : Problem.response("method-not-allowed", `${path} accepts ${allow}`, { headers: { allow } })
+        )
+      })
+      // Every method but HEAD: the router tries a HEAD it finds no route for as a GET, so HEAD
+      // is answered wherever GET is (Node sends no body), and by this fallback elsewhere.
+      yield* router.addAll(fallbackMethods.map((method) => HttpRouter.route(method, "/*", fallback)))
     })
   ),
   PrometheusMetrics.layerHttp({ path: "/metrics" })

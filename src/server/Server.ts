@@ -68,6 +68,7 @@ const logStartup = ServiceConfig.ServiceConfig.use((settings) =>
  * const http = Server.layerHttp // needs ServiceConfig, Tollgate and Lifecycle
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerHttp: Layer.Layer<
@@ -104,6 +105,7 @@ export const layerHttp: Layer.Layer<
  * const main = Layer.launch(service)
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layerWith = <E, R>(
@@ -258,6 +260,7 @@ const layerReload = (
  * Layer.launch(Server.layer).pipe(NodeRuntime.runMain)
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<

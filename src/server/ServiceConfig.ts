@@ -56,6 +56,7 @@ import * as PolicySpec from "./PolicySpec.ts"
  * )
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidConfig", {
@@ -79,6 +80,7 @@ const policyNamePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
  * Schema.decodeUnknownSync(ServiceConfig.PolicyName)("per-ip")
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const PolicyName = Schema.String.check(
@@ -103,6 +105,7 @@ const KeyPrefix = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(
  * Schema.decodeUnknownSync(ServiceConfig.Rule)({ prefix: "ip:", policy: "per-ip" })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Rule = Schema.Struct({ prefix: KeyPrefix, policy: PolicyName })
@@ -118,6 +121,7 @@ export const Rule = Schema.Struct({ prefix: KeyPrefix, policy: PolicyName })
  * Schema.decodeUnknownSync(ServiceConfig.Limits)({ maxBodyBytes: 4096, maxKeyLength: 256, maxWait: 30000 })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Limits = Schema.Struct({
@@ -144,6 +148,7 @@ export const Limits = Schema.Struct({
  * Schema.decodeUnknownSync(ServiceConfig.LimiterOptions)({ idleTimeout: "1 minute", mailboxCapacity: 1024 })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const LimiterOptions = Schema.Struct({
@@ -178,6 +183,7 @@ const isRedisUrl = (s: string): string | undefined => {
  * Schema.decodeUnknownSync(ServiceConfig.RedisUrl)("redis://127.0.0.1:6379/0")
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RedisUrl = Schema.String.check(
@@ -196,6 +202,7 @@ export const RedisUrl = Schema.String.check(
  * ServiceConfig.redactUrl("redis://app:s3cret@cache:6379/0") // "redis://***:***@cache:6379/0"
  * ```
  *
+ * @category formatting
  * @since 0.1.0
  */
 export const redactUrl = (value: unknown): string => {
@@ -226,6 +233,7 @@ const RedisPrefix = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLengt
  * Schema.decodeUnknownSync(ServiceConfig.FallbackMode)("deny")
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const FallbackMode = Schema.Literals(["local", "allow", "deny", "error"])
@@ -246,6 +254,7 @@ export const FallbackMode = Schema.Literals(["local", "allow", "deny", "error"])
  * })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const RedisOptions = Schema.Struct({
@@ -281,6 +290,7 @@ export const RedisOptions = Schema.Struct({
  * Schema.decodeUnknownSync(ServiceConfig.RlsOptions)({ port: 8081, config: ["ratelimit/config.yaml"] })
  * ```
  *
+ * @category schemas
  * @since 0.2.0
  */
 export const RlsOptions = Schema.Struct({
@@ -308,6 +318,7 @@ export const RlsOptions = Schema.Struct({
  * })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const ConfigFile = Schema.Struct({
@@ -331,6 +342,7 @@ export const ConfigFile = Schema.Struct({
  * const file: ServiceConfig.ConfigFile = { defaultPolicy: "default", rules: [{ prefix: "ip:", policy: "default" }] }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type ConfigFile = typeof ConfigFile.Type
@@ -369,6 +381,7 @@ const IntFromString = (minimum: number, maximum: number) =>
  * Schema.decodeUnknownSync(ServiceConfig.Env)({ PORT: "8080", TOLLGATE_RULES: "ip:=per-ip" })
  * ```
  *
+ * @category schemas
  * @since 0.1.0
  */
 export const Env = Schema.Struct({
@@ -401,6 +414,7 @@ const envNames = Object.keys(Env.fields) as ReadonlyArray<keyof typeof Env.field
  * const env: ServiceConfig.RawEnv = { PORT: "0", HOST: "127.0.0.1" }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type RawEnv = { readonly [K in keyof typeof Env.fields]?: string | undefined }
@@ -416,6 +430,7 @@ export type RawEnv = { readonly [K in keyof typeof Env.fields]?: string | undefi
  * const program = ServiceConfig.ServiceConfig.use((settings: ServiceConfig.Settings) => Effect.succeed(settings.port))
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Settings {
@@ -469,6 +484,7 @@ export interface Settings {
  * }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface RedisSettings {
@@ -488,6 +504,16 @@ export interface RedisSettings {
 /**
  * The resolved settings of Envoy's rate limit service.
  *
+ * @example
+ * ```ts
+ * import { Option } from "effect"
+ * import type { ServiceConfig } from "tollgate/server"
+ *
+ * const port = (settings: ServiceConfig.Settings): number | undefined =>
+ *   Option.getOrUndefined(Option.map(settings.rls, (rls: ServiceConfig.RlsSettings) => rls.port))
+ * ```
+ *
+ * @category models
  * @since 0.2.0
  */
 export interface RlsSettings {
@@ -506,9 +532,10 @@ export interface RlsSettings {
  * ```ts
  * import { ServiceConfig } from "tollgate/server"
  *
- * ServiceConfig.builtinDefault.capacity // 100
+ * ServiceConfig.builtinDefault.kind // "tokenBucket"
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const builtinDefault: PolicySpec.PolicySpec = {
@@ -530,6 +557,7 @@ const MIN_ADMIN_TOKEN_LENGTH = 16
  * const input: ServiceConfig.Input = { env: { PORT: "0" }, file: { defaultPolicy: "default" } }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Input {
@@ -557,6 +585,7 @@ const fail = (errors: ReadonlyArray<FieldErrors.FieldError>) => Effect.fail(new 
  * })
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
@@ -835,6 +864,7 @@ const resolveRls = (
  * const settings = ServiceConfig.load.pipe(Effect.provide(NodeFileSystem.layer))
  * ```
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem> = Effect.gen(function*() {
@@ -940,6 +970,7 @@ const readRlsFiles = (file: unknown, fileName: string | undefined, fromEnv: stri
  * const port = ServiceConfig.ServiceConfig.use((settings) => Effect.succeed(settings.port))
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class ServiceConfig extends Context.Service<ServiceConfig, Settings>()("tollgate/server/ServiceConfig") {
@@ -974,6 +1005,7 @@ export class ServiceConfig extends Context.Service<ServiceConfig, Settings>()("t
  * ServiceConfig.policyName(settings, "ip:203.0.113.7", undefined) // "per-ip" with the rule { prefix: "ip:", policy: "per-ip" }
  * ```
  *
+ * @category routing
  * @since 0.1.0
  */
 export const policyName = (settings: Settings, key: string, requested: string | undefined): string | undefined => {

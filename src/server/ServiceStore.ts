@@ -46,6 +46,7 @@ import * as ServiceConfig from "./ServiceConfig.ts"
  * }).message // "cannot use Redis at redis://127.0.0.1:6379 (REDIS_URL): connect ECONNREFUSED 127.0.0.1:6379"
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class RedisUnavailable extends Schema.TaggedError<RedisUnavailable>()("RedisUnavailable", {
@@ -69,6 +70,7 @@ export class RedisUnavailable extends Schema.TaggedError<RedisUnavailable>()("Re
  * Duration.toSeconds(ServiceStore.connectTimeout) // 5
  * ```
  *
+ * @category constants
  * @since 0.1.0
  */
 export const connectTimeout: Duration.Duration = Duration.seconds(5)
@@ -88,6 +90,7 @@ const closeTimeout = Duration.seconds(2)
  * ServiceStore.describe(settings) // "in-process", or "Redis at redis://cache:6379 (prefix \"tollgate:\", ...)"
  * ```
  *
+ * @category formatting
  * @since 0.1.0
  */
 export const describe = (settings: Settings): string =>
@@ -113,6 +116,7 @@ export const describe = (settings: Settings): string =>
  * const shared = settings.redis._tag === "Some"
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type Settings = Pick<ServiceConfig.Settings, "redis" | "policies">
@@ -215,6 +219,7 @@ const connect = Effect.fn("ServiceStore.connect")(
  * )
  * ```
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer: Layer.Layer<

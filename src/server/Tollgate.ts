@@ -34,6 +34,7 @@ import * as ServiceStore from "./ServiceStore.ts"
  * }).pipe(Effect.catchTag("UnknownPolicy", (e) => Effect.succeed(e.known)))
  * ```
  *
+ * @category errors
  * @since 0.1.0
  */
 export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownPolicy", {
@@ -55,6 +56,7 @@ export class UnknownPolicy extends Schema.TaggedError<UnknownPolicy>()("UnknownP
  * const request: Tollgate.Request = { key: "user:42", cost: 2, policy: "default" }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Request {
@@ -78,6 +80,7 @@ export interface Request {
  * }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Result {
@@ -100,6 +103,7 @@ export interface Result {
  * const acquired: Tollgate.AcquireResult = { allowed: false, policy: "default", degraded: true }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export interface AcquireResult {
@@ -119,6 +123,7 @@ export interface AcquireResult {
  * const waited: Tollgate.WaitResult = { allowed: true, waited: 120, policy: "default" }
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type WaitResult =
@@ -137,6 +142,7 @@ export type WaitResult =
  * const handled = call.pipe(Effect.catchTag("UnknownPolicy", () => Effect.void))
  * ```
  *
+ * @category models
  * @since 0.1.0
  */
 export type CallError = RateLimiter.CallError | UnknownPolicy
@@ -177,6 +183,7 @@ const idOf = (name: string, policy: Policy.Valid): string => `${name}~${RlsConfi
  * const through: Tollgate.CheckResult = { _tag: "NoRule" }
  * ```
  *
+ * @category models
  * @since 0.2.0
  */
 export type CheckResult =
@@ -199,6 +206,7 @@ export type CheckResult =
  * const summary: Tollgate.ReloadSummary = { added: ["uploads"], changed: [], unchanged: ["default"], removed: [] }
  * ```
  *
+ * @category models
  * @since 0.2.0
  */
 export interface ReloadSummary {
@@ -223,6 +231,7 @@ export interface ReloadSummary {
  * })
  * ```
  *
+ * @category services
  * @since 0.1.0
  */
 export class Tollgate extends Context.Service<Tollgate, {

@@ -1,5 +1,7 @@
+#!/usr/bin/env node
 /**
- * Entry point of the stand-alone service (`npm start`).
+ * Entry point of the stand-alone service: what `npm start` runs from a clone
+ * and `npx tollgate` (the package's `bin`) runs from an installed package.
  *
  * Exit codes: 0 after a SIGTERM/SIGINT shutdown (every accepted request
  * answered), 1 when the service cannot start (bad configuration, port in
@@ -8,14 +10,38 @@
  * @since 0.1.0
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Console, Effect, Exit, Layer } from "effect"
+import { Cause, Console, Effect, Exit, Layer, Predicate } from "effect"
 import * as Server from "./Server.ts"
+
+// Why listen(2) failed, in words, by Node's error code.
+const listenReasons: Record<string, string> = {
+  EADDRINUSE: "the port is in use",
+  EACCES: "permission denied",
+  EADDRNOTAVAIL: "the address is not available on this machine"
+}
+
+// One line for the error that stopped the service. The HTTP server's
+// ServeError carries no message of its own: the line is made from Node's
+// listen error, which names the address and port.
+const describe = (error: unknown): string => {
+  if (Predicate.isTagged(error, "ServeError") && Predicate.hasProperty(error, "cause")) {
+    const cause = error.cause
+    if (Predicate.hasProperty(cause, "address") && Predicate.hasProperty(cause, "port")) {
+      const host = String(cause.address)
+      const code = Predicate.hasProperty(cause, "code") ? String(cause.code) : ""
+      const reason = listenReasons[code] ?? (cause instanceof Error ? cause.message : code)
+      return `cannot listen on ${host.includes(":") ? `[${host}]` : host}:${String(cause.port)}: ${reason}`
+    }
+    return `the HTTP server failed: ${cause instanceof Error ? cause.message : String(cause)}`
+  }
+  const message = error instanceof Error ? error.message : String(error)
+  return message !== "" ? message : Predicate.hasProperty(error, "_tag") ? String(error._tag) : "failed"
+}
 
 const program = Layer.launch(Server.layer).pipe(
   Effect.tapCause((cause) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.void
-    const error = Cause.squash(cause)
-    return Console.error(`tollgate: ${error instanceof Error ? error.message : String(error)}`)
+    return Console.error(`tollgate: ${describe(Cause.squash(cause))}`)
   })
 )
 

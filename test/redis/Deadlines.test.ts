@@ -19,14 +19,14 @@ const policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 se
 const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
-// Every EVALSHA waits for its own reply, given by `answer(i)`; the reply is
-// not one the store can decode, so an answered call fails "unexpected reply",
-// which tells it apart from a timed-out one.
+// Every script call (FCALL or EVALSHA) waits for its own reply, given by
+// `answer(i)`; the reply is not one the store can decode, so an answered call
+// fails "unexpected reply", which tells it apart from a timed-out one.
 const silentRedis = Effect.sync(() => {
   const sent: Array<{ readonly keys: ReadonlyArray<string>; readonly reply: Deferred.Deferred<unknown> }> = []
   const send = <A>(command: string, ...args: ReadonlyArray<string>): Effect.Effect<A, Redis.RedisError> =>
     Effect.suspend(() => {
-      if (command !== "EVALSHA") return Effect.succeed("OK" as A)
+      if (command !== "FCALL" && command !== "EVALSHA") return Effect.succeed("OK" as A)
       const count = Number(args[1])
       const reply = Deferred.makeUnsafe<unknown>()
       sent.push({ keys: args.slice(2, 2 + count), reply })
@@ -70,6 +70,8 @@ describe("RedisStore deadlines", () => {
       assert.strictEqual(sent.length, 3)
       yield* answer(2)
       assert.include(failure(yield* Fiber.join(c)), "unexpected reply")
+      // (c's caller is answered first, then the round behind it goes out)
+      yield* settle
       assert.deepStrictEqual(sent.map((s) => s.keys), [["a"], ["b"], ["c"], ["d"]])
       yield* answer(3)
       assert.include(failure(yield* Fiber.join(d)), "unexpected reply")

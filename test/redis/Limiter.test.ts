@@ -6,7 +6,7 @@
  * scripts after a flush, and refuses algorithms it has no script for.
  */
 import { assert, expect } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer } from "effect"
 import { Redis } from "effect/persistence"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
@@ -14,9 +14,10 @@ import type { Algorithm } from "../../src/internal/algorithm/Algorithm.ts"
 import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
+import * as Scripts from "../../src/redis/internal/scripts.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
-import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
+import { cleanup, describeRedis, settableClock, uniquePrefix, url } from "./redis.ts"
 
 type Op =
   | { readonly _tag: "acquire"; readonly key: number; readonly cost: number }
@@ -333,17 +334,61 @@ describeRedis("the limiter on Redis", (it) => {
       yield* cleanup(prefix)
     }))
 
-  it.effect("after SCRIPT FLUSH (or a restarted server) the scripts are loaded again", () =>
+  it.effect("after FUNCTION DELETE or SCRIPT FLUSH (or a restarted server) the scripts are loaded again", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("noscript")
       const redis = yield* Redis.Redis
-      const store = yield* RedisStore.make({ prefix })
       const policy = Policy.gcra({ rate: { count: 10, per: "1 second" }, maxBurst: 1 }) as Policy.Valid
-      const take = store.apply("k", policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
-      assert.isTrue((yield* take)[0].allowed)
-      yield* redis.send("SCRIPT", "FLUSH")
-      assert.isTrue((yield* take)[0].allowed)
-      assert.isFalse((yield* take)[0].allowed)
+      for (const functions of [true, false]) {
+        const store = yield* RedisStore.make({ prefix: `${prefix}${functions}:`, functions })
+        const take = store.apply("k", policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
+        const twice = store.apply("k", policy, [
+          { kind: Store.OpKind.Peek, cost: 1, queued: 0 },
+          { kind: Store.OpKind.Take, cost: 1, queued: 0 }
+        ])
+        assert.isTrue((yield* take)[0].allowed)
+        // (other test files share the library and the scripts: they load them again too)
+        if (functions) yield* redis.send("FUNCTION", "DELETE", Scripts.library.name)
+        else yield* redis.send("SCRIPT", "FLUSH")
+        assert.isTrue((yield* take)[0].allowed)
+        if (functions) yield* redis.send("FUNCTION", "DELETE", Scripts.library.name)
+        else yield* redis.send("SCRIPT", "FLUSH")
+        const [peeked, taken] = yield* twice
+        assert.isFalse(peeked.allowed)
+        assert.isFalse(taken.allowed)
+      }
+      yield* cleanup(prefix)
+    }))
+
+  it.effect("a Redis that refuses Functions (an ACL without FCALL and FUNCTION): the same decisions by EVALSHA", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("noFunctions")
+      const redis = yield* Redis.Redis
+      const user = `tollgate-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+      yield* redis.send("ACL", "SETUSER", user, "on", "nopass", "~*", "&*", "+@all", "-fcall", "-fcall_ro", "-function")
+      const at = new URL(url!)
+      at.username = user
+      at.password = "any"
+      const policy = Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
+      const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+      const peekTake = [{ kind: Store.OpKind.Peek, cost: 1, queued: 0 }, ...take]
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* Layer.build(RedisStore.layer({ url: at.toString(), prefix, clock: "client" })).pipe(
+          Effect.map((context) => Context.get(context, Store.CurrentStore)!)
+        )
+        assert.isTrue((yield* store.apply("k", policy, take))[0].allowed) // lean
+        const [peeked, taken] = yield* store.apply("k", policy, peekTake) // batch
+        assert.isTrue(peeked.allowed)
+        assert.isTrue(taken.allowed)
+        assert.isFalse((yield* store.apply("k", policy, take))[0].allowed)
+      }))
+      // the refusals the server logged: FCALL once, and nothing after it
+      const log = yield* redis.send<Array<unknown>>("ACL", "LOG", "100")
+      const text = (entry: unknown) => JSON.stringify(entry, (_, v) => v instanceof Map ? [...v.entries()] : v)
+      const mine = log.map(text).filter((entry) => entry.includes(user))
+      assert.strictEqual(mine.length, 1, mine.join("\n"))
+      assert.include(mine[0], "fcall")
+      yield* redis.send("ACL", "DELUSER", user)
       yield* cleanup(prefix)
     }))
 
@@ -376,5 +421,8 @@ describeRedis("the limiter on Redis", (it) => {
       assert.strictEqual(keep.field, "keepSettled")
       const inFlight = yield* Effect.flip(RedisStore.make({ maxInFlight: 0 }))
       assert.strictEqual(inFlight.field, "maxInFlight")
+      const functions = yield* Effect.flip(RedisStore.make({ functions: "yes" as never }))
+      assert.strictEqual(functions.field, "functions")
+      assert.strictEqual(functions.value, "yes")
     }))
 })

@@ -1,5 +1,5 @@
 /**
- * Backward clock steps with reaping (DESIGN invariants 2 and 6 together;
+ * Backward clock steps with reaping (invariants 2 and 6 of docs/architecture.md together;
  * KNOWN-FAILURES.md #2, fixed).
  *
  * The limiter's time is `max(clock, highest reading so far)`: a step back

@@ -1,5 +1,5 @@
 /**
- * Bad input, table-driven (DESIGN invariant 7): keys, costs, amounts,
+ * Bad input, table-driven (invariant 7 of docs/architecture.md): keys, costs, amounts,
  * durations, every field of `Policy.tokenBucket` and every limiter option.
  * Each bad value fails with a typed error that names the field and the
  * value, and leaves every bucket as it was (checked with `peek` and `stats`).

@@ -1,5 +1,5 @@
 /**
- * Clock faults (DESIGN invariants 5 and 6): forward jumps of years, backward
+ * Clock faults (invariants 5 and 6 of docs/architecture.md): forward jumps of years, backward
  * jumps of any size (to before the epoch), the same instant repeated many
  * times. No tokens are minted: for every key, what it admitted never exceeds
  * `capacity + rate x (highest clock reading - creation time)`; no call throws

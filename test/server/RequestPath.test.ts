@@ -4,7 +4,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Exit, Schema } from "effect"
 import * as fc from "fast-check"
-import { Body, ForwardAuth, ServiceConfig } from "../../src/server/index.ts"
+import * as Body from "../../src/server/Body.ts"
+import * as ForwardAuth from "../../src/server/ForwardAuth.ts"
+import * as ServiceConfig from "../../src/server/ServiceConfig.ts"
 
 // The shape of POST /v1/consume's body (`Routes`), with a short key limit.
 const Request = Schema.Struct({

@@ -22,6 +22,8 @@ export interface Options {
   readonly env?: Record<string, string> | undefined
   /** Written to a temporary file whose path is passed as TOLLGATE_CONFIG. */
   readonly config?: unknown
+  /** What to run, from the repository's root (default: `node src/server/main.ts` on this Node). */
+  readonly command?: readonly [string, ...Array<string>] | undefined
 }
 
 // The parent's environment without anything the service reads (REDIS_URL
@@ -53,7 +55,9 @@ const launch = (options: Options) =>
     let output = ""
     const listening = yield* Deferred.make<string, string>()
     const exit = yield* Deferred.make<number | null>()
-    const child = spawn(process.execPath, ["src/server/main.ts"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
+    const [command, ...args] = options.command ?? [process.execPath, "src/server/main.ts"]
+    // A process group of its own, so that whatever it started goes too (`npm start` runs the service as its child).
+    const child = spawn(command, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], detached: true })
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8")
       const match = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
@@ -67,7 +71,11 @@ const launch = (options: Options) =>
     })
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
-        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+        try {
+          process.kill(-child.pid!, "SIGKILL")
+        } catch {
+          // the group is gone already
+        }
         return Deferred.await(exit)
       })
     )

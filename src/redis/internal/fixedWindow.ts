@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import type * as FixedWindow from "../../internal/algorithm/FixedWindow.ts"
+import { alignedStart, type Lean, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -114,3 +115,58 @@ function FW.encode(c, s, out)
 end
 ALG[4] = FW
 `
+
+/**
+ * The lean step (see `lean.ts`): `FixedWindow.step` inline.
+ *
+ * @example
+ * ```ts
+ * import { lean } from "./fixedWindow.ts"
+ *
+ * lean.config // ["cLimit", "cWindow", "cAlign"]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const lean: Lean = {
+  config: ["cLimit", "cWindow", "cAlign"],
+  step: `${readFixed(code, ["start", "count"])}
+  if fresh then
+    if cAlign == 1 then ${alignedStart("start", "cWindow", "now")} else start = now end
+    count = 0
+  end
+  -- windowAt(now)
+  local ws, wc = start, count
+  if not (now < start + cWindow and (cAlign == 1 or count > 0)) and not (now <= start) then
+    if cAlign == 1 then ${alignedStart("ws", "cWindow", "now")} else ws = now end
+    wc = 0
+  end
+  local total = wc + cost
+  local ns, nc = start, count
+  local changed = false
+  limit = cLimit
+  if total <= cLimit then
+    allowed = true
+    if not (total == count and ws == start) then
+      ns, nc = ws, total
+      changed = true
+    end
+    remaining = floor(cLimit - total)
+    retry = 0
+    reset = 0
+    if total > 0 then reset = ws + cWindow - now end
+  else
+    allowed = false
+    remaining = floor(cLimit - wc)
+    retry = huge
+    if not (cost > cLimit) then retry = ws + cWindow - now end
+    reset = 0
+    if wc > 0 then reset = ws + cWindow - now end
+  end
+  -- a denial changes nothing, so an Admit is a Take
+  dirty = fresh or changed
+  if dirty then
+    if nc > 0 then settled = ns + cWindow else settled = ns end
+    packed = ${pack(code, ["ns", "nc"])}
+  end`
+}

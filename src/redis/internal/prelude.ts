@@ -25,8 +25,14 @@
  * @since 0.1.0
  */
 export const lua = `
-local floor, ceil, fmod, huge = math.floor, math.ceil, math.fmod, math.huge
-local format, gmatch, concat = string.format, string.gmatch, table.concat
+-- Bound by bind() on the first call: a Redis Functions library is loaded
+-- with no globals but \`redis\`, and its functions run with all of them.
+local floor, ceil, fmod, huge, format, gmatch, concat, srep, spack, sunpack, unpackAll
+local function bind()
+  floor, ceil, fmod, huge = math.floor, math.ceil, math.fmod, math.huge
+  format, gmatch, concat, srep = string.format, string.gmatch, table.concat, string.rep
+  spack, sunpack, unpackAll = struct.pack, struct.unpack, unpack
+end
 
 -- JavaScript's Math.max and Math.min of two numbers (never NaN here).
 local function jmax(a, b)
@@ -75,25 +81,24 @@ end
 -- times cheaper to read and write than text. One struct call per state of
 -- up to 64 numbers (its format, "<dd…", made once per length); a longer one
 -- (a sliding log) goes in pieces of 64, within Lua's limit on results.
-local spack, sunpack, unpack = struct.pack, struct.unpack, unpack
 local packFormats = {}
 local function packFormat(n)
   local f = packFormats[n]
   if f == nil then
-    f = "<" .. string.rep("d", n)
+    f = "<" .. srep("d", n)
     packFormats[n] = f
   end
   return f
 end
 local function packNums(a)
   local n = #a
-  if n <= 64 then return spack(packFormat(n), unpack(a)) end
+  if n <= 64 then return spack(packFormat(n), unpackAll(a)) end
   local parts, k = {}, 0
   for i = 1, n, 64 do
     local j = i + 63
     if j > n then j = n end
     k = k + 1
-    parts[k] = spack(packFormat(j - i + 1), unpack(a, i, j))
+    parts[k] = spack(packFormat(j - i + 1), unpackAll(a, i, j))
   end
   return concat(parts)
 end
@@ -125,3 +130,24 @@ end
 
 local ALG = {}
 `
+
+/**
+ * Lua that sets `assign` to now in milliseconds: `ARGV[1]`, or the server's
+ * `TIME` when it is `""` (every entry point's first argument).
+ *
+ * @example
+ * ```ts
+ * import { readNow } from "./prelude.ts"
+ *
+ * readNow("now").includes("redis.call(\"TIME\")") // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const readNow = (assign: string): string =>
+  `if ARGV[1] == "" then
+  local time = redis.call("TIME")
+  ${assign} = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+else
+  ${assign} = tonumber(ARGV[1])
+end`

@@ -1,8 +1,10 @@
 /**
- * Which algorithms have a script, the script of each, and how a policy is
- * sent to it. An algorithm is recognised by identity (the very `algorithm`
- * object of its module), never by name, so a look-alike cannot be run with
- * another algorithm's arithmetic.
+ * Which algorithms have which scripts, and how a policy is sent to them:
+ * each algorithm's lean script (one Take or Admit per key; not composites)
+ * and batch script, all of them functions of one Redis Functions library
+ * and each also an `EVAL` script (`Route`). An algorithm is recognised by
+ * identity (the very `algorithm` object of its module), never by name, so a
+ * look-alike cannot be run with another algorithm's arithmetic.
  *
  * @since 0.1.0
  */
@@ -17,12 +19,13 @@ import * as SlidingLogAlgorithm from "../../internal/algorithm/SlidingLog.ts"
 import * as SlidingWindowAlgorithm from "../../internal/algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "../../internal/algorithm/TokenBucket.ts"
 import * as WarmUpAlgorithm from "../../internal/algorithm/WarmUp.ts"
+import * as Batch from "./batch.ts"
 import * as Composite from "./composite.ts"
 import * as Concurrency from "./concurrency.ts"
-import * as Driver from "./driver.ts"
 import * as FixedWindow from "./fixedWindow.ts"
 import * as Gcra from "./gcra.ts"
 import * as LeakyBucket from "./leakyBucket.ts"
+import * as Lean from "./lean.ts"
 import * as Prelude from "./prelude.ts"
 import * as SlidingLog from "./slidingLog.ts"
 import * as SlidingWindow from "./slidingWindow.ts"
@@ -40,15 +43,15 @@ export interface Script {
   readonly sha: string
 }
 
-const script = (name: string, modules: ReadonlyArray<string>): Script => {
-  const lua = Prelude.lua + modules.join("") + Driver.lua
-  return { name, lua, sha: createHash("sha1").update(lua).digest("hex") }
-}
+const sha1 = (text: string): string => createHash("sha1").update(text).digest("hex")
+
+const script = (name: string, lua: string): Script => ({ name, lua, sha: sha1(lua) })
 
 interface Module {
   readonly code: number
   readonly lua: string
   readonly config: (config: any) => ReadonlyArray<number>
+  readonly lean: Lean.Lean
 }
 
 const modules = new Map<Algorithm<any, any>, Module>([
@@ -62,12 +65,86 @@ const modules = new Map<Algorithm<any, any>, Module>([
   [WarmUpAlgorithm.algorithm, WarmUp]
 ])
 
-const scripts = new Map<Algorithm<any, any>, Script>(
-  Array.from(modules, ([algorithm, module]) => [algorithm, script(algorithm.name, [module.lua])])
+/**
+ * How a call reaches one entry point: as a function of the tollgate library
+ * (`FCALL`, Redis 7 and later), or as an `EVAL` script (`EVALSHA`), which
+ * runs the same Lua on any Redis.
+ *
+ * @since 0.2.0
+ */
+export interface Route {
+  /** What a round trip's span names it: the algorithm (lean) or `batch`. */
+  readonly name: string
+  /** Its function in the library. */
+  readonly fn: string
+  /** The same entry point as an `EVAL` script. */
+  readonly script: Script
+}
+
+// The library: the prelude, every module and the batch entry point's
+// definitions, made once when it is loaded, and one function per entry
+// point. Its name carries a hash of its text, so versions that differ are
+// different libraries (function names are global in Redis) and a server
+// never runs a stale one.
+const fnName = (version: string, entry: string) => `tollgate_${version}_${entry.replace(/-/g, "_")}`
+const leanEntries = Array.from(modules, ([algorithm, module]) => ({ algorithm, body: Lean.body(module.lean) }))
+const libraryText = (version: string): string =>
+  [
+    `#!lua name=tollgate_${version}\n`,
+    Prelude.lua,
+    ...Array.from(modules.values(), (m) => m.lua),
+    Composite.lua,
+    Batch.definitions,
+    `redis.register_function("${fnName(version, "batch")}", function(KEYS, ARGV)\n`,
+    "if floor == nil then bind() end\n",
+    Batch.body,
+    "end)\n",
+    ...leanEntries.map(({ algorithm, body }) =>
+      `redis.register_function("${fnName(version, algorithm.name)}", function(KEYS, ARGV)\n${body}end)\n`
+    )
+  ].join("")
+const version = sha1(libraryText("")).slice(0, 12)
+
+/**
+ * The Redis Functions library of every entry point (`FUNCTION LOAD`).
+ *
+ * @example
+ * ```ts
+ * import { library } from "./scripts.ts"
+ *
+ * library.name // "tollgate_" + 12 hex digits
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const library: { readonly name: string; readonly lua: string } = {
+  name: `tollgate_${version}`,
+  lua: libraryText(version)
+}
+
+const batchScript = (name: string, moduleLua: ReadonlyArray<string>): Route => ({
+  name: "batch",
+  fn: fnName(version, "batch"),
+  script: script(
+    `${name} (batch)`,
+    Prelude.lua + moduleLua.join("") + Batch.definitions + "bind()\n" + Batch.body
+  )
+})
+
+const batches = new Map<Algorithm<any, any>, Route>(
+  Array.from(modules, ([algorithm, module]) => [algorithm, batchScript(algorithm.name, [module.lua])])
 )
-scripts.set(
+batches.set(
   CompositeAlgorithm.algorithm,
-  script(CompositeAlgorithm.algorithm.name, [...Array.from(modules.values(), (m) => m.lua), Composite.lua])
+  batchScript(CompositeAlgorithm.algorithm.name, [...Array.from(modules.values(), (m) => m.lua), Composite.lua])
+)
+
+const leans = new Map<Algorithm<any, any>, Route>(
+  leanEntries.map(({ algorithm, body }) => [algorithm, {
+    name: algorithm.name,
+    fn: fnName(version, algorithm.name),
+    script: script(algorithm.name, body)
+  }])
 )
 
 /**
@@ -82,7 +159,7 @@ scripts.set(
  *
  * @since 0.1.0
  */
-export const supported: ReadonlyArray<string> = Array.from(scripts.keys(), (a) => a.name)
+export const supported: ReadonlyArray<string> = Array.from(batches.keys(), (a) => a.name)
 
 // A number as text that Lua's `tonumber` reads back exactly.
 const show = (n: number): string =>
@@ -108,18 +185,25 @@ const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<stri
 }
 
 /**
- * What a policy sends: its script and its `ARGV[3]`.
+ * What a policy sends: its batch route and `policy` text, and when its
+ * algorithm has a lean entry point, that route and the policy's numbers.
  *
  * @since 0.1.0
  */
 export interface Encoded {
-  readonly script: Script
+  readonly batch: Route
+  /** The batch entry point's `code canRelease config…`. */
   readonly policy: string
+  readonly lean: Route | undefined
+  /** The lean entry point's `ARGV` after now and keep: the configuration's numbers. */
+  readonly leanArgs: ReadonlyArray<string>
+  /** One lean call carries keys of one policy: the route and the numbers. */
+  readonly leanGroup: string
 }
 
 /**
- * The script and encoded policy for an algorithm and its configuration, or a
- * sentence saying why there is none.
+ * The routes and encoded policy for an algorithm and its configuration, or
+ * a sentence saying why there is none.
  *
  * @example
  * ```ts
@@ -127,20 +211,28 @@ export interface Encoded {
  * import { forPolicy } from "./scripts.ts"
  *
  * const c = TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })
- * const encoded = forPolicy(TokenBucket.algorithm, c) // { script, policy: "1 1 10 1 1000 10 10000 0 0" }
+ * const encoded = forPolicy(TokenBucket.algorithm, c) // { policy: "1 1 10 1 1000 10 10000 0 0", leanArgs: ["10", ...], ... }
  * ```
  *
  * @since 0.1.0
  */
 export const forPolicy = (algorithm: Algorithm<any, any>, config: unknown): Encoded | string => {
-  const found = scripts.get(algorithm)
+  const found = batches.get(algorithm)
   const out: Array<string> = []
   if (found === undefined || !encode(algorithm, config, out)) {
     return `the redis store has no script for the ${describe(algorithm, config)} algorithm; it runs ${
       supported.join(", ")
     }`
   }
-  return { script: found, policy: out.join(" ") }
+  const lean = leans.get(algorithm)
+  const leanArgs = lean === undefined ? [] : modules.get(algorithm)!.config(config).map(show)
+  return {
+    batch: found,
+    policy: out.join(" "),
+    lean,
+    leanArgs,
+    leanGroup: lean === undefined ? "" : `${lean.fn} ${leanArgs.join(" ")}`
+  }
 }
 
 const describe = (algorithm: Algorithm<any, any>, config: unknown): string => {
@@ -152,15 +244,18 @@ const describe = (algorithm: Algorithm<any, any>, config: unknown): string => {
 }
 
 /**
- * Every script, for loading ahead of time (`SCRIPT LOAD`).
+ * Every `EVAL` script, for loading ahead of time (`SCRIPT LOAD`).
  *
  * @example
  * ```ts
  * import { all } from "./scripts.ts"
  *
- * all.length // one per supported algorithm
+ * all.length // a batch script per supported algorithm and a lean one per module
  * ```
  *
  * @since 0.1.0
  */
-export const all: ReadonlyArray<Script> = Array.from(scripts.values())
+export const all: ReadonlyArray<Script> = [
+  ...Array.from(batches.values(), (r) => r.script),
+  ...Array.from(leans.values(), (r) => r.script)
+]

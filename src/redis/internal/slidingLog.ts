@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import type * as SlidingLog from "../../internal/algorithm/SlidingLog.ts"
+import { type Lean, max, min } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -196,3 +197,140 @@ function SL.encode(c, s, out)
 end
 ALG[6] = SL
 `
+
+// The lean step keeps a log as its packed bytes: entry i (from 1) of a log
+// held in `src` at `base` is `sunpack("<d", src, base + 8 * i)`, so a step
+// reads only the entries its binary search and its figures need, and keeps
+// the live part of a log by copying bytes, whatever the log's length.
+const entry = (src: string, base: string, i: string): string => `sunpack("<d", ${src}, ${base} + 8 * (${i}))`
+
+// `out = firstLive(log, t)`
+const firstLive = (out: string, src: string, base: string, cnt: string, t: string): string => `
+    do
+      local _lo, _hi = 0, ${cnt}
+      while _lo < _hi do
+        local _mid = floor((_lo + _hi) / 2)
+        if ${entry(src, base, "_mid + 1")} + cWindow <= ${t} then _lo = _mid + 1 else _hi = _mid end
+      end
+      ${out} = _lo
+    end`
+
+// `out = freshAt(s)`
+const freshAt = (out: string, src: string, base: string, cnt: string, last: string, at: string): string => `
+    do
+      local _tail = ${at}
+      if ${cnt} > 0 then _tail = ${entry(src, base, cnt)} + cWindow end
+      local _gap = ${last} + cMinGap
+      local _m
+      ${max("_m", at, "_gap")}
+      ${max(out, "_m", "_tail")}
+    end`
+
+// `out = resetMillis(s, now)`
+const resetMillis = (out: string, src: string, base: string, cnt: string, last: string, at: string): string => `
+    do
+      local _fresh
+      ${freshAt("_fresh", src, base, cnt, last, at)}
+      local _e = ${at}
+      if now > ${at} then _e = now end
+      if _fresh <= _e then ${out} = 0 else ${out} = _fresh - now end
+    end`
+
+// `out = earliest(s, e, cost)`
+const earliest = (out: string, src: string, base: string, cnt: string, last: string): string => `
+    do
+      local _from
+      ${firstLive("_from", src, base, cnt, "e")}
+      local _excess = ${cnt} - _from + cost - cLimit
+      local _slot = e
+      if _excess > 0 then _slot = ${entry(src, base, "_from + ceil(_excess)")} + cWindow end
+      local _gap = ${last} + cMinGap
+      local _m
+      ${max("_m", "_slot", "_gap")}
+      ${max(out, "_m", "e")}
+    end`
+
+// The state after: the live part of the log with `cost` units at `e`
+// appended, the newest `size` kept (`append`), as bytes.
+const append = `
+    do
+      local _avail = cnt - from + cost
+      local _keep, _new
+      ${min("_keep", "cSize", "_avail")}
+      ${min("_new", "cost", "_keep")}
+      local _old = _keep - _new
+      log = sub(src, base + 8 * (cnt - _old + 1), base + 8 * cnt + 7) .. srep(spack("<d", e), _keep - _old)
+      lbase, lcnt = -7, _keep
+    end`
+
+/**
+ * The lean step (see `lean.ts`): `SlidingLog.step` inline, on the log's
+ * packed bytes.
+ *
+ * @example
+ * ```ts
+ * import { lean } from "./slidingLog.ts"
+ *
+ * lean.config // ["cLimit", "cWindow", "cMinGap", "cCountBlocked", "cSize"]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const lean: Lean = {
+  config: ["cLimit", "cWindow", "cMinGap", "cCountBlocked", "cSize"],
+  step: `
+  local last, at, cnt, src, base
+  if raw and #raw >= 32 then
+    local _code, _last, _at, _cnt = sunpack("<dddd", raw)
+    if _code == ${code} and #raw >= 32 + 8 * _cnt then last, at, cnt, src, base = _last, _at, _cnt, raw, 25 end
+  end
+  local fresh = last == nil
+  if fresh then last, at, cnt, src, base = now - cMinGap, now, 0, "", 0 end
+  local e = at
+  if now > at then e = now end
+  local from
+  ${firstLive("from", "src", "base", "cnt", "e")}
+  local count = cnt - from
+  -- the state after the step
+  local log, lbase, lcnt, llast, lat = src, base, cnt, last, at
+  local changed = false
+  limit = cLimit
+  if count + cost <= cLimit and e >= last + cMinGap then
+    allowed = true
+    ${append}
+    llast, lat = e, e
+    changed = true
+    remaining = floor(cLimit - count - cost)
+    retry = 0
+    ${resetMillis("reset", "log", "lbase", "lcnt", "llast", "lat")}
+  elseif cost > cLimit then
+    allowed = false
+    remaining = floor(cLimit - count)
+    retry = huge
+    ${resetMillis("reset", "src", "base", "cnt", "last", "at")}
+  else
+    allowed = false
+    local live = count
+    if cCountBlocked == 1 then
+      ${append}
+      lat = e
+      changed = true
+      live = lcnt
+    end
+    local fl = floor(cLimit - live)
+    ${max("remaining", "0", "fl")}
+    ${earliest("retry", "log", "lbase", "lcnt", "llast")}
+    retry = retry - now
+    ${resetMillis("reset", "log", "lbase", "lcnt", "llast", "lat")}
+  end
+  if admit and not allowed and changed then
+    -- a waiter's try: a denial leaves the state as it was
+    log, lbase, lcnt, llast, lat = src, base, cnt, last, at
+    changed = false
+  end
+  dirty = fresh or changed
+  if dirty then
+    ${freshAt("settled", "log", "lbase", "lcnt", "llast", "lat")}
+    packed = spack("<dddd", ${code}, llast, lat, lcnt) .. sub(log, lbase + 8, lbase + 8 * lcnt + 7)
+  end`
+}

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import type * as SlidingWindow from "../../internal/algorithm/SlidingWindow.ts"
+import { alignedStart, type Lean, max, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -153,3 +154,119 @@ function SW.encode(c, s, out)
 end
 ALG[5] = SW
 `
+
+// `out = floorDiv(a, b)`: the whole quotient, exact where a / b rounds.
+const floorDiv = (out: string, a: string, b: string): string => `
+    ${out} = floor(${a} / ${b})
+    while ${out} > 0 and ${out} * ${b} > ${a} do ${out} = ${out} - 1 end
+    while (${out} + 1) * ${b} <= ${a} do ${out} = ${out} + 1 end`
+
+// `out = freshAt(r)` for the rolled state (rs, current `c`, previous `p`, rat).
+const freshAt = (out: string, c: string, p: string): string =>
+  `if ${c} > 0 then ${out} = rs + 2 * cWindow elseif ${p} > 0 then ${out} = rs + cWindow else ${out} = rat end`
+
+/**
+ * The lean step (see `lean.ts`): `SlidingWindow.step` inline.
+ *
+ * @example
+ * ```ts
+ * import { lean } from "./slidingWindow.ts"
+ *
+ * lean.config // ["cLimit", "cWindow"]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const lean: Lean = {
+  config: ["cLimit", "cWindow"],
+  step: `${readFixed(code, ["start", "current", "previous", "at"])}
+  if fresh then
+    ${alignedStart("start", "cWindow", "now")}
+    current, previous, at = 0, 0, now
+  end
+  -- rollTo(now)
+  local rat = at
+  if now > at then rat = now end
+  local rs
+  ${alignedStart("rs", "cWindow", "rat")}
+  local rc, rp = current, previous
+  if rs == start then
+    -- the same window
+  elseif rs == start + cWindow then
+    rc, rp = 0, current
+  else
+    rc, rp = 0, 0
+  end
+  local w = cWindow
+  local estimate = rp * (rs + w - rat) + rc * w
+  local nc
+  limit = cLimit
+  if estimate + cost * w <= cLimit * w then
+    allowed = true
+    nc = rc + cost
+    local fa
+    ${freshAt("fa", "nc", "rp")}
+    if fa <= rat then reset = 0 else reset = fa - now end
+    local left = cLimit * w - estimate - cost * w
+    ${floorDiv("remaining", "left", "w")}
+    retry = 0
+  else
+    allowed = false
+    local room0 = cLimit * w - estimate
+    local over
+    ${max("over", "0", "room0")}
+    local q
+    ${floorDiv("q", "over", "w")}
+    ${max("remaining", "0", "q")}
+    retry = huge
+    if not (cost > cLimit) then
+      -- earliest(r, cost)
+      local t
+      local room = (cLimit - rc - cost) * w
+      if room >= 0 then
+        if rp * (rs + w - rat) <= room then
+          t = rat
+        else
+          local y
+          ${floorDiv("y", "room", "rp")}
+          y = w - y
+          if y < w then t = rs + y end
+        end
+      end
+      if t == nil then
+        local nxt = (cLimit - cost) * w
+        if rc * w <= nxt then
+          t = rs + w
+        else
+          local y
+          ${floorDiv("y", "nxt", "rc")}
+          t = rs + w + (w - y)
+        end
+      end
+      retry = t - now
+    end
+    reset = 0
+    if rc > 0 or rp > 0 then
+      ${freshAt("reset", "rc", "rp")}
+      reset = reset - now
+    end
+  end
+  -- a denial changes nothing (the state stays unrolled), so an Admit is a Take
+  dirty = fresh or allowed
+  if dirty then
+    if allowed then
+      ${freshAt("settled", "nc", "rp")}
+      packed = ${pack(code, ["rs", "nc", "rp", "rat"])}
+    else
+      -- a fresh key, denied: its initial state
+      if current > 0 then
+        settled = start + 2 * cWindow
+      elseif previous > 0 then
+        settled = start + cWindow
+      else
+        settled = at
+      end
+      packed = ${pack(code, ["start", "current", "previous", "at"])}
+    end
+  end`
+}

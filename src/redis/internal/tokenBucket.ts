@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import type * as TokenBucket from "../../internal/algorithm/TokenBucket.ts"
+import { type Lean, min, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -142,3 +143,89 @@ function TB.encode(c, s, out)
 end
 ALG[1] = TB
 `
+
+// `out = millisFor(s, now, deficit)` for the state (level, `at`).
+const millisFor = (out: string, deficit: string, now: string, at: string): string => `
+  do
+    local d = ${deficit}
+    if d <= 0 then
+      ${out} = 0
+    elseif cInterval ~= 1 then
+      local behind = 0
+      if ${at} > ${now} then behind = ${at} - ${now} end
+      ${out} = ceil(d / cTokens) + behind
+    else
+      local k = ceil(d / (cTokens * cPeriod))
+      local from = ${at}
+      if ${now} > ${at} then from = ${now} end
+      local nxt
+      if cAligned == 1 then
+        nxt = (floor(from / cPeriod) + 1) * cPeriod
+      else
+        if from <= ${at} then nxt = ${at} else nxt = ${at} + floor((from - ${at}) / cPeriod) * cPeriod end
+        nxt = nxt + cPeriod
+      end
+      ${out} = nxt + (k - 1) * cPeriod - ${now}
+    end
+  end`
+
+/**
+ * The lean step (see `lean.ts`): `TokenBucket.step` inline.
+ *
+ * @example
+ * ```ts
+ * import { lean } from "./tokenBucket.ts"
+ *
+ * lean.config // ["cCapacity", "cTokens", ...]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const lean: Lean = {
+  config: ["cCapacity", "cTokens", "cPeriod", "cInitial", "cFull", "cInterval", "cAligned"],
+  step: `${readFixed(code, ["level", "at"])}
+  if fresh then level, at = cInitial * cPeriod, now end
+  -- levelAt(now)
+  local lvl = level
+  if now > at then
+    local elapsed = now - at
+    if cInterval == 1 then
+      if cAligned == 1 then
+        elapsed = (floor(now / cPeriod) - floor(at / cPeriod)) * cPeriod
+      else
+        elapsed = floor((now - at) / cPeriod) * cPeriod
+      end
+    end
+    local sum = level + elapsed * cTokens
+    ${min("lvl", "cFull", "sum")}
+  end
+  local need = cost * cPeriod
+  local nl, na = level, at
+  limit = cCapacity
+  if lvl >= need then
+    allowed = true
+    nl = lvl - need
+    -- anchorAt(now)
+    if now > at then
+      if cInterval == 1 and cAligned ~= 1 then na = at + floor((now - at) / cPeriod) * cPeriod else na = now end
+    end
+    remaining = floor(nl / cPeriod)
+    retry = 0
+    ${millisFor("reset", "cFull - nl", "now", "at")}
+  else
+    allowed = false
+    remaining = floor(lvl / cPeriod)
+    retry = huge
+    if not (need > cFull) then
+      ${millisFor("retry", "need - lvl", "now", "at")}
+    end
+    ${millisFor("reset", "cFull - lvl", "now", "at")}
+  end
+  -- a denial changes nothing, so an Admit is a Take
+  dirty = fresh or allowed
+  if dirty then
+    ${millisFor("settled", "cFull - nl", "na", "na")}
+    settled = na + settled
+    packed = ${pack(code, ["nl", "na"])}
+  end`
+}

@@ -1,9 +1,12 @@
 /**
- * The end of every tollgate script: `MemoryStore.applyOps` in Lua, for one
- * key or several. For each key it reads the state, applies that key's
- * operations in order with its policy's module from `ALG`, writes the state
- * back with a TTL, and answers every operation. Keys are independent: a
- * call with several keys is several atomic `applyOps` in one round trip.
+ * The batch entry point: `MemoryStore.applyOps` in Lua, for one key or
+ * several, any operations. For each key it reads the state, applies that
+ * key's operations in order with its policy's module from `ALG`, writes the
+ * state back with a TTL, and answers every operation. Keys are independent:
+ * a call with several keys is several atomic `applyOps` in one round trip.
+ * A hot key's batch (many operations on one key) and any call the lean entry
+ * point does not take (peeks, resets, releases, waiting times, composites)
+ * come here.
  *
  * - `KEYS[i]`: the i-th key (with the store's prefix).
  * - `ARGV[1]`: now in milliseconds, or `""` to read the server's `TIME`.
@@ -27,30 +30,30 @@
  * that is already past; a state that never settles (a concurrency limit with
  * units out) gets no TTL.
  *
+ * The entry point comes in two parts: `definitions` (functions, made once
+ * when a Redis Functions library is loaded, or at the start of each
+ * `EVAL`), and `body` (what runs per call).
+ *
  * @since 0.1.0
  */
+import * as Prelude from "./prelude.ts"
 
 /**
- * The Lua source of the driver.
+ * The functions of the batch entry point (after the prelude and the
+ * modules): made once in a library.
  *
  * @example
  * ```ts
- * import { lua } from "./driver.ts"
+ * import { definitions } from "./batch.ts"
  *
- * lua.includes("redis.call(\"TIME\")") // true
+ * definitions.includes("local function applyOps") // true
  * ```
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const lua = `
-local now
-if ARGV[1] == "" then
-  local time = redis.call("TIME")
-  now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
-else
-  now = num(ARGV[1])
-end
-local keep = num(ARGV[2])
+export const definitions = `
+-- Set by each call.
+local now, keep
 
 -- A key's limit is the same in every reply: formatted once while it repeats.
 local lastLimit, lastLimitText = nil, nil
@@ -63,8 +66,9 @@ local function reply(allowed, remaining, retry, reset, limit)
   return a .. " " .. fmt(remaining) .. " " .. fmt(retry) .. " " .. fmt(reset) .. " " .. lastLimitText
 end
 
--- In a batch most keys carry the same operations ("0 1 0"): parse each once.
-local parsedOps = {}
+-- In a batch most keys carry the same operations ("0 1 0"): parse each once
+-- (per call: a library's functions outlive calls, and callers send what they like).
+local parsedOps
 
 -- Replies of the key being applied, equal ones in a row sent once with
 -- "*count" after them (a hot key under attack answers the same denial a
@@ -172,6 +176,25 @@ local function applyOps(key, P, opsText)
   return concat(out, " ", 1, n)
 end
 
+`
+
+/**
+ * What runs per call, with `KEYS` and `ARGV` in scope (the body of an
+ * `EVAL` script, or of the library's function).
+ *
+ * @example
+ * ```ts
+ * import { body } from "./batch.ts"
+ *
+ * body.includes("redis.call(\"TIME\")") // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const body = `
+${Prelude.readNow("now")}
+keep = num(ARGV[2])
+parsedOps = {}
 local policies = {}
 local results = {}
 for k = 1, #KEYS do

@@ -1,0 +1,120 @@
+/**
+ * The text of calls and replies: how numbers and operations are sent to the
+ * entry points and how their replies are read back (see `batch.ts` and
+ * `lean.ts` for the layouts).
+ *
+ * @since 0.2.0
+ */
+import type { Op, Reply } from "../../Store.ts"
+
+/**
+ * A number as text that Lua's `tonumber` reads back exactly.
+ *
+ * @example
+ * ```ts
+ * import { show } from "./codec.ts"
+ *
+ * show(-0) // "-0"
+ * show(Infinity) // "inf"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const show = (n: number): string =>
+  n === Infinity ? "inf" : n === -Infinity ? "-inf" : Object.is(n, -0) ? "-0" : String(n)
+
+/**
+ * A batch's operations: `kind cost queued times` for each run of equal
+ * operations (a hot key's batch is mostly the same Take, over and over).
+ *
+ * @example
+ * ```ts
+ * import { encodeOps } from "./codec.ts"
+ *
+ * encodeOps([{ kind: 0, cost: 1, queued: 0 }, { kind: 0, cost: 1, queued: 0 }]) // "0 1 0 2"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const encodeOps = (ops: ReadonlyArray<Op>): string => {
+  // the most common call by far: one Take of 1
+  if (ops.length === 1 && ops[0].kind === 0 && ops[0].cost === 1 && ops[0].queued === 0) return "0 1 0 1"
+  let out = ""
+  for (let i = 0; i < ops.length;) {
+    const op = ops[i]
+    let j = i + 1
+    while (j < ops.length && ops[j].kind === op.kind && ops[j].cost === op.cost && ops[j].queued === op.queued) j++
+    out += (i === 0 ? "" : " ") + op.kind + " " + op.cost + " " + op.queued + " " + (j - i)
+    i = j
+  }
+  return out
+}
+
+const number = (s: string): number => s === "inf" ? Infinity : s === "-inf" ? -Infinity : Number(s)
+
+/**
+ * One key's reply from the batch entry point: `allowed remaining retryAfter
+ * resetAfter limit` per op, `*n` after one that answers n ops in a row;
+ * `undefined` if it is not one for `count` ops.
+ *
+ * @example
+ * ```ts
+ * import { decodeBatch } from "./codec.ts"
+ *
+ * decodeBatch("1 4 0 100 5 *2", 2) // two replies: allowed, remaining 4, ...
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const decodeBatch = (raw: unknown, count: number): ReadonlyArray<Reply> | undefined => {
+  if (typeof raw !== "string") return undefined
+  const fields = raw.split(" ")
+  const replies: Array<Reply> = []
+  for (let i = 0; i < fields.length;) {
+    if (i + 5 > fields.length) return undefined
+    const reply: Reply = {
+      allowed: fields[i] === "1",
+      remaining: number(fields[i + 1]),
+      retryAfter: number(fields[i + 2]),
+      resetAfter: number(fields[i + 3]),
+      limit: number(fields[i + 4])
+    }
+    i += 5
+    let times = 1
+    if (i < fields.length && fields[i].startsWith("*")) {
+      times = Number(fields[i].slice(1))
+      i++
+    }
+    if (!(Number.isSafeInteger(times) && times >= 1 && replies.length + times <= count)) return undefined
+    for (let k = 0; k < times; k++) replies.push(reply)
+  }
+  return replies.length === count ? replies : undefined
+}
+
+// A lean value: an integer reply, or text for what an integer cannot carry.
+const value = (v: unknown): number => typeof v === "number" ? v : typeof v === "string" ? number(v) : NaN
+
+/**
+ * The i-th key's reply from the lean entry point (five values per key), or
+ * `undefined` if the reply is not one for `keys` keys.
+ *
+ * @example
+ * ```ts
+ * import { decodeLean } from "./codec.ts"
+ *
+ * decodeLean([1, 4, 0, 100, 5], 0, 1) // [{ allowed: true, remaining: 4, retryAfter: 0, resetAfter: 100, limit: 5 }]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const decodeLean = (raw: unknown, i: number, keys: number): ReadonlyArray<Reply> | undefined => {
+  if (!Array.isArray(raw) || raw.length !== 5 * keys) return undefined
+  const at = 5 * i
+  return [{
+    allowed: raw[at] === 1,
+    remaining: value(raw[at + 1]),
+    retryAfter: value(raw[at + 2]),
+    resetAfter: value(raw[at + 3]),
+    limit: value(raw[at + 4])
+  }]
+}

@@ -1,0 +1,495 @@
+/**
+ * The conformance suite of the Redis scripts (see Conformance.test.ts), run
+ * once per way of calling them: as a Redis Functions library (`FCALL`) and as
+ * `EVAL` scripts (`EVALSHA`), in two files so the two run side by side.
+ */
+import { assert, expect } from "@effect/vitest"
+import { Clock, Duration, Effect } from "effect"
+import { Redis } from "effect/persistence"
+import * as fc from "fast-check"
+import type { Algorithm } from "../../src/internal/algorithm/Algorithm.ts"
+import * as Composite from "../../src/internal/algorithm/Composite.ts"
+import * as Concurrency from "../../src/internal/algorithm/Concurrency.ts"
+import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
+import * as Gcra from "../../src/internal/algorithm/Gcra.ts"
+import * as LeakyBucket from "../../src/internal/algorithm/LeakyBucket.ts"
+import * as SlidingLog from "../../src/internal/algorithm/SlidingLog.ts"
+import * as SlidingWindow from "../../src/internal/algorithm/SlidingWindow.ts"
+import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
+import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
+import { applyOps } from "../../src/MemoryStore.ts"
+import * as Policy from "../../src/Policy.ts"
+import * as RedisStore from "../../src/redis/RedisStore.ts"
+import { type Op, OpKind, type Reply } from "../../src/Store.ts"
+import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
+
+interface Case {
+  readonly name: string
+  readonly policy: Policy.Valid
+  /** About a period or a window: the scale of the random time steps. */
+  readonly scale: number
+  /** Costs are drawn from 1 to this (above the limit on purpose). */
+  readonly costs: number
+}
+
+// `applyOps` and the store only read `algorithm` and `config`.
+const policy = <C>(algorithm: Algorithm<C, any>, config: C): Policy.Valid =>
+  ({ _tag: "TokenBucket", algorithm, config }) as unknown as Policy.Valid
+const tb = TokenBucket.config
+const part = Composite.part
+
+const cases: ReadonlyArray<Case> = [
+  {
+    name: "token bucket (Policy.tokenBucket)",
+    policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per: "100 millis" } }) as Policy.Valid,
+    scale: 200,
+    costs: 6
+  },
+  {
+    name: "token bucket starting empty",
+    policy: Policy.tokenBucket({
+      capacity: 8,
+      refill: { tokens: 3, per: "2 seconds" },
+      initialTokens: 0
+    }) as Policy.Valid,
+    scale: 3000,
+    costs: 9
+  },
+  {
+    name: "token bucket starting with -0 tokens (replies carry -0)",
+    policy: policy(TokenBucket.algorithm, tb({ capacity: 3, tokens: 1, periodMillis: 40, initialTokens: -0 })),
+    scale: 60,
+    costs: 4
+  },
+  {
+    name: "token bucket, 1000 per ms",
+    policy: policy(TokenBucket.algorithm, tb({ capacity: 3000, tokens: 1000, periodMillis: 1 })),
+    scale: 5,
+    costs: 3500
+  },
+  {
+    name: "token bucket, fractional",
+    policy: policy(TokenBucket.algorithm, tb({ capacity: 2.5, tokens: 0.5, periodMillis: 100, initialTokens: 1.5 })),
+    scale: 500,
+    costs: 3
+  },
+  {
+    name: "token bucket, 1/3 per second",
+    policy: Policy.tokenBucket({ capacity: 4, refill: { tokens: 1, per: "3 seconds" } }) as Policy.Valid,
+    scale: 4000,
+    costs: 5
+  },
+  {
+    name: "token bucket, interval refill",
+    policy: Policy.tokenBucket({
+      capacity: 6,
+      refill: { tokens: 2, per: "70 millis" },
+      mode: "interval",
+      initialTokens: 1
+    }) as Policy.Valid,
+    scale: 150,
+    costs: 7
+  },
+  {
+    name: "token bucket, interval refill aligned to the clock",
+    policy: Policy.tokenBucket({
+      capacity: 5,
+      refill: { tokens: 3, per: "90 millis" },
+      mode: "interval",
+      aligned: true
+    }) as Policy.Valid,
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "token bucket, fractional interval refill",
+    policy: policy(
+      TokenBucket.algorithm,
+      tb({ capacity: 3.5, tokens: 0.75, periodMillis: 33, initialTokens: 0.5, interval: true })
+    ),
+    scale: 100,
+    costs: 4
+  },
+  {
+    name: "gcra (Policy.gcra)",
+    policy: Policy.gcra({ rate: { count: 30, per: "1 second" }, maxBurst: 5 }) as Policy.Valid,
+    scale: 300,
+    costs: 7
+  },
+  {
+    name: "gcra",
+    policy: policy(Gcra.algorithm, Gcra.config({ maxBurst: 4, count: 2, periodMillis: 100 })),
+    scale: 200,
+    costs: 6
+  },
+  {
+    name: "gcra, T = 0.2 ms",
+    policy: policy(Gcra.algorithm, Gcra.config({ maxBurst: 2, count: 5000, periodMillis: 1000 })),
+    scale: 3,
+    costs: 4
+  },
+  {
+    name: "gcra, T = 1000/3 ms",
+    policy: policy(Gcra.algorithm, Gcra.config({ maxBurst: 0, count: 3, periodMillis: 1000 })),
+    scale: 1000,
+    costs: 2
+  },
+  {
+    name: "leaky bucket",
+    policy: policy(LeakyBucket.algorithm, LeakyBucket.config({ tokens: 1, periodMillis: 50, burst: 3 })),
+    scale: 150,
+    costs: 5
+  },
+  {
+    name: "leaky bucket, nodelay",
+    policy: policy(
+      LeakyBucket.algorithm,
+      LeakyBucket.config({ tokens: 2, periodMillis: 100, burst: 4, nodelay: true })
+    ),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "fixed window, first hit",
+    policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 5, windowMillis: 100 })),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "fixed window, aligned",
+    policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 5, windowMillis: 100, align: true })),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "fixed window, fractional limit",
+    policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 2.5, windowMillis: 30, align: true })),
+    scale: 50,
+    costs: 3
+  },
+  {
+    name: "sliding window",
+    policy: policy(SlidingWindow.algorithm, SlidingWindow.config({ limit: 5, windowMillis: 100 })),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "sliding window, odd sizes",
+    policy: policy(SlidingWindow.algorithm, SlidingWindow.config({ limit: 3, windowMillis: 7 })),
+    scale: 12,
+    costs: 4
+  },
+  {
+    name: "sliding log",
+    policy: policy(SlidingLog.algorithm, SlidingLog.config({ limit: 4, windowMillis: 100 })),
+    scale: 150,
+    costs: 5
+  },
+  {
+    name: "sliding log, minGap and countBlocked",
+    policy: policy(
+      SlidingLog.algorithm,
+      SlidingLog.config({ limit: 3, windowMillis: 50, minGap: 5, countBlocked: true })
+    ),
+    scale: 60,
+    costs: 4
+  },
+  {
+    name: "concurrency",
+    policy: policy(Concurrency.algorithm, Concurrency.config({ capacity: 4 })),
+    scale: 100,
+    costs: 5
+  },
+  {
+    name: "concurrency, replenished",
+    policy: policy(
+      Concurrency.algorithm,
+      Concurrency.config({ capacity: 5, replenish: { tokens: 2, periodMillis: 100 } })
+    ),
+    scale: 150,
+    costs: 6
+  },
+  {
+    name: "bursty",
+    policy: policy(WarmUp.algorithm, WarmUp.config({ permits: 2, periodMillis: 100, maxBurstMillis: 200 })),
+    scale: 150,
+    costs: 5
+  },
+  {
+    name: "warming up",
+    policy: policy(WarmUp.algorithm, WarmUp.config({ permits: 1, periodMillis: 10, warmupMillis: 100 })),
+    scale: 60,
+    costs: 4
+  },
+  {
+    name: "warming up, cold factor 5, 3 per 7 ms",
+    policy: policy(WarmUp.algorithm, WarmUp.config({ permits: 3, periodMillis: 7, warmupMillis: 50, coldFactor: 5 })),
+    scale: 40,
+    costs: 4
+  },
+  {
+    name: "Policy.all: sliding window, leaky bucket and smooth",
+    policy: Policy.all(
+      Policy.slidingWindow({ limit: 4, window: "80 millis" }),
+      Policy.leakyBucket({ rate: { tokens: 1, per: "20 millis" }, burst: 2 }),
+      Policy.smooth({ permits: 3, per: "60 millis" })
+    ) as Policy.Valid,
+    scale: 100,
+    costs: 5
+  },
+  {
+    name: "composite: token bucket and fixed window",
+    policy: policy(
+      Composite.algorithm,
+      Composite.config([
+        part(TokenBucket.algorithm, tb({ capacity: 4, tokens: 1, periodMillis: 50 })),
+        part(FixedWindow.algorithm, FixedWindow.config({ limit: 6, windowMillis: 300, align: true }))
+      ])
+    ),
+    scale: 150,
+    costs: 5
+  },
+  {
+    name: "composite: gcra, sliding log (countBlocked) and a nested composite",
+    policy: policy(
+      Composite.algorithm,
+      Composite.config([
+        part(Gcra.algorithm, Gcra.config({ maxBurst: 3, count: 1, periodMillis: 40 })),
+        part(SlidingLog.algorithm, SlidingLog.config({ limit: 5, windowMillis: 200, countBlocked: true })),
+        part(
+          Composite.algorithm,
+          Composite.config([
+            part(SlidingWindow.algorithm, SlidingWindow.config({ limit: 3, windowMillis: 90 })),
+            part(WarmUp.algorithm, WarmUp.config({ permits: 2, periodMillis: 30 }))
+          ])
+        )
+      ])
+    ),
+    scale: 120,
+    costs: 4
+  }
+]
+
+interface Batch {
+  readonly advance: number
+  readonly ops: ReadonlyArray<Op>
+}
+
+const oneOp = (c: Case): fc.Arbitrary<Op> => {
+  const cost = fc.integer({ min: 1, max: c.costs })
+  return fc.oneof(
+    { weight: 8, arbitrary: cost.map((cost) => ({ kind: OpKind.Take, cost, queued: 0 })) },
+    { weight: 2, arbitrary: cost.map((cost) => ({ kind: OpKind.Admit, cost, queued: 0 })) },
+    {
+      weight: 2,
+      arbitrary: fc.integer({ min: 0, max: c.costs }).map((cost) => ({ kind: OpKind.Peek, cost, queued: 0 }))
+    },
+    { weight: 1, arbitrary: fc.constant({ kind: OpKind.Reset, cost: 0, queued: 0 }) },
+    { weight: 2, arbitrary: cost.map((cost) => ({ kind: OpKind.Release, cost, queued: 0 })) },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant(OpKind.WaitTime),
+        cost,
+        queued: fc.integer({ min: 0, max: 3 * c.costs })
+      })
+    }
+  )
+}
+
+const batches = (c: Case, { jumps }: { readonly jumps: boolean }): fc.Arbitrary<ReadonlyArray<Batch>> => {
+  const op = oneOp(c)
+  const advance = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: c.scale }) },
+    { weight: 2, arbitrary: fc.integer({ min: 0, max: 4 * c.scale }) },
+    { weight: 1, arbitrary: fc.integer({ min: -c.scale, max: -1 }) }, // the clock steps back
+    { weight: jumps ? 1 : 0, arbitrary: fc.integer({ min: 500_000, max: 700_000 }) } // past keepSettled
+  )
+  // runs of the same operation, as a hot key's batch has (sent as one run)
+  const run = fc.tuple(
+    op,
+    fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 6 }) })
+  ).map(([o, times]) => Array.from({ length: times }, () => o))
+  const ops = fc.array(run, { minLength: 1, maxLength: 6 }).map((runs) => runs.flat())
+  return fc.array(fc.record({ advance, ops }), {
+    minLength: 1,
+    maxLength: 12
+  })
+}
+
+const KEYS_AT_ONCE = 6
+
+// Steps of one operation on each of several keys, all sent at once.
+const severalKeys = (c: Case) =>
+  batches(c, { jumps: false }).chain((steps) =>
+    fc.array(fc.array(oneOp(c), { minLength: KEYS_AT_ONCE, maxLength: KEYS_AT_ONCE }), {
+      minLength: steps.length,
+      maxLength: steps.length
+    }).map((ops) => steps.map((step, i) => ({ advance: step.advance, ops: ops[i] })))
+  )
+
+const T0 = 1_760_000_000_000 // an epoch-sized start
+let serial = 0
+
+// The Take/Reset/Release rule of the script: did the batch write the state?
+const reference = (p: Policy.Valid, stored: unknown, now: number, ops: ReadonlyArray<Op>) => {
+  let state = stored
+  let dirty = false
+  const replies: Array<Reply> = []
+  for (const op of ops) {
+    const before = state
+    const [[reply], after] = applyOps(p, state, now, [op])
+    replies.push(reply)
+    state = after
+    if (op.kind === OpKind.Take && (before === undefined || after !== before)) dirty = true
+    if (op.kind === OpKind.Admit && (before === undefined || after !== before)) dirty = true
+    if (op.kind === OpKind.Reset && before !== undefined) dirty = true
+    if (op.kind === OpKind.Release && before !== undefined && p.algorithm.release !== undefined) dirty = true
+  }
+  return { replies, state, dirty }
+}
+
+const KEEP = 600_000
+
+type Sending = "batches" | "one operation per call" | "several keys at once"
+
+// One key's expected history: the reference state, and the check of the TTL
+// Redis holds after a call that wrote it.
+const expectKey = (c: Case, forever: boolean, redisKey: string) => {
+  let state: unknown = undefined
+  return {
+    next: (now: number, ops: ReadonlyArray<Op>) => {
+      const expected = reference(c.policy, state, now, ops)
+      state = expected.state
+      return expected
+    },
+    checkTtl: (now: number, dirty: boolean) =>
+      Effect.gen(function*() {
+        if (forever || !dirty) return
+        const redis = yield* Redis.Redis
+        const settled = c.policy.algorithm.settledAt(c.policy.config as never, state as never)
+        const ttl = yield* redis.send<number>("PTTL", redisKey)
+        if (settled + KEEP - now <= 0) {
+          state = undefined
+          assert.strictEqual(ttl, -2, "a settled key is deleted")
+        } else if (settled === Infinity) {
+          assert.strictEqual(ttl, -1, "a key that never settles has no TTL")
+        } else {
+          // PTTL counts down in real time from Math.ceil(settled + KEEP - now)
+          expect(ttl).toBeLessThanOrEqual(Math.ceil(settled + KEEP - now))
+          expect(ttl).toBeGreaterThan(Math.ceil(settled + KEEP - now) - 5_000)
+        }
+      })
+  }
+}
+
+/** Declares the suite for the store with `functions` on or off. */
+export const conformance = (functions: boolean): void => {
+  const command = functions ? "FCALL" : "EVALSHA"
+  describeRedis(`Redis scripts conform to MemoryStore.applyOps, ${command}`, (it) => {
+    for (
+      const sending of ["batches", "one operation per call", "several keys at once"] as const satisfies ReadonlyArray<
+        Sending
+      >
+    ) {
+      for (const regime of ["kept for ever", "forgotten 10 minutes after settling"] as const) {
+        const forever = regime === "kept for ever"
+        // several keys at once: the replies (the TTLs are the same code as a key's own)
+        if (sending === "several keys at once" && !forever) continue
+        for (const c of cases) {
+          it.effect(`${c.name}, ${sending}, ${regime}, ${command}`, () =>
+            Effect.gen(function*() {
+              const prefix = uniquePrefix("conformance")
+              const { clock, time } = settableClock(T0)
+              const store = yield* RedisStore.make({
+                prefix,
+                clock: "client",
+                functions,
+                keepSettled: forever ? Duration.infinity : Duration.millis(KEEP)
+              }).pipe(Effect.provideService(Clock.Clock, clock))
+              const context = yield* Effect.context<Redis.Redis>()
+              const run = Effect.runPromiseWith(context)
+              const property = sending === "several keys at once"
+                ? fc.asyncProperty(severalKeys(c), (steps) =>
+                  run(Effect.gen(function*() {
+                    const keys = Array.from({ length: KEYS_AT_ONCE }, () => `k${serial++}`)
+                    const expected = keys.map((key) => expectKey(c, forever, prefix + key))
+                    let now = T0
+                    for (const step of steps) {
+                      now += step.advance
+                      time.now = now
+                      const replies = yield* Effect.forEach(
+                        keys,
+                        (key, i) => store.apply(key, c.policy, [step.ops[i]]),
+                        { concurrency: "unbounded" }
+                      )
+                      for (let i = 0; i < keys.length; i++) {
+                        assert.deepStrictEqual(
+                          replies[i],
+                          expected[i].next(now, [step.ops[i]]).replies,
+                          `key ${i} at ${now - T0} ms, op ${JSON.stringify(step.ops[i])}`
+                        )
+                      }
+                    }
+                  })))
+                : fc.asyncProperty(batches(c, { jumps: !forever }), (batches) =>
+                  run(Effect.gen(function*() {
+                    const key = `k${serial++}`
+                    const expected = expectKey(c, forever, prefix + key)
+                    let now = T0
+                    for (const batch of batches) {
+                      now += batch.advance
+                      time.now = now
+                      const calls = sending === "batches" ? [batch.ops] : batch.ops.map((op) => [op])
+                      for (const ops of calls) {
+                        const want = expected.next(now, ops)
+                        const replies = yield* store.apply(key, c.policy, ops)
+                        assert.deepStrictEqual(replies, want.replies, `at ${now - T0} ms, ops ${JSON.stringify(ops)}`)
+                        yield* expected.checkTtl(now, want.dirty)
+                      }
+                    }
+                  })))
+              yield* Effect.promise(() => fc.assert(property, { numRuns: Number(process.env.CONFORMANCE_RUNS ?? 40) }))
+              yield* cleanup(prefix)
+            }))
+        }
+      }
+    }
+  })
+
+  describeRedis(`Redis scripts: large states, ${command}`, (it) => {
+    it.effect(
+      "a sliding log of 10 000 entries is stored and read back exactly, by both scripts",
+      () =>
+        Effect.gen(function*() {
+          const prefix = uniquePrefix("large")
+          const { clock, time } = settableClock(T0)
+          const store = yield* RedisStore.make({ prefix, clock: "client", functions, keepSettled: Duration.infinity })
+            .pipe(Effect.provideService(Clock.Clock, clock))
+          const p = Policy.slidingLog({ limit: 10_000, window: "1 hour" }) as Policy.Valid
+          const take = { kind: OpKind.Take, cost: 1, queued: 0 }
+          let state: unknown = undefined
+          // one entry per millisecond, in batches: every read and write carries the whole log
+          for (let i = 0; i < 10; i++) {
+            time.now = T0 + i
+            const ops = Array.from({ length: i === 9 ? 995 : 1_000 }, () => take)
+            const expected = reference(p, state, time.now, ops)
+            state = expected.state
+            assert.deepStrictEqual(yield* store.apply("log", p, ops), expected.replies)
+          }
+          // then one Take at a time (the lean script on the long log), past the
+          // limit (the oldest entries drop out of the window one by one)
+          for (let i = 0; i < 20; i++) {
+            time.now = T0 + 20 + i * 400_000
+            const expected = reference(p, state, time.now, [take])
+            state = expected.state
+            assert.deepStrictEqual(yield* store.apply("log", p, [take]), expected.replies, `take ${i}`)
+          }
+          // and the batch script reads what the lean one wrote
+          const peek = [{ kind: OpKind.Peek, cost: 3, queued: 0 }, { kind: OpKind.WaitTime, cost: 2, queued: 5 }]
+          assert.deepStrictEqual(yield* store.apply("log", p, peek), reference(p, state, time.now, peek).replies)
+          yield* cleanup(prefix)
+        })
+    )
+  })
+}

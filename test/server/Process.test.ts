@@ -1,0 +1,55 @@
+// The service as a process: how it starts from `npm start`, stops on a
+// signal sent to npm, says why it cannot listen, and answers HEAD.
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { request, start, startFailing } from "./harness.ts"
+
+// `npm start` as the README runs it, on the npm that runs these tests.
+const npmStart: readonly [string, ...Array<string>] = process.env.npm_execpath !== undefined &&
+    process.env.npm_execpath.endsWith(".js")
+  ? [process.execPath, process.env.npm_execpath, "start"]
+  : ["npm", "start"]
+
+const refused = (url: string) => Effect.promise(() => fetch(url).then(() => false, () => true))
+
+describe("service: the process", () => {
+  it.live("SIGTERM or SIGINT sent to the npm start process stops the service (npm exits 0, the port closes)", () =>
+    Effect.forEach(["SIGTERM", "SIGINT"] as const, (signal) =>
+      Effect.scoped(Effect.gen(function*() {
+        const service = yield* start({ command: npmStart })
+        assert.strictEqual((yield* request(service, "GET", "/healthz")).status, 200)
+        service.child.kill(signal)
+        const code = yield* service.exited.pipe(
+          Effect.timeoutOrElse({
+            duration: "20 seconds",
+            orElse: () => Effect.fail(`npm start still running after ${signal}:\n${service.output()}`)
+          })
+        )
+        assert.strictEqual(code, 0, `${signal}: npm exited with ${code}:\n${service.output()}`)
+        assert.include(service.output(), "draining")
+        assert.isTrue(yield* refused(service.url + "/healthz"), `${signal}: the service still answers`)
+      }))))
+
+  it.live("a port in use stops the start with one line naming the host and port", () =>
+    Effect.gen(function*() {
+      const first = yield* start()
+      const port = new URL(first.url).port
+      const second = yield* startFailing({ env: { PORT: port } })
+      assert.strictEqual(second.code, 1)
+      assert.strictEqual(second.output, `tollgate: cannot listen on 127.0.0.1:${port}: the port is in use\n`)
+    }))
+
+  it.live("HEAD answers wherever GET does, with no body; elsewhere 404 or 405 with Allow", () =>
+    Effect.gen(function*() {
+      const service = yield* start()
+      for (const path of ["/healthz", "/readyz", "/metrics", "/v1/peek?key=k"]) {
+        const head = yield* request(service, "HEAD", path)
+        assert.strictEqual(head.status, 200, `HEAD ${path}`)
+        assert.strictEqual(head.text, "", `HEAD ${path}`)
+      }
+      const post = yield* request(service, "HEAD", "/v1/consume")
+      assert.strictEqual(post.status, 405)
+      assert.strictEqual(post.headers.get("allow"), "POST")
+      assert.strictEqual((yield* request(service, "HEAD", "/v2/nothing")).status, 404)
+    }))
+})
