@@ -3,6 +3,7 @@
  */
 import { existsSync, readFileSync } from "node:fs"
 import { shortNames } from "./chart.ts"
+import { type HttpResults, renderHttpSection } from "./http/report.ts"
 import { type RedisResults, renderRedisSection } from "./redis/report.ts"
 import type { ContenderId, ContenderResult, Results, ThroughputResult } from "./types.ts"
 
@@ -357,6 +358,10 @@ export const renderMarkdown = (results: Results, chartFile: string): string => {
   if (existsSync(redisFile)) {
     out.push(renderRedisSection(JSON.parse(readFileSync(redisFile, "utf8")) as RedisResults))
   }
+  // The HTTP service's last saved run (npm run bench:http -- --save writes it).
+  if (existsSync(httpFile)) {
+    out.push(renderHttpSection(JSON.parse(readFileSync(httpFile, "utf8")) as HttpResults))
+  }
   // Hand-written: what each change did, with the figures of the runs before and after it.
   if (existsSync(historyFile)) out.push(readFileSync(historyFile, "utf8").trimEnd(), "")
   return out.join("\n")
@@ -364,3 +369,4 @@ export const renderMarkdown = (results: Results, chartFile: string): string => {
 
 const historyFile = new URL("./history.md", import.meta.url)
 const redisFile = new URL("./redis/results.json", import.meta.url)
+const httpFile = new URL("./http/results.json", import.meta.url)

@@ -262,6 +262,8 @@ export interface Matcher {
  * @since 0.2.0
  */
 export const normalizePath = (path: string): string => {
+  // Nothing to decode, collapse or resolve (the common case): the path is its own normal form.
+  if (path.startsWith("/") && !path.includes("%") && !path.includes("//") && !path.includes("/.")) return path
   const decoded = path.replace(/%([0-9A-Fa-f]{2})/g, (encoded, hex: string) => {
     const c = String.fromCharCode(parseInt(hex, 16))
     return /[A-Za-z0-9\-._~]/.test(c) ? c : encoded.toUpperCase()

@@ -182,7 +182,10 @@ const millis = (d: Duration.Duration): number | null => {
 // The methods the not-found/405 fallback takes: all but HEAD (see below). Others are a bare 404.
 const fallbackMethods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"] as const
 
-const json = (body: unknown) => HttpServerResponse.jsonUnsafe(body, { headers: { "cache-control": "no-store" } })
+// Set after the body rather than passed as an option: the option's headers are
+// copied into a record whose prototype is then swapped, about 1 µs more per answer.
+const json = (body: unknown) =>
+  HttpServerResponse.setHeader(HttpServerResponse.jsonUnsafe(body), "cache-control", "no-store")
 
 /**
  * The routes, as a layer for `HttpRouter.serve`.
@@ -267,7 +270,13 @@ export const layer: Layer.Layer<
           HttpMetrics.inFlight.modifyUnsafe(-1, context)
           return Effect.void
         }
-        const run = Effect.onExit(Effect.map(Effect.catch(effect, problemOf), answered), done)
+        const run = Effect.onExit(
+          Effect.matchEffect(effect, {
+            onFailure: (error) => Effect.map(problemOf(error), answered),
+            onSuccess: (response) => Effect.succeed(answered(response))
+          }),
+          done
+        )
         return Effect.suspend(() => {
           HttpMetrics.inFlight.modifyUnsafe(1, context)
           return run
@@ -354,13 +363,14 @@ export const layer: Layer.Layer<
           Effect.map(tollgate.check(request, "/v1/check"), (result) => {
             if (result._tag === "NoRule") return json({ allowed: true })
             const { decision, quota } = result
-            const headers = RateLimitHeaders.make(quota, decision)
+            const headers = RateLimitHeaders.make(quota, decision) // a fresh record
+            headers["cache-control"] = "no-store"
             const body = toCheckBody(result.rule, result.policy, decision)
             return decision.allowed
-              ? HttpServerResponse.jsonUnsafe(body, { headers: { ...headers, "cache-control": "no-store" } })
+              ? HttpServerResponse.setHeaders(HttpServerResponse.jsonUnsafe(body), headers)
               : Problem.response("rate-limited", `rate limit exceeded; retry in ${headers["retry-after"]} s`, {
                 extensions: body,
-                headers: { ...headers, "cache-control": "no-store" }
+                headers
               })
           })
         )

@@ -1,7 +1,8 @@
 // End-to-end tests of the stand-alone service: each test starts the real
 // process (`node src/server/main.ts`) on 127.0.0.1 with an ephemeral port.
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Schedule } from "effect"
+import { Effect, Fiber, Option, Schedule } from "effect"
+import * as http from "node:http"
 import { metrics, post, request, sample, type Service, start, startFailing } from "./harness.ts"
 
 const hour = (capacity: number) => ({ kind: "tokenBucket", capacity, refill: { tokens: 1, per: "1 hour" } })
@@ -103,6 +104,92 @@ describe("service: the JSON API", () => {
       const wrongMethod = yield* request(service, "GET", "/v1/consume")
       assert.strictEqual(wrongMethod.status, 405)
       assert.strictEqual(wrongMethod.headers.get("allow"), "POST")
+    }))
+})
+
+// One POST over node:http that sends `Expect: 100-continue` and its body only once the 100 has come.
+const postAfterContinue = (service: Service, path: string, body: string) =>
+  Effect.callback<{ readonly continued: boolean; readonly status: number | undefined; readonly text: string }>(
+    (resume) => {
+      const url = new URL(path, service.url)
+      let continued = false
+      const req = http.request(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "content-length": String(Buffer.byteLength(body)),
+          expect: "100-continue"
+        }
+      })
+      req.on("continue", () => {
+        continued = true
+        req.end(body)
+      })
+      req.on("response", (res) => {
+        let text = ""
+        res.setEncoding("utf8")
+        res.on("data", (chunk: string) => (text += chunk))
+        res.on("end", () => resume(Effect.succeed({ continued, status: res.statusCode, text })))
+      })
+      req.on("error", (error) => resume(Effect.die(error)))
+      req.flushHeaders()
+      return Effect.sync(() => req.destroy())
+    }
+  )
+
+describe("service: how bodies arrive", () => {
+  it.live("a client that waits for 100 Continue gets it, then its decision", () =>
+    Effect.gen(function*() {
+      const service = yield* start({ config })
+      const reply = yield* postAfterContinue(service, "/v1/consume", JSON.stringify({ key: "continue" })).pipe(
+        Effect.timeoutOption("10 seconds")
+      )
+      assert.isTrue(Option.isSome(reply), "no answer: the 100 Continue never came")
+      if (Option.isSome(reply)) {
+        assert.isTrue(reply.value.continued)
+        assert.strictEqual(reply.value.status, 200)
+        assert.strictEqual(JSON.parse(reply.value.text).allowed, true)
+      }
+    }))
+
+  it.live("a body in several chunks, with or without Content-Length, is read whole", () =>
+    Effect.gen(function*() {
+      const service = yield* start({ config })
+      const text = JSON.stringify({ key: "chunks", cost: 2 })
+      const chunks = () =>
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            const bytes = new TextEncoder().encode(text)
+            for (let i = 0; i < bytes.length; i += 5) controller.enqueue(bytes.slice(i, i + 5))
+            controller.close()
+          }
+        })
+      // chunked (no Content-Length): effect's reader
+      const chunked = yield* request(service, "POST", "/v1/consume", { body: chunks() })
+      assert.strictEqual(chunked.status, 200)
+      assert.strictEqual(chunked.json.remaining, 3)
+      // a declared length, the body written in pieces: read straight from the request stream
+      const declared = yield* Effect.callback<{ status: number | undefined; text: string }>((resume) => {
+        const req = http.request(new URL("/v1/consume", service.url), {
+          method: "POST",
+          headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) }
+        })
+        req.on("response", (res) => {
+          let body = ""
+          res.setEncoding("utf8")
+          res.on("data", (chunk: string) => (body += chunk))
+          res.on("end", () => resume(Effect.succeed({ status: res.statusCode, text: body })))
+        })
+        req.on("error", (error) => resume(Effect.die(error)))
+        for (let i = 0; i < text.length; i += 5) req.write(text.slice(i, i + 5))
+        req.end()
+        return Effect.sync(() => req.destroy())
+      })
+      assert.strictEqual(declared.status, 200)
+      assert.strictEqual(JSON.parse(declared.text).remaining, 1)
+      // a byte order mark before the JSON is not part of it (as effect's reader decodes)
+      const bom = yield* post(service, "/v1/consume", "\uFEFF" + JSON.stringify({ key: "bom" }))
+      assert.strictEqual(bom.status, 200)
     }))
 })
 
