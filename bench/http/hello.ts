@@ -14,7 +14,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createServer } from "node:http"
 import { RateLimitMiddleware } from "../../src/http/index.ts"
 import { Policy } from "../../src/index.ts"
-import * as Body from "../../src/server/Body.ts"
+import * as Body from "../../src/server/internal/Body.ts"
 
 const route = Layer.mergeAll(
   HttpRouter.add("GET", "/", HttpServerResponse.text("hello")),

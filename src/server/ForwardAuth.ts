@@ -28,7 +28,7 @@ import type { HttpServerRequest } from "effect/http"
 import { createHash } from "node:crypto"
 import * as ClientAddress from "../http/ClientAddress.ts"
 import type * as Policy from "../Policy.ts"
-import type * as FieldErrors from "./FieldErrors.ts"
+import type * as FieldErrors from "./internal/FieldErrors.ts"
 
 const HeaderName = Schema.String.check(
   Schema.isPattern(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, { expected: "an HTTP header name" })

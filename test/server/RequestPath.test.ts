@@ -4,8 +4,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Exit, Schema } from "effect"
 import * as fc from "fast-check"
-import * as Body from "../../src/server/Body.ts"
 import * as ForwardAuth from "../../src/server/ForwardAuth.ts"
+import * as Body from "../../src/server/internal/Body.ts"
 import * as ServiceConfig from "../../src/server/ServiceConfig.ts"
 
 // The shape of POST /v1/consume's body (`Routes`), with a short key limit.

@@ -30,8 +30,8 @@
  */
 import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, MutableRef, Queue, Ref } from "effect"
 import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
-import type { Recorder } from "../../Metrics.ts"
 import type * as Policy from "../../Policy.ts"
+import type { Recorder } from "../Recorder.ts"
 import type { Activity } from "./Activity.ts"
 import * as Line from "./Line.ts"
 import * as Monotone from "./Monotone.ts"

@@ -6,8 +6,8 @@
  * @since 0.2.0
  */
 import { Clock, Effect, FiberSet, Queue, type Scope } from "effect"
-import * as Metrics from "../../Metrics.ts"
 import type { Store } from "../../Store.ts"
+import * as Recorder from "../Recorder.ts"
 import { Activity } from "./Activity.ts"
 import type * as Bucket from "./Bucket.ts"
 import * as Local from "./Local.ts"
@@ -96,9 +96,9 @@ export const make = (
 > =>
   Effect.gen(function*() {
     const { fastPath, limits, store } = options
-    const recorder = new Metrics.Recorder()
+    const recorder = new Recorder.Recorder()
     const health = new Remote.Health()
-    yield* Metrics.register(recorder, options.name, store === undefined ? undefined : health)
+    yield* Recorder.register(recorder, options.name, store === undefined ? undefined : health)
     const context = yield* Effect.context<never>()
     const fork = yield* FiberSet.makeRuntime<never, void, never>()
     const limiter: Bucket.Limiter = {

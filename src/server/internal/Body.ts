@@ -17,7 +17,7 @@ import * as FieldErrors from "./FieldErrors.ts"
  *
  * @example
  * ```ts
- * import { Body } from "tollgate/server"
+ * import * as Body from "./Body.ts"
  *
  * new Body.InvalidBody({ errors: [{ field: "cost", value: "0", reason: "must be a positive integer" }] }).message
  * // "cost = 0: must be a positive integer"
@@ -38,7 +38,7 @@ export class InvalidBody extends Schema.TaggedError<InvalidBody>()("InvalidBody"
  *
  * @example
  * ```ts
- * import { Body } from "tollgate/server"
+ * import * as Body from "./Body.ts"
  *
  * new Body.MalformedJson({ detail: "unexpected end of input" })
  * ```
@@ -56,7 +56,7 @@ export class MalformedJson extends Schema.TaggedError<MalformedJson>()("Malforme
  *
  * @example
  * ```ts
- * import { Body } from "tollgate/server"
+ * import * as Body from "./Body.ts"
  *
  * new Body.BodyTooLarge({ limit: 4096 }).message // "request body is larger than 4096 bytes"
  * ```
@@ -75,7 +75,7 @@ export class BodyTooLarge extends Schema.TaggedError<BodyTooLarge>()("BodyTooLar
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import type { Body } from "tollgate/server"
+ * import type * as Body from "./Body.ts"
  *
  * declare const read: Effect.Effect<unknown, Body.BodyError>
  * const status = read.pipe(Effect.as(200), Effect.catchTag("BodyTooLarge", () => Effect.succeed(413)))
@@ -93,7 +93,7 @@ const parseOptions = { onExcessProperty: "error", errors: "all" } as const
  * @example
  * ```ts
  * import { Schema } from "effect"
- * import { Body } from "tollgate/server"
+ * import * as Body from "./Body.ts"
  *
  * const decode = Body.validate(Schema.Struct({ key: Schema.String }))
  * ```
@@ -115,7 +115,7 @@ export const validate = <S extends Schema.Decoder<unknown>>(schema: S) => {
  * @example
  * ```ts
  * import { Exit, Schema } from "effect"
- * import { Body } from "tollgate/server"
+ * import * as Body from "./Body.ts"
  *
  * const decode = Body.validateExit(Schema.Struct({ key: Schema.String }))
  * Exit.isSuccess(decode({ key: "user:42" })) // true
@@ -228,7 +228,7 @@ const unreadableBody = Exit.fail(new MalformedJson({ detail: "the body could not
  * @example
  * ```ts
  * import { Schema } from "effect"
- * import { Body } from "tollgate/server"
+ * import * as Body from "./Body.ts"
  *
  * const readKey = Body.json(Schema.Struct({ key: Schema.String }), 4096)
  * ```
