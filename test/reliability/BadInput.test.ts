@@ -177,7 +177,8 @@ const badPolicies: ReadonlyArray<[string, unknown, string, string]> = [
   ["refill a string", { capacity: 5, refill: "1 second" }, "refill", "\"1 second\""],
   ["refill.tokens NaN", { capacity: 5, refill: { tokens: NaN, per } }, "refill.tokens", "NaN"],
   ["refill.tokens Infinity", { capacity: 5, refill: { tokens: Infinity, per } }, "refill.tokens", "Infinity"],
-  ["refill.tokens zero", { capacity: 5, refill: { tokens: 0, per } }, "refill.tokens", "0"],
+  // refill.tokens 0 is a valid policy: x/time/rate's NewLimiter(0, b), capacity requests and then none
+  ["refill.tokens and every", { capacity: 5, refill: { tokens: 1, per, every: per } }, "refill.every", "\"1 second\""],
   ["refill.tokens negative", { capacity: 5, refill: { tokens: -2, per } }, "refill.tokens", "-2"],
   ["refill.tokens a string", { capacity: 5, refill: { tokens: "1", per } }, "refill.tokens", "\"1\""],
   [
