@@ -206,6 +206,26 @@ export const degraded: Metric.Counter<number> = Metric.counter("tollgate_degrade
 })
 
 /**
+ * Requests a dry-run policy let through (nginx's `limit_req_dry_run`): ones
+ * it would have refused (counted as denied as well) or kept waiting.
+ *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const letThrough = Metric.value(Metric.withAttributes(Metrics.dryRun, { limiter: "default" }))
+ * ```
+ *
+ * @category metrics
+ * @since 0.2.0
+ */
+export const dryRun: Metric.Counter<number> = Metric.counter("tollgate_dry_run_total", {
+  description: "Requests a dry-run policy let through that it would have refused or kept waiting",
+  incremental: true
+})
+
+/**
  * What a limiter on a shared store counts.
  *
  * @internal
@@ -231,6 +251,7 @@ export class Recorder {
   actors = 0
   queued = 0
   waiting = 0
+  dryRun = 0
 }
 
 /**
@@ -268,6 +289,7 @@ export const register = (
         ...shared,
         counter(decisions, { outcome: "allowed" }, () => recorder.allowed),
         counter(decisions, { outcome: "denied" }, () => recorder.denied),
+        counter(dryRun, {}, () => recorder.dryRun),
         counter(overloaded, {}, () => recorder.overloaded),
         counter(lifecycle, { event: "started" }, () => recorder.started),
         counter(lifecycle, { event: "reaped" }, () => recorder.reaped),

@@ -158,8 +158,20 @@ export const supported: ReadonlyArray<string> = Scripts.supported
  * @category guards
  * @since 0.1.0
  */
-export const supports = (policy: Policy.Valid): boolean =>
-  !Predicate.isString(Scripts.forPolicy(policy.algorithm, policy.config))
+export const supports = (policy: Policy.Valid): boolean => !Predicate.isString(encodePolicy(policy))
+
+// The scripts' encoding of a policy, or the sentence saying what of it the
+// store does not run.
+const encodePolicy = (policy: Policy.Valid): Scripts.Encoded | string =>
+  policy.blockMillis > 0
+    ? "the redis store does not run a policy's blockDuration"
+    : Scripts.forPolicy(policy.algorithm, policy.config)
+
+// The operations the scripts run (Take to Admit); the others are refused.
+const runs = (ops: ReadonlyArray<Op>): boolean => {
+  for (const op of ops) if (op.kind > OpKind.Admit) return false
+  return true
+}
 
 const validate = (options: Options) => {
   const prefix = options.prefix ?? "tollgate:"
@@ -341,7 +353,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     const encode = (policy: Policy.Valid) => {
       let e = encoded.get(policy)
       if (e === undefined) {
-        e = Scripts.forPolicy(policy.algorithm, policy.config)
+        e = encodePolicy(policy)
         encoded.set(policy, e)
       }
       return e
@@ -577,6 +589,9 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       Effect.callback<ReadonlyArray<Reply>, StoreUnavailable>((resume) => {
         const e = encode(policy)
         if (Predicate.isString(e)) return resume(Exit.fail(unavailable(e)))
+        if (!runs(ops)) {
+          return resume(Exit.fail(unavailable("it runs take, peek, reset, release and waiting times only")))
+        }
         const timeout = timeoutMillis ?? defaultTimeout
         const fiber = Fiber.getCurrent()
         const entry = new Entry(

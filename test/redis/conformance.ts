@@ -7,7 +7,7 @@ import { assert, expect } from "@effect/vitest"
 import { Clock, Duration, Effect } from "effect"
 import { Redis } from "effect/persistence"
 import * as fc from "fast-check"
-import type { Algorithm } from "../../src/internal/algorithm/Algorithm.ts"
+import { type Algorithm, bind } from "../../src/internal/algorithm/Algorithm.ts"
 import * as Composite from "../../src/internal/algorithm/Composite.ts"
 import * as Concurrency from "../../src/internal/algorithm/Concurrency.ts"
 import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
@@ -32,9 +32,17 @@ interface Case {
   readonly costs: number
 }
 
-// `applyOps` and the store only read `algorithm` and `config`.
+// `applyOps` and the store read `algorithm`, `config`, their `rule` and the
+// common options.
 const policy = <C>(algorithm: Algorithm<C, any>, config: C): Policy.Valid =>
-  ({ _tag: "TokenBucket", algorithm, config }) as unknown as Policy.Valid
+  ({
+    _tag: "TokenBucket",
+    algorithm,
+    config,
+    rule: bind(algorithm, config),
+    dryRun: false,
+    blockMillis: 0
+  }) as unknown as Policy.Valid
 const tb = TokenBucket.config
 const part = Composite.part
 

@@ -164,3 +164,19 @@ export const unblocked = (rule: Rule): Rule => rule instanceof Blocked ? rule.ba
  * @since 0.2.0
  */
 export const until = (rule: Rule): number => rule instanceof Blocked ? rule.until : -Infinity
+
+/**
+ * A key's state with a block on it, as a store keeps it: the block's end
+ * beside the state underneath (`MemoryStore`; the Redis scripts keep the
+ * same two things, packed).
+ *
+ * @since 0.2.0
+ */
+export class Stored {
+  readonly until: number
+  readonly state: unknown
+  constructor(until: number, state: unknown) {
+    this.until = until
+    this.state = state
+  }
+}

@@ -99,6 +99,14 @@ local function answer(allowed, remaining, retry, reset, limit)
   la, lrem, lretry, lreset, llimit, times = allowed, remaining, retry, reset, limit, 1
 end
 
+-- The key as it stands, as a request of one unit sees it (peek of 1): what
+-- every operation that changes a key without deciding a request answers.
+local function standing(A, c, s)
+  local o = A.step(c, s, now, 1)
+  local asIs = A.step(c, s, now, 0)
+  answer(o.allowed, asIs.remaining, o.retry, asIs.reset, o.limit)
+end
+
 local function applyOps(key, P, opsText)
   local A, c, code = P.A, P.c, P.code
   local raw = redis.call("GET", key)
@@ -150,7 +158,7 @@ local function applyOps(key, P, opsText)
           state = A.release(c, cur, now, cost)
           dirty = true
         end
-        answer(true, 0, 0, 0, A.maxCost(c))
+        standing(A, c, state or cur)
       else
         local limit = A.maxCost(c)
         answer(false, 0, A.waitTime(c, cur, now, queued, cost), A.waitTime(c, cur, now, queued, limit), limit)

@@ -37,6 +37,23 @@ export const code = 4
 export const config = (c: FixedWindow.Config): ReadonlyArray<number> => [c.limit, c.windowMillis, c.align ? 1 : 0]
 
 /**
+ * What of a configuration the module does not run: `countBlocked` and
+ * `execEvenly`.
+ *
+ * @example
+ * ```ts
+ * import * as FixedWindow from "../../internal/algorithm/FixedWindow.ts"
+ * import { refuse } from "./fixedWindow.ts"
+ *
+ * refuse(FixedWindow.config({ limit: 100, windowMillis: 60_000 })) // undefined
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const refuse = (c: FixedWindow.Config): string | undefined =>
+  c.countBlocked ? "a fixed window's countBlocked" : c.execEvenly ? "a fixed window's execEvenly" : undefined
+
+/**
  * The Lua module: registers `ALG[4]`. State: `start count`.
  *
  * @example

@@ -8,6 +8,7 @@
  *
  * @since 0.1.0
  */
+import { Predicate } from "effect"
 import { createHash } from "node:crypto"
 import type { Algorithm } from "../../internal/algorithm/Algorithm.ts"
 import * as CompositeAlgorithm from "../../internal/algorithm/Composite.ts"
@@ -52,6 +53,8 @@ interface Module {
   readonly lua: string
   readonly config: (config: any) => ReadonlyArray<number>
   readonly lean: Lean.Lean
+  /** What of a configuration the module does not run, if anything: a sentence saying so. */
+  readonly refuse?: ((config: any) => string | undefined) | undefined
 }
 
 const modules = new Map<Algorithm<any, any>, Module>([
@@ -166,19 +169,23 @@ const show = (n: number): string =>
   n === Infinity ? "inf" : n === -Infinity ? "-inf" : Object.is(n, -0) ? "-0" : String(n)
 
 // `code canRelease config…` of an algorithm and its configuration (a
-// composite's parts each the same way); false if one has no module.
-const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<string>): boolean => {
+// composite's parts each the same way); false if one has no module, or the
+// sentence of a module that does not run this configuration.
+const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<string>): boolean | string => {
   const canRelease = algorithm.release === undefined ? "0" : "1"
   if (algorithm === CompositeAlgorithm.algorithm) {
     const parts = (config as CompositeAlgorithm.Config).parts
     out.push(String(Composite.code), canRelease, String(parts.length))
     for (const part of parts) {
-      if (!encode(part.algorithm, part.config, out)) return false
+      const done = encode(part.algorithm, part.config, out)
+      if (done !== true) return done
     }
     return true
   }
   const module = modules.get(algorithm)
   if (module === undefined) return false
+  const refused = module.refuse?.(config)
+  if (refused !== undefined) return refused
   out.push(String(module.code), canRelease)
   for (const n of module.config(config)) out.push(show(n))
   return true
@@ -219,7 +226,9 @@ export interface Encoded {
 export const forPolicy = (algorithm: Algorithm<any, any>, config: unknown): Encoded | string => {
   const found = batches.get(algorithm)
   const out: Array<string> = []
-  if (found === undefined || !encode(algorithm, config, out)) {
+  const done = found === undefined ? false : encode(algorithm, config, out)
+  if (Predicate.isString(done)) return `the redis store does not run ${done}`
+  if (found === undefined || !done) {
     return `the redis store has no script for the ${describe(algorithm, config)} algorithm; it runs ${
       supported.join(", ")
     }`

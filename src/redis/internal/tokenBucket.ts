@@ -46,6 +46,22 @@ export const config = (c: TokenBucket.Config): ReadonlyArray<number> => [
 ]
 
 /**
+ * What of a configuration the module does not run: a first refill.
+ *
+ * @example
+ * ```ts
+ * import * as TokenBucket from "../../internal/algorithm/TokenBucket.ts"
+ * import { refuse } from "./tokenBucket.ts"
+ *
+ * refuse(TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })) // undefined
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const refuse = (c: TokenBucket.Config): string | undefined =>
+  c.floor === -Infinity ? undefined : "a token bucket's first refill (firstRefill)"
+
+/**
  * The Lua module: registers `ALG[1]`. State: `level at`.
  *
  * @example
@@ -116,7 +132,7 @@ function TB.step(c, s, now, cost)
   local retry = huge
   if not (need > c.full) then retry = tbMillisFor(c, s, now, need - level) end
   return {
-    allowed = false, state = s, remaining = floor(level / c.period), retry = retry,
+    allowed = false, state = s, remaining = level > 0 and floor(level / c.period) or 0, retry = retry,
     reset = tbMillisFor(c, s, now, c.full - level), limit = c.capacity
   }
 end
@@ -214,7 +230,8 @@ export const lean: Lean = {
     ${millisFor("reset", "cFull - nl", "now", "at")}
   else
     allowed = false
-    remaining = floor(lvl / cPeriod)
+    remaining = 0
+    if lvl > 0 then remaining = floor(lvl / cPeriod) end
     retry = huge
     if not (need > cFull) then
       ${millisFor("retry", "need - lvl", "now", "at")}
