@@ -7,8 +7,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Option } from "effect"
 import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
-import { beyond } from "./beyond.ts"
+import { beyond, transcript, workload, workloadPolicies } from "./beyond.ts"
 
 const modes: ReadonlyArray<
   [string, (options: RateLimiter.Options) => Effect.Effect<RateLimiter["Service"], unknown, any>]
@@ -30,6 +31,34 @@ for (const [name, make] of modes) {
     beyond(it, make, { store: name === "MemoryStore" })
   })
 }
+
+describe("beyond the limit: random workloads", () => {
+  it.effect("in-process (both paths) and on MemoryStore, every operation decides the same", () =>
+    Effect.gen(function*() {
+      const options: RateLimiter.Options = {
+        policy: (k) => workloadPolicies[Number(k.slice(1))],
+        idleTimeout: "365 days"
+      }
+      const run = (steps: ReadonlyArray<any>, make: Effect.Effect<RateLimiter["Service"], unknown, any>) =>
+        Effect.scoped(Effect.gen(function*() {
+          yield* TestClock.setTime(1_760_000_000_000)
+          return yield* transcript(yield* make, steps, (ms) => TestClock.adjust(ms))
+        })).pipe(Effect.provide(TestClock.layer()))
+      for (const steps of fc.sample(workload, { numRuns: Number(process.env.BEYOND_RUNS ?? 150) })) {
+        const fast = yield* run(steps, RateLimiter.make({ ...options, fastPath: true }))
+        const actor = yield* run(steps, RateLimiter.make({ ...options, fastPath: false }))
+        const stored = yield* run(
+          steps,
+          Effect.flatMap(
+            MemoryStore.make,
+            (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
+          )
+        )
+        assert.deepStrictEqual(actor, fast, JSON.stringify(steps))
+        assert.deepStrictEqual(stored, fast, JSON.stringify(steps))
+      }
+    }))
+})
 
 describe("beyond the limit: in-process only", () => {
   it.effect("setRate on a drained token bucket refills at the new rate from now (x/time/rate SetLimit)", () =>

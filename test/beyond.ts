@@ -7,6 +7,7 @@
 import { assert } from "@effect/vitest"
 import { Duration, Effect, Option } from "effect"
 import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
 import { Policy, type RateLimiter } from "../src/index.ts"
 
 type Make = (options: RateLimiter.Options) => Effect.Effect<RateLimiter["Service"], unknown, any>
@@ -234,12 +235,185 @@ export const beyond = (
       assert.isFalse(yield* limiter.acquire("k"))
     }))
 
-  if (!options.store) {
-    it.effect("unlimited admits every cost (x/time/rate rate.Inf)", () =>
-      Effect.gen(function*() {
-        const limiter = yield* make({ policy: Policy.unlimited() })
-        assert.isTrue(yield* limiter.acquire("k", { cost: 1_000_000 }))
-        assert.strictEqual((yield* limiter.consume("k")).remaining, Infinity)
-      }))
-  }
+  it.effect("unlimited admits every cost (x/time/rate rate.Inf)", () =>
+    Effect.gen(function*() {
+      const limiter = yield* make({ policy: Policy.unlimited() })
+      assert.isTrue(yield* limiter.acquire("k", { cost: 1_000_000 }))
+      assert.strictEqual((yield* limiter.consume("k")).remaining, Infinity)
+      assert.isTrue(Option.isNone(yield* limiter.get("k")))
+    }))
+
+  it.effect("burst: the base limit, then the burst allowance (rate-limiter-flexible BurstyRateLimiter)", () =>
+    Effect.gen(function*() {
+      const limiter = yield* make({
+        policy: Policy.burst(
+          Policy.fixedWindow({ limit: 2, window: "1 second" }),
+          Policy.fixedWindow({ limit: 3, window: "1 minute" })
+        )
+      })
+      const remaining: Array<number> = []
+      for (let i = 0; i < 5; i++) remaining.push((yield* limiter.consume("k")).remaining)
+      assert.deepStrictEqual(remaining, [4, 3, 2, 1, 0])
+      const denied = yield* limiter.consume("k")
+      assert.isFalse(denied.allowed)
+      assert.strictEqual(millis(denied.retryAfter), 1000)
+      yield* advance(1000)
+      assert.isTrue(yield* limiter.acquire("k"))
+    }))
 }
+
+// ---------------------------------------------------------------------------
+// Random workloads of every operation: a store-backed limiter's transcript
+// must be the in-process limiter's (the property test of both stores).
+
+/** One step of a workload on one of {@link workloadPolicies}' keys. */
+export type Step =
+  | {
+    readonly _tag: "consume" | "peek" | "force" | "add" | "addOver" | "upTo" | "set"
+    readonly key: number
+    readonly cost: number
+  }
+  | { readonly _tag: "fill" | "get" | "delete" | "reset"; readonly key: number }
+  | { readonly _tag: "block"; readonly key: number; readonly millis: number }
+  | { readonly _tag: "window"; readonly key: number; readonly cost: number; readonly millis: number }
+  | { readonly _tag: "advance"; readonly millis: number }
+
+/** One key per policy: every algorithm with its operations, and the common options. */
+export const workloadPolicies: ReadonlyArray<Policy.Policy> = [
+  Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }),
+  Policy.tokenBucket({ capacity: 4, refill: { tokens: 2, per: "1500 millis" }, mode: "interval", initialTokens: 1 }),
+  Policy.gcra({ rate: { count: 2, per: "1 second" }, maxBurst: 3 }),
+  Policy.leakyBucket({ rate: { tokens: 1, per: "500 millis" }, burst: 2 }),
+  Policy.fixedWindow({ limit: 4, window: "2 seconds" }),
+  Policy.fixedWindow({ limit: 3, window: "1 second", countBlocked: true, blockDuration: "3 seconds" }),
+  Policy.slidingWindow({ limit: 5, window: "3 seconds" }),
+  Policy.slidingLog({ limit: 3, window: "2 seconds" }),
+  Policy.smooth({ permits: 2, per: "1 second" }),
+  Policy.concurrency({ capacity: 3 }),
+  Policy.all(
+    Policy.tokenBucket({ capacity: 4, refill: { tokens: 1, per: "500 millis" } }),
+    Policy.fixedWindow({ limit: 6, window: "3 seconds" })
+  ),
+  Policy.burst(
+    Policy.fixedWindow({ limit: 2, window: "1 second" }),
+    Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "2 seconds" } })
+  ),
+  Policy.unlimited()
+]
+
+/** Workloads of {@link Step}s. */
+export const workload = (() => {
+  const key = fc.integer({ min: 0, max: workloadPolicies.length - 1 })
+  const cost = fc.integer({ min: 0, max: 5 })
+  const costed = (tag: "consume" | "peek" | "force" | "add" | "addOver" | "upTo" | "set") =>
+    fc.record({ _tag: fc.constant(tag), key, cost })
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    { weight: 5, arbitrary: costed("consume") },
+    { weight: 1, arbitrary: costed("peek") },
+    { weight: 2, arbitrary: costed("force") },
+    { weight: 1, arbitrary: costed("add") },
+    { weight: 1, arbitrary: costed("addOver") },
+    { weight: 2, arbitrary: costed("upTo") },
+    { weight: 1, arbitrary: costed("set") },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        _tag: fc.constantFrom("fill" as const, "get" as const, "delete" as const, "reset" as const),
+        key
+      })
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ _tag: fc.constant("block" as const), key, millis: fc.integer({ min: 1, max: 4000 }) })
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        _tag: fc.constant("window" as const),
+        key,
+        cost,
+        millis: fc.integer({ min: 1, max: 4000 })
+      })
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({ _tag: fc.constant("advance" as const), millis: fc.integer({ min: 0, max: 3000 }) })
+    }
+  )
+  return fc.array(step, { minLength: 1, maxLength: 40 })
+})()
+
+const showDecision = (d: {
+  readonly allowed: boolean
+  readonly remaining: number
+  readonly retryAfter: Duration.Duration
+  readonly resetAfter: Duration.Duration
+  readonly delay?: Duration.Duration | undefined
+}) => `${d.allowed}/${d.remaining}/${millis(d.retryAfter)}/${millis(d.resetAfter)}`
+// (a shaper's delay is not part of a store's reply: only a force's debt is compared)
+const showForced = (d: Parameters<typeof showDecision>[0]) => `${showDecision(d)}/${millis(d.delay)}`
+
+/**
+ * Runs a workload on a limiter of {@link workloadPolicies} (every call
+ * awaited, time moved by `advance`) and returns the transcript of every
+ * outcome, a failure as its tag.
+ */
+export const transcript = (
+  limiter: RateLimiter["Service"],
+  steps: ReadonlyArray<Step>,
+  advance: (millis: number) => Effect.Effect<void, never, any>
+) =>
+  Effect.gen(function*() {
+    const out: Array<string> = []
+    const record = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>, f: (a: A) => string) =>
+      Effect.map(Effect.result(effect), (r) => out.push(r._tag === "Success" ? f(r.success) : r.failure._tag))
+    for (const s of steps) {
+      if (s._tag === "advance") {
+        yield* advance(s.millis)
+        continue
+      }
+      const k = `k${s.key}`
+      switch (s._tag) {
+        case "consume":
+          yield* record(limiter.consume(k, { cost: s.cost }), showDecision)
+          break
+        case "peek":
+          yield* record(limiter.peek(k, { cost: s.cost }), showDecision)
+          break
+        case "force":
+          yield* record(limiter.force(k, { cost: s.cost }), showForced)
+          break
+        case "add":
+          yield* record(limiter.add(k, Math.max(1, s.cost)), showDecision)
+          break
+        case "addOver":
+          yield* record(limiter.add(k, Math.max(1, s.cost), { overLimit: true }), showDecision)
+          break
+        case "upTo":
+          yield* record(limiter.consumeUpTo(k, { cost: Math.max(1, s.cost) }), (t) => `${t.taken}:${showDecision(t)}`)
+          break
+        case "set":
+          yield* record(limiter.set(k, s.cost), showDecision)
+          break
+        case "fill":
+          yield* record(limiter.fill(k), showDecision)
+          break
+        case "get":
+          yield* record(limiter.get(k), Option.match({ onNone: () => "none", onSome: showDecision }))
+          break
+        case "delete":
+          yield* record(limiter.delete(k), String)
+          break
+        case "reset":
+          yield* record(limiter.reset(k), () => "reset")
+          break
+        case "block":
+          yield* record(limiter.block(k, s.millis), showDecision)
+          break
+        case "window":
+          yield* record(limiter.consume(k, { cost: s.cost, duration: s.millis }), showDecision)
+          break
+      }
+    }
+    return out
+  })

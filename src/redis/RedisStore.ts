@@ -161,16 +161,13 @@ export const supported: ReadonlyArray<string> = Scripts.supported
 export const supports = (policy: Policy.Valid): boolean => !Predicate.isString(encodePolicy(policy))
 
 // The scripts' encoding of a policy, or the sentence saying what of it the
-// store does not run.
-const encodePolicy = (policy: Policy.Valid): Scripts.Encoded | string =>
-  policy.blockMillis > 0
-    ? "the redis store does not run a policy's blockDuration"
-    : Scripts.forPolicy(policy.algorithm, policy.config)
-
-// The operations the scripts run (Take to Admit); the others are refused.
-const runs = (ops: ReadonlyArray<Op>): boolean => {
-  for (const op of ops) if (op.kind > OpKind.Admit) return false
-  return true
+// store does not run. A policy with a blockDuration sends it after its
+// configuration, and only to the batch entry point (a refusal starts a block).
+const encodePolicy = (policy: Policy.Valid): Scripts.Encoded | string => {
+  const e = Scripts.forPolicy(policy.algorithm, policy.config)
+  return Predicate.isString(e) || !(policy.blockMillis > 0)
+    ? e
+    : { ...e, policy: `${e.policy} ${Codec.show(policy.blockMillis)}`, lean: undefined, leanArgs: [], leanGroup: "" }
 }
 
 const validate = (options: Options) => {
@@ -242,6 +239,8 @@ const timedOut = (e: Entry) => unavailable(`timed out after ${e.timeout} ms`)
 class Entry {
   /** Set when the caller was interrupted before it was sent: it never is. */
   cancelled = false
+  /** Set when the lean entry point left it to the batch one (its key is blocked). */
+  batchOnly = false
   /** The answer, once given (a call is answered once). */
   answer: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable> | undefined = undefined
   readonly key: string
@@ -274,7 +273,7 @@ class Entry {
   get lean(): boolean {
     const ops = this.ops
     return ops.length === 1 && (ops[0].kind === OpKind.Take || ops[0].kind === OpKind.Admit) &&
-      this.encoded.lean !== undefined
+      !ops[0].window && this.encoded.lean !== undefined && !this.batchOnly
   }
   /** Answers the caller (once). */
   complete(exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>): void {
@@ -440,7 +439,8 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
         const e = entries[0]
         if (e.answer === undefined) {
           const result = outcome(e, 0)
-          e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
+          if (result === Codec.deferred) again(e)
+          else e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
         }
         return
       }
@@ -450,11 +450,19 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           const e = entries[i]
           if (e.answer !== undefined) continue
           const result = outcome(e, i)
-          e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
+          if (result === Codec.deferred) again(e)
+          else e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
         }
       } finally {
         answering = false
       }
+    }
+    // A call the lean entry point left to the batch one (its key is
+    // blocked): not answered, it goes again in the next round.
+    const again = (e: Entry): void => {
+      e.batchOnly = true
+      pending.push(e)
+      if (e.deadline < wakeAt) arm(e.deadline)
     }
 
     // One command: the arguments for its entry point and keys.
@@ -589,9 +597,6 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       Effect.callback<ReadonlyArray<Reply>, StoreUnavailable>((resume) => {
         const e = encode(policy)
         if (Predicate.isString(e)) return resume(Exit.fail(unavailable(e)))
-        if (!runs(ops)) {
-          return resume(Exit.fail(unavailable("it runs take, peek, reset, release and waiting times only")))
-        }
         const timeout = timeoutMillis ?? defaultTimeout
         const fiber = Fiber.getCurrent()
         const entry = new Entry(

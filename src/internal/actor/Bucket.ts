@@ -266,6 +266,13 @@ export const refuse = (
       reason: `exceeds the limit ${max}: it can never succeed`
     })
   }
+  if (kind === Request.Kind.Add && policy.rule.release === undefined) {
+    return new InvalidRequest({
+      field: "key",
+      value: "(any)",
+      reason: `its policy (${policy.rule.name}) has no release: units come back by themselves`
+    })
+  }
   if (kind === Request.Kind.ForceAdd && policy.rule.forceAdd === undefined) {
     // a store would have nowhere to keep the units: refused before any backend
     return new InvalidRequest({
@@ -301,7 +308,10 @@ export const submit = <K extends Request.Kind>(
   maxWait: number,
   payload?: Request.Payload
 ): Request.Answer<K> | undefined => {
-  if (cost > bucket.policy.rule.maxCost || payload !== undefined || kind === Request.Kind.ForceAdd) {
+  if (
+    cost > bucket.policy.rule.maxCost || payload !== undefined || kind === Request.Kind.ForceAdd ||
+    kind === Request.Kind.Add
+  ) {
     const invalid = refuse(bucket.policy, kind, cost, payload)
     if (invalid !== undefined) return Exit.fail(invalid)
   }

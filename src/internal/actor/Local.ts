@@ -240,7 +240,8 @@ export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
     Bucket.touch(limiter, bucket, now)
     // the debt: how long until a request of no units is admitted again
     const within = rule.step(forced, now, 0)
-    const d = decision({ ...within, allowed: true, retryAfter: 0 }, limiter.clock.behind)
+    // (a shaper's delay for no units is no debt: only the debt's wait is told)
+    const d = decision({ ...within, allowed: true, retryAfter: 0, delay: undefined }, limiter.clock.behind)
     return Exit.succeed(
       within.allowed ? d : { ...d, delay: millis(Monotone.onClock(within.retryAfter, limiter.clock.behind)) }
     )

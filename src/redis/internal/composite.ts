@@ -151,6 +151,30 @@ function CP.release(c, s, now, amount)
   end
   return out
 end
+function CP.force(c, s, now, cost)
+  local out = {}
+  for k = 1, #c.parts do
+    local p = c.parts[k]
+    out[k] = p.A.force(p.c, s[k], now, cost)
+  end
+  return out
+end
+function CP.forceAdd(c, s, now, amount)
+  local out = {}
+  for k = 1, #c.parts do
+    local p = c.parts[k]
+    if p.A.forceAdd ~= nil then out[k] = p.A.forceAdd(p.c, s[k], now, amount) else out[k] = s[k] end
+  end
+  return out
+end
+function CP.full(c, now)
+  local out = {}
+  for k = 1, #c.parts do
+    local p = c.parts[k]
+    if p.A.full ~= nil then out[k] = p.A.full(p.c, now) else out[k] = p.A.initial(p.c, now) end
+  end
+  return out
+end
 function CP.decode(c, a, i)
   if a[i] ~= #c.parts then return nil end
   local s = {}

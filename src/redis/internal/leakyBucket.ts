@@ -60,7 +60,8 @@ function LB.config(a, i)
   return { tokens = a[i], period = a[i + 1], capacity = a[i + 2], full = a[i + 3] }, i + 4
 end
 local function lbLevelAt(c, s, now)
-  if now <= s.at then return s.level end
+  -- a credit below empty (a forced add) does not leak further
+  if now <= s.at or s.level <= 0 then return s.level end
   return jmax(0, s.level - (now - s.at) * c.tokens)
 end
 local function lbMillisFor(c, s, now, excess)
@@ -75,7 +76,7 @@ end
 function LB.step(c, s, now, cost)
   local level = lbLevelAt(c, s, now)
   local need = cost * c.period
-  if level + need <= c.full then
+  if level + need <= c.full and need <= c.full then
     local nxt = level + need
     local at = s.at
     if now > s.at then at = now end
@@ -87,7 +88,8 @@ function LB.step(c, s, now, cost)
   local retry = huge
   if not (need > c.full) then retry = lbMillisFor(c, s, now, level + need - c.full) end
   return {
-    allowed = false, state = s, remaining = floor((c.full - level) / c.period), retry = retry,
+    allowed = false, state = s, remaining = level < c.full and floor((c.full - level) / c.period) or 0,
+    retry = retry,
     reset = lbMillisFor(c, s, now, level), limit = c.capacity
   }
 end
@@ -96,6 +98,7 @@ function LB.waitTime(c, s, now, queued, cost)
   return lbMillisFor(c, s, now, lbLevelAt(c, s, now) + (queued + cost) * c.period - c.full)
 end
 function LB.settledAt(c, s)
+  if s.level < 0 then return huge end
   return s.at + lbMillisFor(c, s, s.at, s.level)
 end
 function LB.maxCost(c)
@@ -105,7 +108,20 @@ function LB.release(c, s, now, amount)
   if not (amount > 0) then return s end
   local at = s.at
   if now > s.at then at = now end
-  return { level = jmax(0, lbLevelAt(c, s, now) - amount * c.period), at = at }
+  local level = lbLevelAt(c, s, now)
+  -- never below empty; a credit is kept as it is
+  if level > 0 then level = jmax(0, level - amount * c.period) end
+  return { level = level, at = at }
+end
+function LB.force(c, s, now, cost)
+  local at = s.at
+  if now > s.at then at = now end
+  return { level = lbLevelAt(c, s, now) + cost * c.period, at = at }
+end
+function LB.forceAdd(c, s, now, amount)
+  local at = s.at
+  if now > s.at then at = now end
+  return { level = lbLevelAt(c, s, now) - amount * c.period, at = at }
 end
 function LB.decode(c, a, i)
   if a[i + 1] == nil then return nil end
@@ -140,14 +156,14 @@ export const lean: Lean = {
   if fresh then level, at = 0, now end
   -- levelAt(now)
   local lvl = level
-  if now > at then
+  if now > at and level > 0 then
     local x = level - (now - at) * cTokens
     ${max("lvl", "0", "x")}
   end
   local need = cost * cPeriod
   local nl, na = level, at
   limit = cCapacity
-  if lvl + need <= cFull then
+  if lvl + need <= cFull and need <= cFull then
     allowed = true
     nl = lvl + need
     if now > at then na = now end
@@ -160,14 +176,19 @@ export const lean: Lean = {
     if not (need > cFull) then
       ${millisFor("retry", "lvl + need - cFull", "now", "at")}
     end
-    remaining = floor((cFull - lvl) / cPeriod)
+    remaining = 0
+    if lvl < cFull then remaining = floor((cFull - lvl) / cPeriod) end
     ${millisFor("reset", "lvl", "now", "at")}
   end
   -- a denial changes nothing, so an Admit is a Take
   dirty = fresh or allowed
   if dirty then
-    ${millisFor("settled", "nl", "na", "na")}
-    settled = na + settled
+    if nl < 0 then
+      settled = huge
+    else
+      ${millisFor("settled", "nl", "na", "na")}
+      settled = na + settled
+    end
     packed = ${pack(code, ["nl", "na"])}
   end`
 }

@@ -18,6 +18,11 @@
  * - `ARGV[3 …]`: the policy's numbers (the module's `config`), then for each
  *   key its operation, `kind cost` (0 Take, 5 Admit).
  *
+ * A key with a block (its state after `0 until`, see `batch.ts`) is left to
+ * the batch entry point: its `allowed` is -1 and nothing is written (the
+ * batch entry point drops a block that is over, so this happens once after
+ * a block).
+ *
  * The reply is a flat array, five values per key: `allowed` (1 or 0),
  * `remaining`, `retryAfter`, `resetAfter`, `limit`. A value is an integer
  * reply when it is a whole number that survives one exactly (not −0, within
@@ -197,7 +202,12 @@ local spack, sunpack, sub, srep = struct.pack, struct.unpack, string.sub, string
 local now
 ${Prelude.readNow("now")}
 local keep = tonumber(ARGV[2])
-local ${lean.config.join(", ")} = ${lean.config.map((_, i) => `tonumber(ARGV[${3 + i}])`).join(", ")}
+local NOTHING = spack("<d", 0)
+local ${lean.config.join(", ")} = ${
+    lean.config.map((_, i) =>
+      `(ARGV[${3 + i}] == "-inf" and -huge) or (ARGV[${3 + i}] == "inf" and huge) or tonumber(ARGV[${3 + i}])`
+    ).join(", ")
+  }
 local out, single = {}, #KEYS == 1
 for k = 1, #KEYS do
   local key = KEYS[k]
@@ -205,7 +215,12 @@ for k = 1, #KEYS do
   local cost = tonumber(ARGV[${2 + size} + 2 * k])
   local raw = redis.call("GET", key)
   local allowed, remaining, retry, reset, limit, dirty, settled, packed
-  do
+  -- a block ("0 until" before the state), in force or over: the batch
+  -- entry point answers (allowed -1 says so), and drops a block that is over
+  local deferred = raw and #raw >= 16 and sub(raw, 1, 8) == NOTHING
+  if deferred then
+    allowed, remaining, retry, reset, limit = -1, 0, 0, 0, 0
+  else
 ${lean.step}
   end
   if dirty then
@@ -221,7 +236,7 @@ ${lean.step}
     end
   end
   local a = 0
-  if allowed then a = 1 end
+  if allowed == -1 then a = -1 elseif allowed then a = 1 end
   ${reply("remaining")}
   ${reply("retry")}
   ${reply("reset")}

@@ -11,6 +11,7 @@
 import { Predicate } from "effect"
 import { createHash } from "node:crypto"
 import type { Algorithm } from "../../internal/algorithm/Algorithm.ts"
+import * as BurstAlgorithm from "../../internal/algorithm/Burst.ts"
 import * as CompositeAlgorithm from "../../internal/algorithm/Composite.ts"
 import * as ConcurrencyAlgorithm from "../../internal/algorithm/Concurrency.ts"
 import * as FixedWindowAlgorithm from "../../internal/algorithm/FixedWindow.ts"
@@ -19,8 +20,10 @@ import * as LeakyBucketAlgorithm from "../../internal/algorithm/LeakyBucket.ts"
 import * as SlidingLogAlgorithm from "../../internal/algorithm/SlidingLog.ts"
 import * as SlidingWindowAlgorithm from "../../internal/algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "../../internal/algorithm/TokenBucket.ts"
+import * as UnlimitedAlgorithm from "../../internal/algorithm/Unlimited.ts"
 import * as WarmUpAlgorithm from "../../internal/algorithm/WarmUp.ts"
 import * as Batch from "./batch.ts"
+import * as Burst from "./burst.ts"
 import * as Composite from "./composite.ts"
 import * as Concurrency from "./concurrency.ts"
 import * as FixedWindow from "./fixedWindow.ts"
@@ -31,6 +34,7 @@ import * as Prelude from "./prelude.ts"
 import * as SlidingLog from "./slidingLog.ts"
 import * as SlidingWindow from "./slidingWindow.ts"
 import * as TokenBucket from "./tokenBucket.ts"
+import * as Unlimited from "./unlimited.ts"
 import * as WarmUp from "./warmUp.ts"
 
 /**
@@ -97,6 +101,8 @@ const libraryText = (version: string): string =>
     Prelude.lua,
     ...Array.from(modules.values(), (m) => m.lua),
     Composite.lua,
+    Burst.lua,
+    Unlimited.lua,
     Batch.definitions,
     `redis.register_function("${fnName(version, "batch")}", function(KEYS, ARGV)\n`,
     "if floor == nil then bind() end\n",
@@ -137,10 +143,11 @@ const batchScript = (name: string, moduleLua: ReadonlyArray<string>): Route => (
 const batches = new Map<Algorithm<any, any>, Route>(
   Array.from(modules, ([algorithm, module]) => [algorithm, batchScript(algorithm.name, [module.lua])])
 )
-batches.set(
-  CompositeAlgorithm.algorithm,
-  batchScript(CompositeAlgorithm.algorithm.name, [...Array.from(modules.values(), (m) => m.lua), Composite.lua])
-)
+// composites and bursts nest any module, each other included
+const nesting = [...Array.from(modules.values(), (m) => m.lua), Composite.lua, Burst.lua, Unlimited.lua]
+batches.set(CompositeAlgorithm.algorithm, batchScript(CompositeAlgorithm.algorithm.name, nesting))
+batches.set(BurstAlgorithm.algorithm, batchScript(BurstAlgorithm.algorithm.name, nesting))
+batches.set(UnlimitedAlgorithm.algorithm, batchScript(UnlimitedAlgorithm.algorithm.name, [Unlimited.lua]))
 
 const leans = new Map<Algorithm<any, any>, Route>(
   leanEntries.map(({ algorithm, body }) => [algorithm, {
@@ -173,6 +180,19 @@ const show = (n: number): string =>
 // sentence of a module that does not run this configuration.
 const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<string>): boolean | string => {
   const canRelease = algorithm.release === undefined ? "0" : "1"
+  if (algorithm === UnlimitedAlgorithm.algorithm) {
+    out.push(String(Unlimited.code), canRelease)
+    return true
+  }
+  if (algorithm === BurstAlgorithm.algorithm) {
+    const { base, burst } = config as BurstAlgorithm.Config
+    out.push(String(Burst.code), canRelease)
+    for (const part of [base, burst]) {
+      const done = encode(part.algorithm, part.config, out)
+      if (done !== true) return done
+    }
+    return true
+  }
   if (algorithm === CompositeAlgorithm.algorithm) {
     const parts = (config as CompositeAlgorithm.Config).parts
     out.push(String(Composite.code), canRelease, String(parts.length))
@@ -218,7 +238,7 @@ export interface Encoded {
  * import { forPolicy } from "./scripts.ts"
  *
  * const c = TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })
- * const encoded = forPolicy(TokenBucket.algorithm, c) // { policy: "1 1 10 1 1000 10 10000 0 0", leanArgs: ["10", ...], ... }
+ * const encoded = forPolicy(TokenBucket.algorithm, c) // { policy: "1 1 10 1 1000 10 10000 0 0 0 -inf 0", leanArgs: ["10", ...], ... }
  * ```
  *
  * @since 0.1.0
