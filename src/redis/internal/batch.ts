@@ -202,7 +202,9 @@ local function applyOps(key, P, opsText)
     for _ = 1, op[i + 4] do
       local blocked = now < blockedUntil
       if kind == 0 or kind == 5 then
-        local before = current()
+        -- the hot path (a hot key's batch is mostly this): no function but the step
+        local before = state
+        if before == nil then before = A.initial(c, now) end
         if blocked then
           if state == nil then
             state = before
@@ -210,7 +212,9 @@ local function applyOps(key, P, opsText)
           end
           answerWith(blockedOutcome(A, c, before, blockedUntil, cost))
         else
-          local o = A.step(windowed(window), before, now, cost)
+          local cw = c
+          if window ~= 0 then cw = windowed(window) end
+          local o = A.step(cw, before, now, cost)
           -- a Take's denial keeps the state it produced (the same one, or an
           -- attempt logged); an Admit's keeps the state as it was
           local next = o.state
