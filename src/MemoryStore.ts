@@ -19,7 +19,8 @@ const replyOf = (o: Outcome<unknown>, value?: number): Reply => {
     resetAfter: o.resetAfter,
     limit: o.limit
   }
-  return value === undefined ? reply : { ...reply, value }
+  const shaped = o.allowed && o.delay !== undefined && o.delay > 0 ? { ...reply, delay: o.delay } : reply
+  return value === undefined ? shaped : { ...shaped, value }
 }
 
 /**
@@ -130,7 +131,9 @@ export const applyOps = (
         state = r.force(current(), now, op.cost)
         // How long the debt lasts: until a request of no units is admitted again.
         const within = blocked ? Block.outcome(rule, state, now, until, 0) : r.step(state, now, 0)
-        replies.push({ ...replyOf(within), allowed: true, retryAfter: within.allowed ? 0 : within.retryAfter })
+        // (a shaper's delay for no units is no debt)
+        const { delay: _, ...figures } = replyOf(within)
+        replies.push({ ...figures, allowed: true, retryAfter: within.allowed ? 0 : within.retryAfter })
         break
       }
       case OpKind.ForceAdd:

@@ -136,6 +136,12 @@ export interface Reply {
   readonly limit: number
   /** TakeUpTo: the units taken; Get and Delete: 1 if the key had state, else 0. */
   readonly value?: number | undefined
+  /**
+   * Take, Admit and TakeUpTo that admit: a shaper's delay (ms) before the
+   * request proceeds (the leaky bucket, a fixed window with `execEvenly`);
+   * absent when 0.
+   */
+  readonly delay?: number | undefined
 }
 
 /**

@@ -286,6 +286,7 @@ export const workloadPolicies: ReadonlyArray<Policy.Policy> = [
   Policy.leakyBucket({ rate: { tokens: 1, per: "500 millis" }, burst: 2 }),
   Policy.fixedWindow({ limit: 4, window: "2 seconds" }),
   Policy.fixedWindow({ limit: 3, window: "1 second", countBlocked: true, blockDuration: "3 seconds" }),
+  Policy.fixedWindow({ limit: 4, window: "2 seconds", execEvenly: true }),
   Policy.slidingWindow({ limit: 5, window: "3 seconds" }),
   Policy.slidingLog({ limit: 3, window: "2 seconds" }),
   Policy.smooth({ permits: 2, per: "1 second" }),
@@ -349,9 +350,7 @@ const showDecision = (d: {
   readonly retryAfter: Duration.Duration
   readonly resetAfter: Duration.Duration
   readonly delay?: Duration.Duration | undefined
-}) => `${d.allowed}/${d.remaining}/${millis(d.retryAfter)}/${millis(d.resetAfter)}`
-// (a shaper's delay is not part of a store's reply: only a force's debt is compared)
-const showForced = (d: Parameters<typeof showDecision>[0]) => `${showDecision(d)}/${millis(d.delay)}`
+}) => `${d.allowed}/${d.remaining}/${millis(d.retryAfter)}/${millis(d.resetAfter)}/${millis(d.delay)}`
 
 /**
  * Runs a workload on a limiter of {@link workloadPolicies} (every call
@@ -381,7 +380,7 @@ export const transcript = (
           yield* record(limiter.peek(k, { cost: s.cost }), showDecision)
           break
         case "force":
-          yield* record(limiter.force(k, { cost: s.cost }), showForced)
+          yield* record(limiter.force(k, { cost: s.cost }), showDecision)
           break
         case "add":
           yield* record(limiter.add(k, Math.max(1, s.cost)), showDecision)

@@ -491,7 +491,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           answer(entries, (e, i) => {
             if (failure !== undefined) return unavailable(failure)
             const replies = lean
-              ? Codec.decodeLean(reply, i, entries.length)
+              ? Codec.decodeLean(reply, i, entries.length, e.encoded.leanWidth)
               : Array.isArray(reply) && reply.length === entries.length
               ? Codec.decodeBatch(reply[i], e.ops.length)
               : undefined

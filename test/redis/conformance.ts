@@ -207,6 +207,27 @@ const cases: ReadonlyArray<Case> = [
     costs: 5
   },
   {
+    name: "fixed window, first hit, execEvenly",
+    policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 5, windowMillis: 100, execEvenly: true })),
+    scale: 120,
+    costs: 6
+  },
+  {
+    name: "fixed window, aligned, execEvenly with a minimum delay of 15 ms",
+    policy: policy(
+      FixedWindow.algorithm,
+      FixedWindow.config({ limit: 4, windowMillis: 100, align: true, execEvenly: true, minDelay: 15 })
+    ),
+    scale: 120,
+    costs: 5
+  },
+  {
+    name: "leaky bucket, 2 released without delay",
+    policy: policy(LeakyBucket.algorithm, LeakyBucket.config({ tokens: 1, periodMillis: 40, burst: 5, delay: 2 })),
+    scale: 150,
+    costs: 7
+  },
+  {
     name: "fixed window, aligned, countBlocked",
     policy: policy(
       FixedWindow.algorithm,

@@ -157,7 +157,7 @@ const durationOf = (ms: number): Duration.Duration => ms === Infinity ? Duration
 
 const decisionOf = (op: Op, r: Reply, degraded: boolean): Decision.Decision => {
   const behind = op.kind === OpKind.WaitTime
-  return {
+  const d: Decision.Decision = {
     allowed: !behind && r.allowed,
     remaining: behind ? 0 : r.remaining,
     retryAfter: durationOf(r.retryAfter),
@@ -165,7 +165,13 @@ const decisionOf = (op: Op, r: Reply, degraded: boolean): Decision.Decision => {
     limit: r.limit,
     ...(degraded ? { degraded: true } : {})
   }
+  // a shaper's delay, as in-process
+  return !behind && r.delay !== undefined && r.delay > 0 ? { ...d, delay: Duration.millis(r.delay) } : d
 }
+
+// How long an admitted request sleeps before it proceeds: a shaper's delay
+// (none under a dry run, as in-process).
+const shaping = (r: Reply, policy: Policy.Valid): number => policy.dryRun || r.delay === undefined ? 0 : r.delay
 
 const counted = (limiter: Bucket.Limiter, op: Op, r: Reply): boolean => {
   const allowed = op.kind !== OpKind.WaitTime && r.allowed
@@ -197,8 +203,12 @@ const standing = (_: Bucket.Limiter, op: Op, r: Reply, degraded: boolean) => Exi
 
 // How each decide-now kind is answered from the store's reply to its op.
 const answers: { readonly [K in Request.DecideKind]: AnswerOf<K> } = {
-  [Request.Kind.Acquire]: (limiter, op, r, _, policy) =>
-    counted(limiter, op, r) || dryRun(limiter, policy) ? exitTrue : exitFalse,
+  [Request.Kind.Acquire]: (limiter, op, r, _, policy) => {
+    if (!counted(limiter, op, r)) return dryRun(limiter, policy) ? exitTrue : exitFalse
+    // a shaper admits now and spaces the caller out: it proceeds after the delay
+    const delay = shaping(r, policy)
+    return delay > 0 ? Effect.as(Effect.sleep(Duration.millis(delay)), true) : exitTrue
+  },
   [Request.Kind.Consume]: (limiter, op, r, degraded, policy) => {
     const d = decisionOf(op, r, degraded)
     if (counted(limiter, op, r) || !dryRun(limiter, policy)) return Exit.succeed(d)
@@ -354,15 +364,16 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     outs.set(bucket, out)
     Bucket.touch(limiter, bucket, now)
     const op = opFor(undefined, kind, cost, payload)
-    return Effect.onExit(
-      Effect.flatMap(call(limiter, bucket, op === takeOne ? takeOneOps : [op]), (result): Request.Answer<K> => {
+    // (the answer runs after the call is settled: a shaper's sleep holds nothing)
+    return Effect.flatten(Effect.onExit(
+      Effect.map(call(limiter, bucket, op === takeOne ? takeOneOps : [op]), (result): Request.Answer<K> => {
         Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
         return result.error !== undefined
           ? Exit.fail(result.error)
           : answers[kind](limiter, op, result.replies[0], result.degraded, bucket.policy)
       }),
       () => Effect.sync(() => settle(bucket, out))
-    )
+    ))
   }
 
   type Now<K extends Request.Kind> = (
@@ -469,7 +480,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     if (result.error !== undefined) return Request.reply(request, Exit.fail(result.error))
     if (empty && result.replies[0].allowed) {
       limiter.recorder.allowed++
-      return Request.reply(request, Line.admittedAtOnce(request, 0))
+      return Request.reply(request, Line.admittedAtOnce(request, shaping(result.replies[0], bucket.policy)))
     }
     // a dry run never keeps a caller waiting: it goes now, counted
     if (empty && dryRun(limiter, bucket.policy)) return Request.reply(request, Line.admittedAtOnce(request, 0))
@@ -525,7 +536,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       }
       Line.shift(line)
       limiter.recorder.allowed++
-      Request.reply(head, Exit.void)
+      Request.reply(head, Line.admitted(shaping(reply, bucket.policy)))
       line.wakeAt = 0
     }
   })

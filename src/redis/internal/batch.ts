@@ -64,7 +64,7 @@ local now, keep
 
 -- A key's limit is the same in every reply: formatted once while it repeats.
 local lastLimit, lastLimitText = nil, nil
-local function reply(allowed, remaining, retry, reset, limit, value)
+local function reply(allowed, remaining, retry, reset, limit, value, delay)
   local a = "0"
   if allowed then a = "1" end
   if not (lastLimit ~= nil and same(limit, lastLimit)) then
@@ -72,6 +72,7 @@ local function reply(allowed, remaining, retry, reset, limit, value)
   end
   local text = a .. " " .. fmt(remaining) .. " " .. fmt(retry) .. " " .. fmt(reset) .. " " .. lastLimitText
   if value ~= nil then text = text .. " =" .. fmt(value) end
+  if delay ~= nil then text = text .. " ~" .. fmt(delay) end
   return text
 end
 
@@ -84,27 +85,30 @@ local parsedOps
 -- thousand times). Kept here, not in closures per key: a call with many keys
 -- allocates less (and leaves the Lua collector less to do).
 local out, n = {}, 0
-local la, lrem, lretry, lreset, llimit, lvalue, times = false, 0, 0, 0, 0, nil, 0
+local la, lrem, lretry, lreset, llimit, lvalue, ldelay, times = false, 0, 0, 0, 0, nil, nil, 0
 local function flush()
   if times == 0 then return end
   n = n + 1
-  out[n] = reply(la, lrem, lretry, lreset, llimit, lvalue)
+  out[n] = reply(la, lrem, lretry, lreset, llimit, lvalue, ldelay)
   if times > 1 then
     n = n + 1
     out[n] = "*" .. times
   end
   times = 0
 end
-local function answer(allowed, remaining, retry, reset, limit, value)
+-- (delay: a shaper's, for an admission; nil when 0)
+local function answer(allowed, remaining, retry, reset, limit, value, delay)
+  if delay ~= nil and not (delay > 0) then delay = nil end
   if
     times > 0 and allowed == la and same(remaining, lrem) and same(retry, lretry) and same(reset, lreset)
     and same(limit, llimit) and (value == lvalue or (value ~= nil and lvalue ~= nil and same(value, lvalue)))
+    and (delay == ldelay or (delay ~= nil and ldelay ~= nil and same(delay, ldelay)))
   then
     times = times + 1
     return
   end
   flush()
-  la, lrem, lretry, lreset, llimit, lvalue, times = allowed, remaining, retry, reset, limit, value, 1
+  la, lrem, lretry, lreset, llimit, lvalue, ldelay, times = allowed, remaining, retry, reset, limit, value, delay, 1
 end
 
 -- Decision.peekOutcome: allowed, retryAfter and limit for the cost, the rest as it stands.
@@ -125,7 +129,9 @@ local function blockedOutcome(A, c, s, u, cost)
 end
 
 local function answerWith(o, value)
-  answer(o.allowed, o.remaining, o.retry, o.reset, o.limit, value)
+  local delay = nil
+  if o.allowed then delay = o.delay end
+  answer(o.allowed, o.remaining, o.retry, o.reset, o.limit, value, delay)
 end
 
 -- Algorithm.takeUpTo: the largest cost up to most, and what is there, that
@@ -227,7 +233,7 @@ local function applyOps(key, P, opsText)
             dirty = true
             answerWith(blockedOutcome(A, c, state, blockedUntil, cost))
           else
-            answer(o.allowed, o.remaining, o.retry, o.reset, o.limit)
+            answerWith(o)
           end
         end
       elseif kind == 1 then

@@ -62,7 +62,7 @@ function BU.step(c, s, now, cost)
     local rest = buProbe(burst, s[2], now)
     return {
       allowed = true, state = { ob.state, s[2] }, remaining = ob.remaining + rest.remaining, retry = 0,
-      reset = jmax(ob.reset, rest.reset), limit = ob.limit + rest.limit
+      reset = jmax(ob.reset, rest.reset), limit = ob.limit + rest.limit, delay = ob.delay
     }
   end
   local ox = burst.A.step(burst.c, s[2], now, cost)
@@ -72,7 +72,7 @@ function BU.step(c, s, now, cost)
     local left = buProbe(base, ob.state, now)
     return {
       allowed = true, state = state, remaining = left.remaining + ox.remaining, retry = 0,
-      reset = jmax(left.reset, ox.reset), limit = ob.limit + ox.limit
+      reset = jmax(left.reset, ox.reset), limit = ob.limit + ox.limit, delay = ox.delay
     }
   end
   return {

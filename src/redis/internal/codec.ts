@@ -63,8 +63,8 @@ const number = (s: string): number => s === "inf" ? Infinity : s === "-inf" ? -I
 /**
  * One key's reply from the batch entry point: `allowed remaining retryAfter
  * resetAfter limit` per op, then `=value` for an op that answers one (a
- * partial take, get, delete), and `*n` after one that answers n ops in a
- * row; `undefined` if it is not one for `count` ops.
+ * partial take, get, delete), `~delay` for an admission a shaper delays,
+ * and `*n` after one that answers n ops in a row; `undefined` if it is not one for `count` ops.
  *
  * @example
  * ```ts
@@ -91,6 +91,10 @@ export const decodeBatch = (raw: unknown, count: number): ReadonlyArray<Reply> |
     i += 5
     if (i < fields.length && fields[i].startsWith("=")) {
       reply = { ...reply, value: number(fields[i].slice(1)) }
+      i++
+    }
+    if (i < fields.length && fields[i].startsWith("~")) {
+      reply = { ...reply, delay: number(fields[i].slice(1)) }
       i++
     }
     let times = 1
@@ -123,7 +127,8 @@ const value = (v: unknown): number => typeof v === "number" ? v : typeof v === "
 export const deferred: ReadonlyArray<Reply> = []
 
 /**
- * The i-th key's reply from the lean entry point (five values per key), or
+ * The i-th key's reply from the lean entry point (five values per key, six
+ * with a shaper's delay: `width`), or
  * `undefined` if the reply is not one for `keys` keys; {@link deferred} for a
  * key to send to the batch entry point.
  *
@@ -136,15 +141,18 @@ export const deferred: ReadonlyArray<Reply> = []
  *
  * @since 0.2.0
  */
-export const decodeLean = (raw: unknown, i: number, keys: number): ReadonlyArray<Reply> | undefined => {
-  if (!Array.isArray(raw) || raw.length !== 5 * keys) return undefined
-  const at = 5 * i
+export const decodeLean = (raw: unknown, i: number, keys: number, width = 5): ReadonlyArray<Reply> | undefined => {
+  if (!Array.isArray(raw) || raw.length !== width * keys) return undefined
+  const at = width * i
   if (raw[at] === -1) return deferred
-  return [{
+  const reply: Reply = {
     allowed: raw[at] === 1,
     remaining: value(raw[at + 1]),
     retryAfter: value(raw[at + 2]),
     resetAfter: value(raw[at + 3]),
     limit: value(raw[at + 4])
-  }]
+  }
+  // a shaper's sixth value: its delay
+  const delay = width === 6 ? value(raw[at + 5]) : 0
+  return [delay > 0 && reply.allowed ? { ...reply, delay } : reply]
 }

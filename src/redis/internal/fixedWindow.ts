@@ -29,7 +29,7 @@ export const code = 4
  * import * as FixedWindow from "../../internal/algorithm/FixedWindow.ts"
  * import { config } from "./fixedWindow.ts"
  *
- * config(FixedWindow.config({ limit: 100, windowMillis: 60_000, align: true })) // [100, 60000, 1, 0]
+ * config(FixedWindow.config({ limit: 100, windowMillis: 60_000, align: true })) // [100, 60000, 1, 0, 0, 600]
  * ```
  *
  * @since 0.1.0
@@ -38,24 +38,26 @@ export const config = (c: FixedWindow.Config): ReadonlyArray<number> => [
   c.limit,
   c.windowMillis,
   c.align ? 1 : 0,
-  c.countBlocked ? 1 : 0
+  c.countBlocked ? 1 : 0,
+  c.execEvenly ? 1 : 0,
+  c.minDelay
 ]
 
 /**
- * What of a configuration the module does not run: `execEvenly`.
+ * Whether a configuration runs the lean step: not with `execEvenly`, whose
+ * delays the batch script answers.
  *
  * @example
  * ```ts
  * import * as FixedWindow from "../../internal/algorithm/FixedWindow.ts"
- * import { refuse } from "./fixedWindow.ts"
+ * import { leans } from "./fixedWindow.ts"
  *
- * refuse(FixedWindow.config({ limit: 100, windowMillis: 60_000 })) // undefined
+ * leans(FixedWindow.config({ limit: 100, windowMillis: 60_000 })) // true
  * ```
  *
  * @since 0.2.0
  */
-export const refuse = (c: FixedWindow.Config): string | undefined =>
-  c.execEvenly ? "a fixed window's execEvenly (its delays are not part of a store's reply)" : undefined
+export const leans = (c: FixedWindow.Config): boolean => !c.execEvenly
 
 /**
  * The Lua module: registers `ALG[4]`. State: `start count`.
@@ -72,7 +74,10 @@ export const refuse = (c: FixedWindow.Config): string | undefined =>
 export const lua = `
 local FW = {}
 function FW.config(a, i)
-  return { limit = a[i], window = a[i + 1], align = a[i + 2] == 1, countBlocked = a[i + 3] == 1 }, i + 4
+  return {
+    limit = a[i], window = a[i + 1], align = a[i + 2] == 1, countBlocked = a[i + 3] == 1, execEvenly = a[i + 4] == 1,
+    minDelay = a[i + 5]
+  }, i + 6
 end
 local function fwOpen(c, now)
   local start = now
@@ -101,7 +106,17 @@ function FW.step(c, s, now, cost)
     end
     local reset = 0
     if count ~= 0 then reset = w.stop - now end
-    return { allowed = true, state = state, remaining = floor(c.limit - count), retry = 0, reset = reset, limit = c.limit }
+    -- execEvenly: the admitted request waits, spread over what is left of the window
+    local delay = 0
+    local left = w.stop - now
+    if c.execEvenly and w.count ~= 0 and left > 0 then
+      delay = ceil(left / (jmax(c.limit - count, 0) + 2))
+      if delay < c.minDelay then delay = count * c.minDelay end
+    end
+    return {
+      allowed = true, state = state, remaining = floor(c.limit - count), retry = 0, reset = reset, limit = c.limit,
+      delay = delay
+    }
   end
   local counted = c.countBlocked and not (cost > c.limit)
   local after, state = w.count, s
@@ -154,7 +169,10 @@ function FW.forceAdd(c, s, now, amount)
 end
 function FW.withWindow(c, millis)
   if c.align then return nil end
-  return { limit = c.limit, window = millis, align = false, countBlocked = c.countBlocked }
+  return {
+    limit = c.limit, window = millis, align = false, countBlocked = c.countBlocked, execEvenly = c.execEvenly,
+    minDelay = c.minDelay
+  }
 end
 function FW.decode(c, a, i)
   if a[i + 2] == nil then return nil end
@@ -175,13 +193,14 @@ ALG[4] = FW
  * ```ts
  * import { lean } from "./fixedWindow.ts"
  *
- * lean.config // ["cLimit", "cWindow", "cAlign", "cCountBlocked"]
+ * lean.config // ["cLimit", "cWindow", "cAlign", "cCountBlocked", "cExecEvenly", "cMinDelay"]
  * ```
  *
  * @since 0.2.0
  */
 export const lean: Lean = {
-  config: ["cLimit", "cWindow", "cAlign", "cCountBlocked"],
+  // (with execEvenly a policy has no lean step: the batch script answers its delays)
+  config: ["cLimit", "cWindow", "cAlign", "cCountBlocked", "cExecEvenly", "cMinDelay"],
   step: `${readFixed(code, ["start", "count", "stop"])}
   if fresh then
     if cAlign == 1 then ${alignedStart("start", "cWindow", "now")} else start = now end

@@ -39,7 +39,8 @@ export const config = (c: LeakyBucket.Config): ReadonlyArray<number> => [
   c.tokens,
   c.periodMillis,
   c.capacity,
-  c.full
+  c.full,
+  c.delay
 ]
 
 /**
@@ -57,7 +58,7 @@ export const config = (c: LeakyBucket.Config): ReadonlyArray<number> => [
 export const lua = `
 local LB = {}
 function LB.config(a, i)
-  return { tokens = a[i], period = a[i + 1], capacity = a[i + 2], full = a[i + 3] }, i + 4
+  return { tokens = a[i], period = a[i + 1], capacity = a[i + 2], full = a[i + 3], delay = a[i + 4] }, i + 5
 end
 local function lbLevelAt(c, s, now)
   -- a credit below empty (a forced add) does not leak further
@@ -82,7 +83,9 @@ function LB.step(c, s, now, cost)
     if now > s.at then at = now end
     return {
       allowed = true, state = { level = nxt, at = at }, remaining = floor((c.full - nxt) / c.period), retry = 0,
-      reset = lbMillisFor(c, s, now, nxt), limit = c.capacity
+      reset = lbMillisFor(c, s, now, nxt), limit = c.capacity,
+      -- nodelay: the delay is Infinity and the excess -Infinity
+      delay = lbMillisFor(c, s, now, level - c.delay * c.period)
     }
   end
   local retry = huge
@@ -151,7 +154,8 @@ const millisFor = (out: string, excess: string, now: string, at: string): string
  * @since 0.2.0
  */
 export const lean: Lean = {
-  config: ["cTokens", "cPeriod", "cCapacity", "cFull"],
+  config: ["cTokens", "cPeriod", "cCapacity", "cFull", "cDelay"],
+  delay: true,
   step: `${readFixed(code, ["level", "at"])}
   if fresh then level, at = 0, now end
   -- levelAt(now)
@@ -170,6 +174,7 @@ export const lean: Lean = {
     remaining = floor((cFull - nl) / cPeriod)
     retry = 0
     ${millisFor("reset", "nl", "now", "at")}
+    ${millisFor("delay", "lvl - cDelay * cPeriod", "now", "at")}
   else
     allowed = false
     retry = huge

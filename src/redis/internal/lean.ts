@@ -23,7 +23,8 @@
  * batch entry point drops a block that is over, so this happens once after
  * a block).
  *
- * The reply is a flat array, five values per key: `allowed` (1 or 0),
+ * The reply is a flat array, five values per key (six for a shaper, its
+ * `delay` last): `allowed` (1 or 0),
  * `remaining`, `retryAfter`, `resetAfter`, `limit`. A value is an integer
  * reply when it is a whole number that survives one exactly (not −0, within
  * ±2^53); otherwise text (`%.17g`, `inf`, `-inf`, `-0`).
@@ -49,6 +50,11 @@ import * as Prelude from "./prelude.ts"
 export interface Lean {
   /** Lua names of the configuration's numbers, in the order of the module's `config`. */
   readonly config: ReadonlyArray<string>
+  /**
+   * A shaper: the step also sets `delay` (ms an admitted request waits),
+   * answered as a sixth value per key.
+   */
+  readonly delay?: boolean | undefined
   /** The step, in Lua. */
   readonly step: string
 }
@@ -215,6 +221,7 @@ for k = 1, #KEYS do
   local cost = tonumber(ARGV[${2 + size} + 2 * k])
   local raw = redis.call("GET", key)
   local allowed, remaining, retry, reset, limit, dirty, settled, packed
+  local delay = 0
   -- a block ("0 until" before the state), in force or over: the batch
   -- entry point answers (allowed -1 says so), and drops a block that is over
   local deferred = raw and #raw >= 16 and sub(raw, 1, 8) == NOTHING
@@ -241,10 +248,17 @@ ${lean.step}
   ${reply("retry")}
   ${reply("reset")}
   ${reply("limit")}
-  -- one key (by far the commonest call): its reply made at once
+${
+    lean.delay === true
+      ? `  ${reply("delay")}
+  if single then return { a, remaining, retry, reset, limit, delay } end
+  local i = 6 * k - 6
+  out[i + 1], out[i + 2], out[i + 3], out[i + 4], out[i + 5], out[i + 6] = a, remaining, retry, reset, limit, delay`
+      : `  -- one key (by far the commonest call): its reply made at once
   if single then return { a, remaining, retry, reset, limit } end
   local i = 5 * k - 5
-  out[i + 1], out[i + 2], out[i + 3], out[i + 4], out[i + 5] = a, remaining, retry, reset, limit
+  out[i + 1], out[i + 2], out[i + 3], out[i + 4], out[i + 5] = a, remaining, retry, reset, limit`
+  }
 end
 return out
 `

@@ -8,7 +8,6 @@
  *
  * @since 0.1.0
  */
-import { Predicate } from "effect"
 import { createHash } from "node:crypto"
 import type { Algorithm } from "../../internal/algorithm/Algorithm.ts"
 import * as BurstAlgorithm from "../../internal/algorithm/Burst.ts"
@@ -57,8 +56,8 @@ interface Module {
   readonly lua: string
   readonly config: (config: any) => ReadonlyArray<number>
   readonly lean: Lean.Lean
-  /** What of a configuration the module does not run, if anything: a sentence saying so. */
-  readonly refuse?: ((config: any) => string | undefined) | undefined
+  /** Whether a configuration runs the lean step (absent: always). */
+  readonly leans?: ((config: any) => boolean) | undefined
 }
 
 const modules = new Map<Algorithm<any, any>, Module>([
@@ -176,9 +175,8 @@ const show = (n: number): string =>
   n === Infinity ? "inf" : n === -Infinity ? "-inf" : Object.is(n, -0) ? "-0" : String(n)
 
 // `code canRelease config…` of an algorithm and its configuration (a
-// composite's parts each the same way); false if one has no module, or the
-// sentence of a module that does not run this configuration.
-const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<string>): boolean | string => {
+// composite's parts each the same way); false if one has no module.
+const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<string>): boolean => {
   const canRelease = algorithm.release === undefined ? "0" : "1"
   if (algorithm === UnlimitedAlgorithm.algorithm) {
     out.push(String(Unlimited.code), canRelease)
@@ -188,8 +186,7 @@ const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<stri
     const { base, burst } = config as BurstAlgorithm.Config
     out.push(String(Burst.code), canRelease)
     for (const part of [base, burst]) {
-      const done = encode(part.algorithm, part.config, out)
-      if (done !== true) return done
+      if (!encode(part.algorithm, part.config, out)) return false
     }
     return true
   }
@@ -197,15 +194,12 @@ const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<stri
     const parts = (config as CompositeAlgorithm.Config).parts
     out.push(String(Composite.code), canRelease, String(parts.length))
     for (const part of parts) {
-      const done = encode(part.algorithm, part.config, out)
-      if (done !== true) return done
+      if (!encode(part.algorithm, part.config, out)) return false
     }
     return true
   }
   const module = modules.get(algorithm)
   if (module === undefined) return false
-  const refused = module.refuse?.(config)
-  if (refused !== undefined) return refused
   out.push(String(module.code), canRelease)
   for (const n of module.config(config)) out.push(show(n))
   return true
@@ -226,6 +220,8 @@ export interface Encoded {
   readonly leanArgs: ReadonlyArray<string>
   /** One lean call carries keys of one policy: the route and the numbers. */
   readonly leanGroup: string
+  /** Values per key in the lean entry point's reply: 6 for a shaper (its delay), else 5. */
+  readonly leanWidth: number
 }
 
 /**
@@ -246,21 +242,21 @@ export interface Encoded {
 export const forPolicy = (algorithm: Algorithm<any, any>, config: unknown): Encoded | string => {
   const found = batches.get(algorithm)
   const out: Array<string> = []
-  const done = found === undefined ? false : encode(algorithm, config, out)
-  if (Predicate.isString(done)) return `the redis store does not run ${done}`
-  if (found === undefined || !done) {
+  if (found === undefined || !encode(algorithm, config, out)) {
     return `the redis store has no script for the ${describe(algorithm, config)} algorithm; it runs ${
       supported.join(", ")
     }`
   }
-  const lean = leans.get(algorithm)
-  const leanArgs = lean === undefined ? [] : modules.get(algorithm)!.config(config).map(show)
+  const module = modules.get(algorithm)
+  const lean = module?.leans?.(config) === false ? undefined : leans.get(algorithm)
+  const leanArgs = lean === undefined ? [] : module!.config(config).map(show)
   return {
     batch: found,
     policy: out.join(" "),
     lean,
     leanArgs,
-    leanGroup: lean === undefined ? "" : `${lean.fn} ${leanArgs.join(" ")}`
+    leanGroup: lean === undefined ? "" : `${lean.fn} ${leanArgs.join(" ")}`,
+    leanWidth: module?.lean.delay === true ? 6 : 5
   }
 }
 
