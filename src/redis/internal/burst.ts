@@ -2,7 +2,7 @@
  * A base limit with a burst allowance beside it (`Policy.burst`) in Lua:
  * `src/internal/algorithm/Burst.ts` expression by expression. Each of the
  * two is any module of `ALG` (a composite too), so the burst's script
- * carries every module.
+ * carries every module, and the composite's first (its helpers for parts).
  *
  * @since 0.2.0
  */
@@ -38,16 +38,10 @@ export const code = 10
 export const lua = `
 local BU = {}
 function BU.config(a, i)
-  local parts = {}
-  for k = 1, 2 do
-    local code = a[i]
-    local A = ALG[code]
-    local pc
-    local canRelease = a[i + 1] == 1
-    pc, i = A.config(a, i + 2)
-    parts[k] = { code = code, A = A, c = pc, canRelease = canRelease }
-  end
-  return { base = parts[1], burst = parts[2] }, i
+  local base, burst
+  base, i = partConfig(a, i)
+  burst, i = partConfig(a, i)
+  return { base = base, burst = burst, parts = { base, burst } }, i
 end
 function BU.initial(c, now)
   return { c.base.A.initial(c.base.c, now), c.burst.A.initial(c.burst.c, now) }
@@ -107,34 +101,13 @@ function BU.forceAdd(c, s, now, amount)
   return buOnBase(s, c.base.A.forceAdd(c.base.c, s[1], now, amount))
 end
 function BU.full(c, now)
-  local out = {}
-  local parts = { c.base, c.burst }
-  for k = 1, 2 do
-    local p = parts[k]
-    if p.A.full ~= nil then out[k] = p.A.full(p.c, now) else out[k] = p.A.initial(p.c, now) end
-  end
-  return out
+  return partsFull(c.parts, now)
 end
 function BU.decode(c, a, i)
-  local s = {}
-  local parts = { c.base, c.burst }
-  for k = 1, 2 do
-    local p = parts[k]
-    if a[i] ~= p.code then return nil end
-    local ps
-    ps, i = p.A.decode(p.c, a, i + 1)
-    if ps == nil then return nil end
-    s[k] = ps
-  end
-  return s, i
+  return partsDecode(c.parts, a, i)
 end
 function BU.encode(c, s, out)
-  local parts = { c.base, c.burst }
-  for k = 1, 2 do
-    local p = parts[k]
-    out[#out + 1] = p.code
-    p.A.encode(p.c, s[k], out)
-  end
+  partsEncode(c.parts, s, out)
 end
 ALG[10] = BU
 `
