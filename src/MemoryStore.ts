@@ -180,7 +180,8 @@ export const applyOps = (
         replies.push(standing())
         break
       case OpKind.SetRate:
-        if (rule.rate !== undefined) state = rule.rate.carry([op.cost, op.queued], current(), now)
+        // a key with no state stays so: it starts under the new rate (as in-process)
+        if (rule.rate !== undefined && state !== undefined) state = rule.rate.carry([op.cost, op.queued], state, now)
         replies.push(standing())
         break
     }

@@ -65,7 +65,7 @@ export const OpKind = {
   /**
    * The policy's rate changed (`setRate`): `cost` and `queued` are the old
    * rate's numbers (the algorithm's `rateOf`), and the state is carried over
-   * by the algorithm's own rate rule.
+   * by the algorithm's own rate rule (a key with no state stays so).
    */
   SetRate: 14
 } as const

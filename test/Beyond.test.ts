@@ -61,20 +61,6 @@ describe("beyond the limit: random workloads", () => {
 })
 
 describe("beyond the limit: in-process only", () => {
-  it.effect("setRate on a drained token bucket refills at the new rate from now (x/time/rate SetLimit)", () =>
-    Effect.gen(function*() {
-      const limiter = yield* RateLimiter.make({
-        policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } })
-      })
-      assert.isTrue(yield* limiter.acquire("k", { cost: 10 }))
-      yield* limiter.setRate("k", 10)
-      yield* TestClock.adjust("500 millis")
-      assert.strictEqual((yield* limiter.peek("k")).remaining, 5)
-      const windowed = yield* RateLimiter.make({ policy: Policy.fixedWindow({ limit: 1, window: "1 second" }) })
-      const error = yield* Effect.flip(windowed.setRate("w", 5))
-      assert.strictEqual(error._tag === "InvalidRequest" && error.field, "rate")
-    }))
-
   it.effect("get answers none for a settled key, as for one never seen", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({

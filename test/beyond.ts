@@ -235,6 +235,35 @@ export const beyond = (
       assert.isFalse(yield* limiter.acquire("k"))
     }))
 
+  it.effect("setRate: a token bucket refills at the new rate from now (x/time/rate SetLimit)", () =>
+    Effect.gen(function*() {
+      const limiter = yield* make({ policy: perSecond(10, 1) })
+      assert.isTrue(yield* limiter.acquire("k", { cost: 10 }))
+      yield* advance(1000)
+      yield* limiter.setRate("k", 10)
+      yield* advance(500)
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 6)
+      const windowed = yield* make({ policy: Policy.fixedWindow({ limit: 1, window: "1 second" }) })
+      const error = yield* Effect.flip(windowed.setRate("w", 5))
+      assert.strictEqual(error._tag === "InvalidRequest" && error.field, "rate")
+    }))
+
+  it.effect("setRate: a smooth policy's next request pays the previous one's cost at the old rate (Guava)", () =>
+    Effect.gen(function*() {
+      const limiter = yield* make({ policy: Policy.smooth({ permits: 1, per: "1 second" }) })
+      // a request of 4 at 1 per second: the next one is free 4 seconds later
+      assert.isTrue(yield* limiter.acquire("k", { cost: 4 }))
+      yield* limiter.setRate("k", 10)
+      const d = yield* limiter.consume("k")
+      assert.isFalse(d.allowed)
+      assert.strictEqual(millis(d.retryAfter), 4000)
+      yield* advance(4000)
+      assert.isTrue(yield* limiter.acquire("k"))
+      // then 10 per second
+      yield* advance(100)
+      assert.isTrue(yield* limiter.acquire("k"))
+    }))
+
   it.effect("unlimited admits every cost (x/time/rate rate.Inf)", () =>
     Effect.gen(function*() {
       const limiter = yield* make({ policy: Policy.unlimited() })
@@ -276,6 +305,7 @@ export type Step =
   | { readonly _tag: "fill" | "get" | "delete" | "reset"; readonly key: number }
   | { readonly _tag: "block"; readonly key: number; readonly millis: number }
   | { readonly _tag: "window"; readonly key: number; readonly cost: number; readonly millis: number }
+  | { readonly _tag: "rate"; readonly key: number; readonly perSecond: number }
   | { readonly _tag: "advance"; readonly millis: number }
 
 /** One key per policy: every algorithm with its operations, and the common options. */
@@ -335,6 +365,10 @@ export const workload = (() => {
         cost,
         millis: fc.integer({ min: 1, max: 4000 })
       })
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ _tag: fc.constant("rate" as const), key, perSecond: fc.constantFrom(0.5, 1, 2, 5) })
     },
     {
       weight: 4,
@@ -411,6 +445,9 @@ export const transcript = (
           break
         case "window":
           yield* record(limiter.consume(k, { cost: s.cost, duration: s.millis }), showDecision)
+          break
+        case "rate":
+          yield* record(limiter.setRate(k, s.perSecond), () => "rate")
           break
       }
     }

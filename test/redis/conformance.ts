@@ -522,7 +522,7 @@ const reference = (p: Policy.Valid, stored: unknown, now: number, ops: ReadonlyA
         if (p.rule.forceAdd !== undefined) dirty = true
         break
       case OpKind.SetRate:
-        if (p.rule.rate !== undefined) dirty = true
+        if (before !== undefined && p.rule.rate !== undefined) dirty = true
         break
       case OpKind.Force:
       case OpKind.Fill:

@@ -325,8 +325,9 @@ local function applyOps(key, P, opsText)
         dirty = true
         standing()
       elseif kind == 14 then
-        if A.carryRate ~= nil then
-          state = A.carryRate(c, cost, queued, current(), now)
+        -- a key with no state stays so: it starts under the new rate
+        if A.carryRate ~= nil and state ~= nil then
+          state = A.carryRate(c, cost, queued, state, now)
           dirty = true
         end
         standing()
