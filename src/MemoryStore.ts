@@ -110,8 +110,13 @@ export const applyOps = (
       case OpKind.Release:
         // Units go back to the key's state, a fresh key's initial one included
         // (as in-process, where a release starts the bucket of a key that
-        // starts below its limit).
-        if (rule.release !== undefined) state = rule.release(current(), now, op.cost)
+        // starts below its limit). A key with no state whose initial state is
+        // settled (it starts full) stays without: a release could give it
+        // nothing, and a state kept from now would anchor its refill at this
+        // moment (in-process, such a release starts no bucket).
+        if (rule.release !== undefined && !(state === undefined && now >= rule.settledAt(rule.initial(now)))) {
+          state = rule.release(current(), now, op.cost)
+        }
         replies.push(standing())
         break
       case OpKind.WaitTime: {

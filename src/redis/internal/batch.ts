@@ -30,9 +30,9 @@
  *
  * State: one string of 8-byte little-endian doubles, `code numbers…`. A key
  * with no state reads as fresh; a Reset leaves an absent key absent, and a
- * Release gives its units back to an absent key's initial state (which stays
- * absent when that is settled: a key that starts full); a state of another
- * algorithm reads as no state. After the batch the key expires when its state has settled
+ * Release gives its units back to an absent key's initial state, unless
+ * that is settled (a key that starts full: it stays absent); a state of
+ * another algorithm reads as no state. After the batch the key expires when its state has settled
  * (`settledAt + keep`), at least 1 ms from now, and is deleted at once if
  * that is already past; a state that never settles (a concurrency limit with
  * units out) gets no TTL.
@@ -250,7 +250,9 @@ local function applyOps(key, P, opsText)
         end
         answer(true, 0, 0, 0, A.maxCost(c))
       elseif kind == 3 then
-        if P.canRelease then
+        -- a key with no state whose initial state is settled (it starts
+        -- full) stays without: a release gives it nothing
+        if P.canRelease and not (state == nil and now >= A.settledAt(c, A.initial(c, now))) then
           state = A.release(c, current(), now, cost)
           dirty = true
         end
