@@ -204,3 +204,23 @@ export const degraded: Metric.Counter<number> = Metric.counter("tollgate_degrade
   description: "Operations decided by the fallback while the shared store did not answer",
   incremental: true
 })
+
+/**
+ * Requests a dry-run policy let through (nginx's `limit_req_dry_run`): ones
+ * it would have refused (counted as denied as well) or kept waiting.
+ *
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "tollgate"
+ *
+ * const letThrough = Metric.value(Metric.withAttributes(Metrics.dryRun, { limiter: "default" }))
+ * ```
+ *
+ * @category metrics
+ * @since 0.2.0
+ */
+export const dryRun: Metric.Counter<number> = Metric.counter("tollgate_dry_run_total", {
+  description: "Requests a dry-run policy let through that it would have refused or kept waiting",
+  incremental: true
+})

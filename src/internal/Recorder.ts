@@ -12,6 +12,7 @@ import {
   buckets,
   decisions,
   degraded,
+  dryRun,
   lifecycle,
   mailboxDepth,
   overloaded,
@@ -46,6 +47,7 @@ export class Recorder {
   actors = 0
   queued = 0
   waiting = 0
+  dryRun = 0
 }
 
 /**
@@ -83,6 +85,7 @@ export const register = (
         ...shared,
         counter(decisions, { outcome: "allowed" }, () => recorder.allowed),
         counter(decisions, { outcome: "denied" }, () => recorder.denied),
+        counter(dryRun, {}, () => recorder.dryRun),
         counter(overloaded, {}, () => recorder.overloaded),
         counter(lifecycle, { event: "started" }, () => recorder.started),
         counter(lifecycle, { event: "reaped" }, () => recorder.reaped),

@@ -8,13 +8,22 @@
  * | `POST /v1/wait` `{key, cost?, maxWait?, policy?}` | waits its turn (FIFO), up to `maxWait` ms |
  * | `GET /v1/peek?key=&cost=&policy=`, `POST /v1/peek` | what `consume` would decide, taking nothing |
  * | `POST /v1/reset` `{key, policy?}` | admin (bearer token): forgets the key's usage |
+ * | `POST /v1/penalty` `{key, cost?, policy?}` | takes `cost` whatever the limit: the key after it, `delay` (ms) while in debt |
+ * | `POST /v1/reward` `{key, cost?, policy?}` | gives `cost` units back, capped at the limit: the key after it |
+ * | `POST /v1/take` `{key, cost?, policy?}` | takes what there is, at most `cost`: the key after it and `taken` |
+ * | `GET /v1/get?key=&policy=`, `POST /v1/get` | how the key stands, or `{found: false}` for a key with no state |
+ * | `POST /v1/set` `{key, used, policy?}` | admin: the key as if `used` units had been used from full |
+ * | `POST /v1/delete` `{key, policy?}` | admin: forgets the key and a block: `{deleted}`, whether it had state |
+ * | `POST /v1/block` `{key, duration, policy?}` | admin: refuses the key for `duration` ms (`null`: until reset) |
+ * | `POST /v1/fill` `{key, policy?}` | admin: the key full, a block ended |
  * | `POST /v1/batch` `{requests: [{key, cost?, policy?, op?}]}` | many independent decisions: `{results: [...]}` |
  * | any method `/v1/check[/original/path]` | forward authentication for a gateway: 200, or 429 with `Retry-After` |
  * | `GET /healthz`, `GET /readyz` | liveness, readiness |
  * | `GET /metrics` | Prometheus text format |
  *
  * A denial is a normal `200` with `allowed: false`; `degraded: true` marks a
- * decision made by the Redis fallback. Errors are `application/problem+json`
+ * decision made by the Redis fallback, `dryRun: true` a refusal that a
+ * dry-run policy let through. Errors are `application/problem+json`
  * (RFC 9457) whose `detail` names the field.
  *
  * @since 0.1.0
@@ -130,6 +139,14 @@ const allowed: Record<string, string> = {
   "/v1/wait": "POST",
   "/v1/peek": "GET, HEAD, POST",
   "/v1/reset": "POST",
+  "/v1/penalty": "POST",
+  "/v1/reward": "POST",
+  "/v1/take": "POST",
+  "/v1/get": "GET, HEAD, POST",
+  "/v1/set": "POST",
+  "/v1/delete": "POST",
+  "/v1/block": "POST",
+  "/v1/fill": "POST",
   "/v1/batch": "POST",
   "/healthz": "GET, HEAD",
   "/readyz": "GET, HEAD",
@@ -225,6 +242,16 @@ export const layer: Layer.Layer<
         maxWait: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: maxWaitMillis })))
       })
       const ResetRequest = Schema.Struct({ key: Key, policy: Schema.optionalKey(ServiceConfig.PolicyName) })
+      const SetRequest = Schema.Struct({
+        ...ResetRequest.fields,
+        used: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000_000 }))
+      })
+      const BlockRequest = Schema.Struct({
+        ...ResetRequest.fields,
+        duration: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })))
+      })
+      const GetQuery = Schema.Struct({ key: Key, policy: Schema.optionalKey(ServiceConfig.PolicyName) })
+      const validateGet = Body.validate(GetQuery)
       const PeekQuery = Schema.Struct({
         key: Key,
         cost: Schema.optionalKey(Schema.FiniteFromString.pipe(Schema.decodeTo(Cost))),
@@ -341,6 +368,53 @@ export const layer: Layer.Layer<
           })
         )
       )
+      // One decision-like operation on a key: read, call, answer.
+      const keyRoute = <A extends { readonly key: string }, B>(
+        path: `/v1/${string}`,
+        read: Effect.Effect<A, RouteError, HttpServerRequest.HttpServerRequest>,
+        f: (request: A) => Effect.Effect<B, Tollgate.CallError>,
+        admin = false
+      ) =>
+        router.add(
+          "POST",
+          path,
+          handle(
+            path,
+            Effect.gen(function*() {
+              if (admin) yield* authorize
+              return json(yield* f(yield* read))
+            })
+          )
+        )
+      yield* keyRoute("/v1/penalty", readRequest, tollgate.penalty)
+      yield* keyRoute("/v1/reward", readRequest, tollgate.reward)
+      yield* keyRoute("/v1/take", readRequest, tollgate.take)
+      yield* keyRoute("/v1/get", Body.json(ResetRequest, maxBodyBytes), tollgate.get)
+      yield* router.add(
+        "GET",
+        "/v1/get",
+        handle(
+          "/v1/get",
+          Effect.gen(function*() {
+            const query = yield* HttpServerRequest.ParsedSearchParams
+            return json(yield* tollgate.get(yield* validateGet(query)))
+          })
+        )
+      )
+      yield* keyRoute(
+        "/v1/set",
+        Body.json(SetRequest, maxBodyBytes),
+        (r) => tollgate.set({ key: r.key, cost: r.used, policy: r.policy }),
+        true
+      )
+      yield* keyRoute("/v1/delete", Body.json(ResetRequest, maxBodyBytes), tollgate.delete, true)
+      yield* keyRoute(
+        "/v1/block",
+        Body.json(BlockRequest, maxBodyBytes),
+        (r) => tollgate.block({ key: r.key, policy: r.policy, durationMillis: r.duration }),
+        true
+      )
+      yield* keyRoute("/v1/fill", Body.json(ResetRequest, maxBodyBytes), tollgate.fill, true)
       yield* router.add(
         "POST",
         "/v1/batch",

@@ -328,6 +328,82 @@ describe("service: admin", () => {
     }))
 })
 
+describe("service: beyond a plain decision", () => {
+  const beyondConfig = {
+    ...config,
+    policies: {
+      ...config.policies,
+      trial: { kind: "fixedWindow", limit: 1, window: "1 hour", dryRun: true },
+      login: { kind: "fixedWindow", limit: 2, window: "1 hour", blockDuration: "2 hours" }
+    }
+  }
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+
+  it.live("penalty, reward, take, get; set, delete, block and fill for the admin; dry run and blockDuration", () =>
+    Effect.gen(function*() {
+      const service = yield* start({ config: beyondConfig, env: { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN } })
+      // get: nothing for a key never seen
+      const unseen = yield* request(service, "GET", "/v1/get?key=u")
+      assert.deepStrictEqual(unseen.json, { found: false, policy: "default" })
+      // penalty into debt: the delay until the key is within its limit
+      const penalty = yield* post(service, "/v1/penalty", { key: "u", cost: 6 })
+      assert.strictEqual(penalty.status, 200)
+      assert.strictEqual(penalty.json.allowed, true)
+      assert.strictEqual(penalty.json.remaining, 0)
+      assert.isAbove(penalty.json.delay, 3_500_000)
+      const reward = yield* post(service, "/v1/reward", { key: "u", cost: 3 })
+      assert.strictEqual(reward.json.remaining, 2)
+      const taken = yield* post(service, "/v1/take", { key: "u", cost: 5 })
+      assert.strictEqual(taken.json.taken, 2)
+      assert.strictEqual(taken.json.remaining, 0)
+      const got = yield* post(service, "/v1/get", { key: "u" })
+      assert.strictEqual(got.json.remaining, 0)
+      // the admin's operations need the token
+      assert.strictEqual((yield* post(service, "/v1/fill", { key: "u" })).status, 401)
+      assert.strictEqual((yield* post(service, "/v1/fill", { key: "u" }, admin)).json.remaining, 5)
+      assert.strictEqual((yield* post(service, "/v1/set", { key: "u", used: 4 }, admin)).json.remaining, 1)
+      const blocked = yield* post(service, "/v1/block", { key: "u", duration: 60_000 }, admin)
+      assert.strictEqual(blocked.json.allowed, false)
+      assert.strictEqual(blocked.json.retryAfter, 60_000)
+      const refused = yield* consume(service, { key: "u" })
+      assert.strictEqual(refused.json.allowed, false)
+      assert.isAtMost(refused.json.retryAfter, 60_000)
+      assert.isAbove(refused.json.retryAfter, 50_000)
+      const forever = yield* post(service, "/v1/block", { key: "u", duration: null }, admin)
+      assert.strictEqual(forever.json.retryAfter, null)
+      assert.deepStrictEqual((yield* post(service, "/v1/delete", { key: "u" }, admin)).json, {
+        deleted: true,
+        policy: "default"
+      })
+      assert.deepStrictEqual((yield* post(service, "/v1/delete", { key: "u" }, admin)).json, {
+        deleted: false,
+        policy: "default"
+      })
+      assert.strictEqual((yield* consume(service, { key: "u" })).json.remaining, 4)
+      // a bad duration names the field
+      const bad = yield* post(service, "/v1/block", { key: "u", duration: 0 }, admin)
+      assert.strictEqual(bad.status, 400)
+      assert.include(bad.json.detail, "duration")
+
+      // dry run: refusals let through, flagged, and counted in the metrics
+      assert.strictEqual((yield* consume(service, { key: "t", policy: "trial" })).json.allowed, true)
+      const dry = yield* consume(service, { key: "t", policy: "trial" })
+      assert.strictEqual(dry.json.allowed, true)
+      assert.strictEqual(dry.json.dryRun, true)
+      assert.isAbove(dry.json.retryAfter, 3_500_000)
+      const dryAcquire = yield* post(service, "/v1/acquire", { key: "t", policy: "trial" })
+      assert.deepStrictEqual(dryAcquire.json, { allowed: true, policy: "trial", dryRun: true })
+      assert.strictEqual(sample(yield* metrics(service), "tollgate_dry_run_total{limiter=\"service\"}"), 2)
+
+      // blockDuration: the refusal blocks the key for two hours
+      yield* consume(service, { key: "l", policy: "login" })
+      yield* consume(service, { key: "l", policy: "login" })
+      const locked = yield* consume(service, { key: "l", policy: "login" })
+      assert.strictEqual(locked.json.allowed, false)
+      assert.strictEqual(locked.json.retryAfter, 7_200_000)
+    }))
+})
+
 describe("service: concurrency and metrics", () => {
   it.live("200 concurrent requests on one key of capacity 50 (no refill during the test): exactly 50 admitted", () =>
     Effect.gen(function*() {

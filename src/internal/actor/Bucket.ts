@@ -74,7 +74,7 @@ export interface Limiter {
   readonly mailbox: () => Mailbox
   /** Runs an actor in the limiter's scope. */
   readonly fork: (actor: Effect.Effect<void>) => Fiber.Fiber<void>
-  /** The supervisor forgets a bucket whose actor died (the key starts afresh on its next request). */
+  /** The supervisor forgets a bucket: its actor died, or its key was deleted (the key starts afresh). */
   readonly forget: (key: string, bucket: Bucket) => void
 }
 
@@ -97,7 +97,7 @@ export interface Backend {
     kind: K,
     cost: number,
     now: number,
-    payload: Request.Reconfiguration | undefined
+    payload: Request.Payload | undefined
   ) => Request.Answer<K> | undefined
   /**
    * A request for a key with no bucket that need not start one (a `peek`
@@ -238,24 +238,56 @@ export const write = (bucket: Bucket, state: unknown): void => {
   MutableRef.set(bucket.state.ref, state)
 }
 
-// Requests whose cost is checked against what the policy can ever grant.
+// Requests whose cost is checked against what the policy can ever grant. A
+// peek is not: "never" is its answer (Bucket4j's estimateAbilityToConsume).
 const limited = (kind: Request.Kind): boolean =>
-  kind === Request.Kind.Acquire || kind === Request.Kind.Consume || kind === Request.Kind.Peek ||
-  kind === Request.Kind.Wait || kind === Request.Kind.Reserve
+  kind === Request.Kind.Acquire || kind === Request.Kind.Consume || kind === Request.Kind.Wait ||
+  kind === Request.Kind.Reserve
 
 /**
  * The request can never succeed under `policy`: its cost is above the most
  * the policy can ever grant. Saying so beats a denial that suggests retrying.
+ * Or it gives its call a window of its own (a duration per call) and the
+ * policy has no window whose length a call sets.
  *
  * @since 0.2.0
  */
-export const refuse = (policy: Policy.Valid, kind: Request.Kind, cost: number): InvalidRequest | undefined => {
+export const refuse = (
+  policy: Policy.Valid,
+  kind: Request.Kind,
+  cost: number,
+  payload?: Request.Payload
+): InvalidRequest | undefined => {
   const max = policy.rule.maxCost
-  return cost > max && limited(kind)
-    ? new InvalidRequest({
+  if (cost > max && limited(kind)) {
+    return new InvalidRequest({
       field: "cost",
       value: String(cost),
       reason: `exceeds the limit ${max}: it can never succeed`
+    })
+  }
+  if (kind === Request.Kind.Add && policy.rule.release === undefined) {
+    return new InvalidRequest({
+      field: "key",
+      value: "(any)",
+      reason: `its policy (${policy.rule.name}) has no release: units come back by themselves`
+    })
+  }
+  if (kind === Request.Kind.ForceAdd && policy.rule.forceAdd === undefined) {
+    // a store would have nowhere to keep the units: refused before any backend
+    return new InvalidRequest({
+      field: "overLimit",
+      value: "true",
+      reason: `its policy (${policy.rule.name}) cannot hold more than its limit`
+    })
+  }
+  return payload !== undefined && "window" in payload && kind !== Request.Kind.Block &&
+      policy.rule.withWindow(payload.window) === undefined
+    ? new InvalidRequest({
+      field: "duration",
+      value: String(payload.window),
+      reason:
+        `only a fixed window that opens at its first hit lasts as long as the call says; this key's policy is ${policy.rule.name}`
     })
     : undefined
 }
@@ -274,10 +306,13 @@ export const submit = <K extends Request.Kind>(
   kind: K,
   cost: number,
   maxWait: number,
-  payload?: Request.Reconfiguration
+  payload?: Request.Payload
 ): Request.Answer<K> | undefined => {
-  if (cost > bucket.policy.rule.maxCost) {
-    const invalid = refuse(bucket.policy, kind, cost)
+  if (
+    cost > bucket.policy.rule.maxCost || payload !== undefined || kind === Request.Kind.ForceAdd ||
+    kind === Request.Kind.Add
+  ) {
+    const invalid = refuse(bucket.policy, kind, cost, payload)
     if (invalid !== undefined) return Exit.fail(invalid)
   }
   const actor = bucket.actor
@@ -301,7 +336,7 @@ const enqueue = <K extends Request.Kind>(
   kind: K,
   cost: number,
   maxWait: number,
-  payload: Request.Reconfiguration | undefined
+  payload: Request.Payload | undefined
 ): Request.Answer<K> | undefined => {
   const actor = bucket.actor ??= new Actor({
     key: bucket.key,

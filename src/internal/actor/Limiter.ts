@@ -37,6 +37,7 @@ export interface Options {
  * Counts of what a limiter has done. `buckets` are live buckets, `actors`
  * those whose fiber runs; `queued` requests are in mailboxes, `waiting`
  * callers in lines; `overrides` keys reconfigured to a policy of their own;
+ * `dryRun` requests that dry-run policies let through;
  * `storeOps / storeCalls` is the coalescing factor of a shared store,
  * `storeFailures` its calls that failed or timed out, and `degraded` the
  * operations its fallback decided.
@@ -54,6 +55,7 @@ export interface Stats {
   readonly queued: number
   readonly waiting: number
   readonly overrides: number
+  readonly dryRun: number
   readonly storeCalls: number
   readonly storeOps: number
   readonly storeFailures: number
@@ -131,6 +133,7 @@ export const make = (
       queued: recorder.queued,
       waiting: recorder.waiting,
       overrides,
+      dryRun: recorder.dryRun,
       storeCalls: health.calls,
       storeOps: health.ops,
       storeFailures: health.failures,

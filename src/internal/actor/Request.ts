@@ -11,8 +11,8 @@
  *
  * @since 0.2.0
  */
-import { Deferred, type Effect } from "effect"
-import type { Decision } from "../../Decision.ts"
+import { Deferred, type Effect, type Option } from "effect"
+import type { Decision, Taken } from "../../Decision.ts"
 import type { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../../Errors.ts"
 import type * as Policy from "../../Policy.ts"
 import type { StoreUnavailable } from "../../Store.ts"
@@ -41,7 +41,25 @@ export const Kind = {
   /** Take a place in line now, act later; reply {@link Reserved} at once. */
   Reserve: 7,
   /** No request: wakes the actor to re-time its line (a waiter left). */
-  Poke: 8
+  Poke: 8,
+  /** Take `cost` whatever the limit, into debt; reply `Decision` (the debt's wait in `delay`). */
+  Force: 9,
+  /** Give `cost` units back, capped (a refund that reports); reply `Decision`. */
+  Add: 10,
+  /** Add `cost` units with no cap; reply `Decision`. */
+  ForceAdd: 11,
+  /** Back to a full key (nothing used); reply `Decision`. */
+  Fill: 12,
+  /** Take as much as there is, at most `cost`; reply {@link Taken}. */
+  TakeUpTo: 13,
+  /** The key as it stands; reply `Option<Decision>` (none: no state). */
+  Get: 14,
+  /** The key as if `cost` units had been used from full; reply `Decision`. */
+  Set: 15,
+  /** Forget the key; reply whether it had state. */
+  Delete: 16,
+  /** Refuse everything until `payload.window` from now; reply `Decision`. */
+  Block: 17
 } as const
 
 /**
@@ -61,6 +79,15 @@ export type DecideKind =
   | typeof Kind.Reset
   | typeof Kind.Release
   | typeof Kind.Reconfigure
+  | typeof Kind.Force
+  | typeof Kind.Add
+  | typeof Kind.ForceAdd
+  | typeof Kind.Fill
+  | typeof Kind.TakeUpTo
+  | typeof Kind.Get
+  | typeof Kind.Set
+  | typeof Kind.Delete
+  | typeof Kind.Block
 
 /**
  * The kinds that may wait in the key's line.
@@ -84,6 +111,15 @@ export interface Replies {
   readonly [Kind.Wait]: void
   readonly [Kind.Reserve]: Reserved
   readonly [Kind.Poke]: void
+  readonly [Kind.Force]: Decision
+  readonly [Kind.Add]: Decision
+  readonly [Kind.ForceAdd]: Decision
+  readonly [Kind.Fill]: Decision
+  readonly [Kind.TakeUpTo]: Taken
+  readonly [Kind.Get]: Option.Option<Decision>
+  readonly [Kind.Set]: Decision
+  readonly [Kind.Delete]: boolean
+  readonly [Kind.Block]: Decision
 }
 
 /**
@@ -117,14 +153,34 @@ export type FailureOf<K extends Kind> = Failure | (K extends WaitKind ? RateLimi
 export type Answer<K extends Kind = Kind> = Effect.Effect<Reply<K>, FailureOf<K>>
 
 /**
- * A new policy for a key and how its usage carries over.
+ * A new policy for a key and how its usage carries over. A change of rate
+ * only (`setRate`) says what the old rate was (the algorithm's `rateOf`):
+ * its state is carried by the algorithm's own rate rule, in a store too.
  *
  * @since 0.1.0
  */
 export interface Reconfiguration {
   readonly policy: Policy.Valid
   readonly carry: Carry
+  readonly rate?: readonly [number, number] | undefined
 }
+
+/**
+ * A length of time a request carries: the window a call opens (a duration
+ * per call), or how long a block lasts. Milliseconds, `Infinity` for ever.
+ *
+ * @since 0.2.0
+ */
+export interface Window {
+  readonly window: number
+}
+
+/**
+ * What a request may carry besides its cost.
+ *
+ * @since 0.2.0
+ */
+export type Payload = Reconfiguration | Window
 
 /**
  * The reply to `Reserve`: how long until the reservation is admitted (0 when
@@ -153,9 +209,9 @@ export class Request {
   readonly kind: Kind
   readonly cost: number
   readonly maxWait: number
-  readonly payload: Reconfiguration | undefined
+  readonly payload: Payload | undefined
   readonly reply: Deferred.Deferred<Reply<Kind>, FailureOf<Kind>>
-  constructor(kind: Kind, cost: number, maxWait: number, payload?: Reconfiguration | undefined) {
+  constructor(kind: Kind, cost: number, maxWait: number, payload?: Payload | undefined) {
     this.kind = kind
     this.cost = cost
     this.maxWait = maxWait
@@ -186,7 +242,7 @@ export interface Of<K extends Kind> extends Request {
  *
  * @since 0.2.0
  */
-export const make = <K extends Kind>(kind: K, cost: number, maxWait: number, payload?: Reconfiguration): Of<K> =>
+export const make = <K extends Kind>(kind: K, cost: number, maxWait: number, payload?: Payload): Of<K> =>
   new Request(kind, cost, maxWait, payload) as Of<K> // a Request whose `kind` is the K it was made with
 
 /**

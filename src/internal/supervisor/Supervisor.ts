@@ -52,7 +52,7 @@ export type Submit = <K extends Request.Kind>(
   kind: K,
   cost: number,
   maxWait: number,
-  payload?: Request.Reconfiguration
+  payload?: Request.Payload
 ) => Effect.Effect<Request.Reply<K>, Request.FailureOf<K> | SubmitError>
 
 /** The supervisor's interface. @since 0.1.0 */
@@ -63,6 +63,8 @@ export interface Supervisor {
   readonly submitUnsafe: Submit
   /** The live bucket of a key, if any (for inspection and tests). */
   readonly bucket: (key: string) => Bucket.Bucket | undefined
+  /** The policy a key runs now: the one it was reconfigured to, or its own. */
+  readonly policyOf: (key: string) => Policy.Valid | InvalidPolicy
   /** One full pass of the sweep, now (it also runs by itself). */
   readonly sweep: Effect.Effect<number>
   readonly stats: Effect.Effect<Stats>
@@ -139,8 +141,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   // A reconfigured key keeps its policy, for at most maxBuckets keys; one
   // reconfigured back to the policy it would get anyway gives its entry up.
-  const override = (key: string, payload: Request.Reconfiguration | undefined): Overloaded | undefined => {
-    if (payload === undefined || payload.policy === options.policyFor(key)) {
+  const override = (key: string, payload: Request.Payload | undefined): Overloaded | undefined => {
+    if (payload === undefined || !("policy" in payload) || payload.policy === options.policyFor(key)) {
       overrides.delete(key)
     } else if (overrides.has(key) || overrides.size < maxBuckets) {
       overrides.set(key, payload.policy)
@@ -159,7 +161,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       if (bucket === undefined) {
         const policy = overrides.get(key) ?? options.policyFor(key)
         if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
-        const refused = Bucket.refuse(policy, kind, cost)
+        const refused = Bucket.refuse(policy, kind, cost, payload)
         if (refused !== undefined) return Effect.fail(refused)
         const answer = limiter.backend.unstarted(limiter, key, policy, kind, cost)
         if (answer !== undefined) return answer
@@ -222,6 +224,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     submit: (key, kind, cost, maxWait, payload) => Effect.suspend(() => submit(key, kind, cost, maxWait, payload)),
     submitUnsafe: submit,
     bucket: (key: string) => buckets.get(key),
+    policyOf: (key: string) => overrides.get(key) ?? options.policyFor(key),
     sweep,
     stats
   }
