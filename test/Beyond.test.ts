@@ -61,6 +61,24 @@ describe("beyond the limit: random workloads", () => {
 })
 
 describe("beyond the limit: in-process only", () => {
+  it.effect("a key deleted by the actor has no state: its next use starts from the initial state then", () =>
+    Effect.gen(function*() {
+      // Found by the random workloads: the actor wrote the initial state at the
+      // delete, which then refilled, while the caller's fiber and the stores
+      // forget the key. Both paths must agree.
+      for (const fastPath of [true, false]) {
+        const limiter = yield* RateLimiter.make({
+          fastPath,
+          policy: Policy.tokenBucket({ capacity: 4, refill: { tokens: 2, per: "1500 millis" }, initialTokens: 1 })
+        })
+        assert.isTrue(yield* limiter.acquire("k"))
+        assert.isTrue(yield* limiter.delete("k"))
+        yield* TestClock.adjust("10 seconds")
+        const added = yield* limiter.add("k", 5, { overLimit: true })
+        assert.strictEqual(added.remaining, 6, `fastPath: ${fastPath}`)
+      }
+    }))
+
   it.effect("get answers none for a settled key, as for one never seen", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({

@@ -484,6 +484,10 @@ const serve = (
   actor.pending -= batch.length
   limiter.recorder.queued -= batch.length
   let i = 0
+  // A key deleted and not used after it in the batch has no state: as on the
+  // caller's fiber and in a store, it is forgotten once nothing else needs it,
+  // so its next use starts from the initial state at that time.
+  let deleted = false
   try {
     if (line.waiters.length > 0) Line.removeCancelled(line)
     for (; i < batch.length; i++) {
@@ -493,10 +497,16 @@ const serve = (
       if (kind === Request.Kind.Poke) continue
       if (kind === Request.Kind.Wait || kind === Request.Kind.Reserve) enter(limiter, bucket, line, request, now)
       else Request.answer(request, decide[kind](limiter, bucket, request.cost, now, request.payload))
+      if (kind === Request.Kind.Delete) deleted = true
+      else if (kind !== Request.Kind.Peek && kind !== Request.Kind.Get) deleted = false
     }
     if (line.waiters.length > 0) {
       Line.expire(line, now, Request.answer)
       admitLine(limiter, bucket, line, now)
+    }
+    if (deleted && line.waiters.length === 0 && actor.pending === 0) {
+      limiter.forget(bucket.key, bucket)
+      Bucket.retire(bucket)
     }
   } catch (defect) {
     // Only this key is hurt: the request that failed, those after it in the
