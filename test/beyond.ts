@@ -295,10 +295,12 @@ export const beyond = (
 // Random workloads of every operation: a store-backed limiter's transcript
 // must be the in-process limiter's (the property test of both stores).
 
+type Costed = "consume" | "acquire" | "wait" | "peek" | "force" | "add" | "addOver" | "upTo" | "set"
+
 /** One step of a workload on one of {@link workloadPolicies}' keys. */
 export type Step =
   | {
-    readonly _tag: "consume" | "peek" | "force" | "add" | "addOver" | "upTo" | "set"
+    readonly _tag: Costed
     readonly key: number
     readonly cost: number
   }
@@ -332,14 +334,19 @@ export const workloadPolicies: ReadonlyArray<Policy.Policy> = [
   Policy.unlimited()
 ]
 
+// The keys whose policies shape (a leaky bucket, a fixed window with execEvenly).
+const shapers = new Set([3, 6])
+
 /** Workloads of {@link Step}s. */
 export const workload = (() => {
   const key = fc.integer({ min: 0, max: workloadPolicies.length - 1 })
   const cost = fc.integer({ min: 0, max: 5 })
-  const costed = (tag: "consume" | "peek" | "force" | "add" | "addOver" | "upTo" | "set") =>
-    fc.record({ _tag: fc.constant(tag), key, cost })
+  const costed = (tag: Costed) => fc.record({ _tag: fc.constant(tag), key, cost })
   const step: fc.Arbitrary<Step> = fc.oneof(
     { weight: 5, arbitrary: costed("consume") },
+    // (not on the shapers' keys: their sleeps would wait for a TestClock nobody moves)
+    { weight: 2, arbitrary: costed("acquire").filter((s) => !shapers.has(s.key)) },
+    { weight: 1, arbitrary: costed("wait").filter((s) => !shapers.has(s.key)) },
     { weight: 1, arbitrary: costed("peek") },
     { weight: 2, arbitrary: costed("force") },
     { weight: 1, arbitrary: costed("add") },
@@ -412,6 +419,13 @@ export const transcript = (
           break
         case "peek":
           yield* record(limiter.peek(k, { cost: s.cost }), showDecision)
+          break
+        case "acquire":
+          yield* record(limiter.acquire(k, { cost: s.cost }), String)
+          break
+        case "wait":
+          // admitted now (after a shaper's delay), or refused at once: nothing is left waiting
+          yield* record(limiter.wait(k, { cost: s.cost, maxWait: 0 }), () => "admitted")
           break
         case "force":
           yield* record(limiter.force(k, { cost: s.cost }), showDecision)
