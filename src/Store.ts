@@ -45,7 +45,14 @@ export const OpKind = {
    * the state as it was (a waiter's try, which in-process logs nothing); a
    * key with no state gets its initial one either way.
    */
-  Admit: 5
+  Admit: 5,
+  // Adaptive rates: 16 and up.
+  /**
+   * A signal for an adaptive rate: `cost` is the signal (0 ok, 1 throttled,
+   * 2 a latency) and `queued` its milliseconds (the wait asked for, or the
+   * latency). A policy without an adaptive rate is left as it is.
+   */
+  Adapt: 16
 } as const
 
 /**

@@ -45,6 +45,8 @@ import * as Request from "./Request.ts"
 export interface Limits {
   readonly mailboxCapacity: number
   readonly maxWaiters: number
+  /** How long a head that does not fit may be passed by smaller waiters (ms; 0 or absent: never). */
+  readonly passMillis?: number | undefined
 }
 
 /**
@@ -97,7 +99,7 @@ export interface Backend {
     kind: K,
     cost: number,
     now: number,
-    payload: Request.Reconfiguration | undefined
+    payload: Request.Payload | undefined
   ) => Request.Answer<K> | undefined
   /**
    * A request for a key with no bucket that need not start one (a `peek`
@@ -153,6 +155,12 @@ export class Bucket {
   slot: number
   /** The actor, made the first time a request has to queue. */
   actor: Actor | undefined = undefined
+  /**
+   * Units held for all-or-nothing calls over several keys (see `Multi`):
+   * not yet taken from the state, but no other request may use them until
+   * their call commits (takes them) or gives them back. 0 almost always.
+   */
+  held = 0
   readonly key: string
   constructor(key: string, policy: Policy.Valid, state: unknown, slot: number) {
     this.policy = policy
@@ -241,7 +249,8 @@ export const write = (bucket: Bucket, state: unknown): void => {
 // Requests whose cost is checked against what the policy can ever grant.
 const limited = (kind: Request.Kind): boolean =>
   kind === Request.Kind.Acquire || kind === Request.Kind.Consume || kind === Request.Kind.Peek ||
-  kind === Request.Kind.Wait || kind === Request.Kind.Reserve
+  kind === Request.Kind.Wait || kind === Request.Kind.Reserve || kind === Request.Kind.Hold ||
+  kind === Request.Kind.HoldWait
 
 /**
  * The request can never succeed under `policy`: its cost is above the most
@@ -274,7 +283,7 @@ export const submit = <K extends Request.Kind>(
   kind: K,
   cost: number,
   maxWait: number,
-  payload?: Request.Reconfiguration
+  payload?: Request.Payload
 ): Request.Answer<K> | undefined => {
   if (cost > bucket.policy.rule.maxCost) {
     const invalid = refuse(bucket.policy, kind, cost)
@@ -301,12 +310,13 @@ const enqueue = <K extends Request.Kind>(
   kind: K,
   cost: number,
   maxWait: number,
-  payload: Request.Reconfiguration | undefined
+  payload: Request.Payload | undefined
 ): Request.Answer<K> | undefined => {
   const actor = bucket.actor ??= new Actor({
     key: bucket.key,
     maxWaiters: limiter.limits.maxWaiters,
-    recorder: limiter.recorder
+    recorder: limiter.recorder,
+    passMillis: limiter.limits.passMillis ?? 0
   })
   if (actor.retired) return undefined
   const request = Request.make(kind, cost, maxWait, payload)
@@ -349,12 +359,25 @@ const start = (limiter: Limiter, bucket: Bucket, actor: Actor, mailbox: Mailbox)
 export const leave = (limiter: Limiter, bucket: Bucket, request: Request.Request, refund: boolean): void => {
   if (Deferred.isDoneUnsafe(request.reply)) {
     const answer = request.reply.effect
-    if (refund && request.kind === Request.Kind.Wait && Exit.isExit(answer) && Exit.isSuccess(answer)) {
-      limiter.backend.refund(limiter, bucket, request.cost)
+    if (refund && Exit.isExit(answer) && Exit.isSuccess(answer)) {
+      if (request.kind === Request.Kind.Wait) limiter.backend.refund(limiter, bucket, request.cost)
+      // a hold granted in the very instant its caller left: given back
+      else if (request.holding) unhold(limiter, bucket, request.cost)
     }
     return
   }
   request.cancelled = true
+  poke(limiter, bucket)
+}
+
+/**
+ * Gives back `cost` units held for an all-or-nothing call (it did not
+ * commit): those in line are re-timed.
+ *
+ * @since 0.2.0
+ */
+export const unhold = (limiter: Limiter, bucket: Bucket, cost: number): void => {
+  bucket.held -= cost
   poke(limiter, bucket)
 }
 
@@ -410,7 +433,7 @@ export const fail = (
 export const settled = (limiter: Limiter, bucket: Bucket, now: number): boolean => {
   const actor = bucket.actor
   return (actor === undefined || (actor.pending === 0 && actor.line.waiters.length === 0 && !actor.serving)) &&
-    limiter.backend.settled(bucket, now)
+    bucket.held === 0 && limiter.backend.settled(bucket, now)
 }
 
 /**

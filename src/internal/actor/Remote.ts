@@ -22,7 +22,7 @@
  */
 import { Cause, Deferred, Duration, Effect, Exit, Result } from "effect"
 import type * as Decision from "../../Decision.ts"
-import { BucketFailed } from "../../Errors.ts"
+import { BucketFailed, InvalidRequest } from "../../Errors.ts"
 import { applyOps } from "../../MemoryStore.ts"
 import * as Policy from "../../Policy.ts"
 import { type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../../Store.ts"
@@ -90,11 +90,22 @@ const takeOne: Op = { kind: OpKind.Take, cost: 1, queued: 0 }
 const takeOneOps: ReadonlyArray<Op> = [takeOne]
 const resetOp: Op = { kind: OpKind.Reset, cost: 0, queued: 0 }
 
+const signalCodes = { ok: 0, throttled: 1, latency: 2 } as const
+
 // The op a decide-now request becomes. While anyone waits, acquire/consume/
 // peek are denied behind the line: the store answers how long that is.
-const opFor = (line: Line.Line | undefined, kind: Request.Kind, cost: number): Op => {
+const opFor = (
+  line: Line.Line | undefined,
+  kind: Request.Kind,
+  cost: number,
+  payload?: Request.Payload | undefined
+): Op => {
   const behind = line !== undefined && line.waiters.length > 0
   switch (kind) {
+    case Request.Kind.Feedback:
+      return payload !== undefined && "signal" in payload
+        ? { kind: OpKind.Adapt, cost: signalCodes[payload.signal], queued: payload.millis }
+        : { kind: OpKind.Peek, cost: 0, queued: 0 }
     case Request.Kind.Reset:
     case Request.Kind.Reconfigure:
       // A shared store keeps no carry-over: a reconfigured key starts afresh.
@@ -153,8 +164,17 @@ const answers: { readonly [K in Request.DecideKind]: AnswerOf<K> } = {
   [Request.Kind.Peek]: (_, op, r, degraded) => Exit.succeed(decisionOf(op, r, degraded)),
   [Request.Kind.Reset]: () => Exit.void,
   [Request.Kind.Release]: () => Exit.void,
-  [Request.Kind.Reconfigure]: () => Exit.void
+  [Request.Kind.Reconfigure]: () => Exit.void,
+  [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
+  [Request.Kind.Feedback]: () => Exit.void,
+  [Request.Kind.Transact]: () => Exit.fail(inProcessOnly("a transaction"))
 }
+
+// Holds are the in-process protocol of calls over several keys (a shared
+// store decides those in one atomic call); transactions need the state in
+// process. Neither is ever sent to a store-backed bucket by the limiter.
+const inProcessOnly = (what: string) =>
+  new InvalidRequest({ field: "kind", value: what, reason: "needs the key's state in process, not in a shared store" })
 
 /**
  * The store-backed backend of a limiter: its buckets decide through `store`,
@@ -304,7 +324,12 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     [Request.Kind.Reconfigure]: queue,
     [Request.Kind.Wait]: queue,
     [Request.Kind.Reserve]: queue,
-    [Request.Kind.Poke]: queue
+    [Request.Kind.Poke]: queue,
+    [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
+    [Request.Kind.HoldWait]: () => Exit.fail(inProcessOnly("a hold")),
+    // a feedback changes the rate waiters are timed by: in order, by the actor
+    [Request.Kind.Feedback]: queue,
+    [Request.Kind.Transact]: () => Exit.fail(inProcessOnly("a transaction"))
   }
 
   // Waits until the key's caller-side call is back, so the actor's first
@@ -334,15 +359,18 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     line: Line.Line,
     requests: ReadonlyArray<Request.Request>
   ) {
-    const ops = requests.map((r) => opFor(line, r.kind, r.cost))
+    const ops = requests.map((r) => opFor(line, r.kind, r.cost, r.payload))
     for (const r of requests) {
-      if (r.kind === Request.Kind.Reconfigure && r.payload !== undefined) {
+      if (r.kind === Request.Kind.Reconfigure && r.payload !== undefined && "policy" in r.payload) {
         bucket.policy = r.payload.policy
         // The local fallback now counts a share of the new policy, afresh.
         Bucket.write(bucket, undefined)
       }
       // The key's state changes under the line: the head asks again now.
-      if (r.kind === Request.Kind.Reconfigure || r.kind === Request.Kind.Reset || r.kind === Request.Kind.Release) {
+      if (
+        r.kind === Request.Kind.Reconfigure || r.kind === Request.Kind.Reset || r.kind === Request.Kind.Release ||
+        r.kind === Request.Kind.Feedback
+      ) {
         line.wakeAt = 0
       }
     }
@@ -352,7 +380,10 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       const request = requests[i]
       const kind = request.kind
       if (result.error !== undefined) Request.reply(request, Exit.fail(result.error))
-      else if (kind !== Request.Kind.Wait && kind !== Request.Kind.Reserve && kind !== Request.Kind.Poke) {
+      else if (
+        kind !== Request.Kind.Wait && kind !== Request.Kind.Reserve && kind !== Request.Kind.Poke &&
+        kind !== Request.Kind.HoldWait
+      ) {
         Request.reply(request, answers[kind](limiter, ops[i], result.replies[i], result.degraded))
       }
     }
@@ -376,7 +407,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
           cost: request.cost,
           queued: 0
         }]
-        : [{ kind: OpKind.WaitTime, cost: request.cost, queued: line.cost }]
+        : [{ kind: OpKind.WaitTime, cost: request.cost, queued: Line.ahead(line, Line.place(line, request)) }]
     )
     const now = limiter.clock.currentTimeMillisUnsafe()
     Bucket.touch(limiter, bucket, now)
@@ -389,6 +420,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     Line.join(
       line,
       request,
+      Line.place(line, request),
       wait,
       now,
       bucket.policy.rule.release !== undefined,

@@ -84,7 +84,21 @@ export interface Algorithm<C, S> {
    * Without it, a reconfigured key starts afresh.
    */
   readonly reconfigure?: ((from: C, state: S, to: C, now: number, carry: Carry) => S) | undefined
+  /**
+   * For an adaptive rate: the state after a signal from upstream (`millis`
+   * is the wait it asked for, or the latency it showed). Algorithms without
+   * it have a fixed rate.
+   */
+  readonly adapt?: ((config: C, state: S, now: number, signal: Signal, millis: number) => S) | undefined
 }
+
+/**
+ * What upstream said about the last calls: `"ok"`, `"throttled"` (with the
+ * wait it asked for), or a `"latency"` to compare with a target.
+ *
+ * @since 0.2.0
+ */
+export type Signal = "ok" | "throttled" | "latency"
 
 /**
  * How a reconfigured key keeps its usage (as Bucket4j's `TokensInheritanceStrategy`):
@@ -171,6 +185,8 @@ export interface Rule {
    * of its own (the caller then carries whole units).
    */
   readonly reconfigure: (state: unknown, next: Rule, now: number, carry: Carry) => unknown
+  /** The algorithm's adaptive rate, if it has one (see {@link Algorithm}). */
+  readonly adapt: ((state: unknown, now: number, signal: Signal, millis: number) => unknown) | undefined
 }
 
 class Bound<C, S> implements Rule {
@@ -178,6 +194,7 @@ class Bound<C, S> implements Rule {
   readonly maxCost: number
   readonly takeInPlace: Rule["takeInPlace"]
   readonly release: Rule["release"]
+  readonly adapt: Rule["adapt"]
   readonly algorithm: Algorithm<C, S>
   readonly config: C
   constructor(algorithm: Algorithm<C, S>, config: C) {
@@ -185,12 +202,15 @@ class Bound<C, S> implements Rule {
     this.config = config
     this.name = algorithm.name
     this.maxCost = algorithm.maxCost(config)
-    const { release, takeInPlace } = algorithm
+    const { adapt, release, takeInPlace } = algorithm
     // Every `as S` below: a state only ever comes from this rule (see Rule).
     this.takeInPlace = takeInPlace === undefined
       ? undefined
       : (state, now, cost) => takeInPlace(config, state as S, now, cost)
     this.release = release === undefined ? undefined : (state, now, amount) => release(config, state as S, now, amount)
+    this.adapt = adapt === undefined
+      ? undefined
+      : (state, now, signal, millis) => adapt(config, state as S, now, signal, millis)
   }
   initial(now: number): unknown {
     return this.algorithm.initial(this.config, now)

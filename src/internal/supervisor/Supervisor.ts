@@ -52,7 +52,7 @@ export type Submit = <K extends Request.Kind>(
   kind: K,
   cost: number,
   maxWait: number,
-  payload?: Request.Reconfiguration
+  payload?: Request.Payload
 ) => Effect.Effect<Request.Reply<K>, Request.FailureOf<K> | SubmitError>
 
 /** The supervisor's interface. @since 0.1.0 */
@@ -139,8 +139,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   // A reconfigured key keeps its policy, for at most maxBuckets keys; one
   // reconfigured back to the policy it would get anyway gives its entry up.
-  const override = (key: string, payload: Request.Reconfiguration | undefined): Overloaded | undefined => {
-    if (payload === undefined || payload.policy === options.policyFor(key)) {
+  const override = (key: string, payload: Request.Payload | undefined): Overloaded | undefined => {
+    if (payload === undefined || !("policy" in payload) || payload.policy === options.policyFor(key)) {
       overrides.delete(key)
     } else if (overrides.has(key) || overrides.size < maxBuckets) {
       overrides.set(key, payload.policy)
