@@ -39,4 +39,30 @@ export interface Decision {
   readonly degraded?: boolean | undefined
   /** For shapers (the leaky bucket): how long the admitted request should wait before it proceeds. */
   readonly delay?: Duration.Duration | undefined
+  /**
+   * For a call over several keys (all or nothing): each key's own decision,
+   * in the order the keys were given. The figures above are then the most
+   * restrictive of them: the smallest `remaining`, the longest `retryAfter`
+   * and `resetAfter`, and the `limit` of the binding key.
+   */
+  readonly keys?: ReadonlyArray<KeyDecision> | undefined
+}
+
+/**
+ * One key's part of a decision over several keys: what that key took when
+ * the call was admitted, what it alone would decide when it was not.
+ *
+ * @example
+ * ```ts
+ * import type { Decision } from "tollgate"
+ *
+ * const deniedBy = (d: Decision.Decision) => d.keys?.find((k) => !k.decision.allowed)?.key
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface KeyDecision {
+  readonly key: string
+  readonly decision: Decision
 }

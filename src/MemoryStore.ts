@@ -8,7 +8,7 @@
 import { Clock, Effect } from "effect"
 import { type Algorithm, peekOutcome } from "./internal/algorithm/Algorithm.ts"
 import type * as Policy from "./Policy.ts"
-import { type Op, OpKind, type Reply, type Store } from "./Store.ts"
+import { type AllReply, type Entry, type Op, OpKind, type Reply, type Store } from "./Store.ts"
 
 /**
  * Applies ops to a state with the policy's algorithm: the semantics every
@@ -101,6 +101,57 @@ export const applyOps = (
   return [replies, state]
 }
 
+/**
+ * Takes each entry's cost from its key's state, from every key or from none:
+ * the semantics of `Store.applyAll` every store implements. Each key is
+ * stepped on its own state at `now`; if all admit, the replies are what each
+ * took and the states after are returned; if one denies, nothing changes
+ * (the states come back as they were, a key with none still has none) and
+ * each reply is what that key alone would decide.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, Policy } from "tollgate"
+ *
+ * const small = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+ * const large = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+ * const [all] = MemoryStore.applyAllOps(
+ *   [{ key: "user", policy: small, cost: 2 }, { key: "global", policy: large, cost: 2 }],
+ *   [undefined, undefined],
+ *   0
+ * )
+ * // all.allowed: false (the user's limit is 1); the global key is untouched
+ * ```
+ *
+ * @category algorithms
+ * @since 0.2.0
+ */
+export const applyAllOps = (
+  entries: ReadonlyArray<Entry>,
+  stored: ReadonlyArray<unknown>,
+  now: number
+): readonly [AllReply, ReadonlyArray<unknown>] => {
+  const replies: Array<Reply> = []
+  const next: Array<unknown> = []
+  let allowed = true
+  for (let i = 0; i < entries.length; i++) {
+    const { cost, policy } = entries[i]
+    const rule = policy.rule
+    const state = stored[i] === undefined ? rule.initial(now) : stored[i]
+    const outcome = rule.step(state, now, cost)
+    if (!outcome.allowed) allowed = false
+    next.push(outcome.state)
+    replies.push({
+      allowed: outcome.allowed,
+      remaining: outcome.remaining,
+      retryAfter: outcome.retryAfter,
+      resetAfter: outcome.resetAfter,
+      limit: outcome.limit
+    })
+  }
+  return [{ allowed, replies }, allowed ? next : stored]
+}
+
 const done = (policy: Policy.Valid): Reply => ({
   allowed: true,
   remaining: 0,
@@ -135,6 +186,12 @@ export const make: Effect.Effect<Store> = Effect.gen(function*() {
         const [replies, state] = applyOps(policy, states.get(key), clock.currentTimeMillisUnsafe(), ops)
         if (state !== undefined) states.set(key, state)
         return replies
+      }),
+    applyAll: (entries) =>
+      Effect.sync(() => {
+        const [reply, after] = applyAllOps(entries, entries.map((e) => states.get(e.key)), clock.currentTimeMillisUnsafe())
+        if (reply.allowed) entries.forEach((e, i) => states.set(e.key, after[i]))
+        return reply
       })
   }
 })

@@ -30,6 +30,7 @@
  */
 import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, MutableRef, Queue, Ref } from "effect"
 import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
+import type { Decision } from "../../Decision.ts"
 import type { Recorder } from "../../Metrics.ts"
 import type * as Policy from "../../Policy.ts"
 import type { Activity } from "./Activity.ts"
@@ -127,6 +128,26 @@ export interface Backend {
   readonly gathers: boolean
   /** The least an actor whose line waits sleeps before it looks at the line again (ms). */
   readonly minSleep: number
+  /**
+   * Takes `cost` from every bucket or from none, in one atomic call to a
+   * shared store. `undefined` in process, where a call over several keys
+   * holds units in each bucket instead (see `Multi`).
+   */
+  readonly all:
+    | ((limiter: Limiter, buckets: ReadonlyArray<Bucket>, cost: number) => Effect.Effect<All, Request.Failure>)
+    | undefined
+}
+
+/**
+ * The answer to a call over several keys: whether every key admitted, and
+ * each key's decision in the order given (what it took when admitted, what
+ * it alone would decide when not).
+ *
+ * @since 0.2.0
+ */
+export interface All {
+  readonly allowed: boolean
+  readonly decisions: ReadonlyArray<Decision>
 }
 
 /**

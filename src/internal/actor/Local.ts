@@ -556,5 +556,6 @@ export const backend: Bucket.Backend = {
   },
   settled: (bucket, at) => at >= bucket.policy.rule.settledAt(Bucket.read(bucket)),
   gathers: false,
-  minSleep: 0
+  minSleep: 0,
+  all: undefined
 }

@@ -23,9 +23,9 @@
 import { Cause, Deferred, Duration, Effect, Exit, Result } from "effect"
 import type * as Decision from "../../Decision.ts"
 import { BucketFailed, InvalidRequest } from "../../Errors.ts"
-import { applyOps } from "../../MemoryStore.ts"
+import { applyAllOps, applyOps } from "../../MemoryStore.ts"
 import * as Policy from "../../Policy.ts"
-import { type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../../Store.ts"
+import { type AllReply, type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../../Store.ts"
 import * as Bucket from "./Bucket.ts"
 import * as Line from "./Line.ts"
 import * as Request from "./Request.ts"
@@ -533,6 +533,93 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     // call for it is out, so the key's next call cannot overtake it.
     settled: (bucket) => !outs.has(bucket),
     gathers: true,
-    minSleep: 1
+    minSleep: 1,
+    all: (limiter, buckets, cost) => all(limiter, buckets, cost)
+  }
+
+  // A call over several keys: one atomic call to the store (every key or
+  // none), with the timeout and the fallback of any call. The local
+  // fallback decides all or nothing on each key's local share.
+  function all(
+    limiter: Bucket.Limiter,
+    buckets: ReadonlyArray<Bucket.Bucket>,
+    cost: number
+  ): Effect.Effect<Bucket.All, Request.Failure> {
+    const applyAll = store.applyAll
+    if (applyAll === undefined) {
+      return Effect.fail(
+        new InvalidRequest({
+          field: "keys",
+          value: String(buckets.length),
+          reason: `the ${store.name} store cannot take from several keys at once`
+        })
+      )
+    }
+    const toAll = (reply: AllReply, degraded: boolean): Bucket.All => {
+      for (const r of reply.replies) {
+        if (r.allowed && reply.allowed) limiter.recorder.allowed++
+      }
+      if (!reply.allowed) limiter.recorder.denied++
+      const op: Op = { kind: OpKind.Take, cost, queued: 0 }
+      return { allowed: reply.allowed, decisions: reply.replies.map((r) => decisionOf(op, r, degraded)) }
+    }
+    const fallbackAll = (now: number, error: StoreUnavailable | undefined): Effect.Effect<Bucket.All, Request.Failure> => {
+      health.degraded += buckets.length
+      switch (fallback.mode) {
+        case "local": {
+          const entries = buckets.map((b) => ({ key: b.key, policy: localPolicy(b.policy), cost }))
+          const [reply, states] = applyAllOps(entries, buckets.map(Bucket.read), now)
+          if (reply.allowed) buckets.forEach((b, i) => Bucket.write(b, states[i]))
+          return Effect.succeed(toAll(reply, true))
+        }
+        case "allow":
+        case "deny": {
+          const allowed = fallback.mode === "allow"
+          const retryAfter = allowed ? 0 : fallback.retryMillis
+          return Effect.succeed(toAll({
+            allowed,
+            replies: buckets.map((b) => ({
+              allowed,
+              remaining: allowed ? b.policy.rule.maxCost : 0,
+              retryAfter,
+              resetAfter: retryAfter,
+              limit: b.policy.rule.maxCost
+            }))
+          }, true))
+        }
+        case "error":
+          return Effect.fail(error ?? new StoreUnavailable({ store: store.name, reason: "down; retrying shortly" }))
+      }
+    }
+    const now = limiter.clock.currentTimeMillisUnsafe()
+    for (const b of buckets) Bucket.touch(limiter, b, now)
+    if (now < health.downUntil) return fallbackAll(now, undefined)
+    health.calls++
+    health.ops += buckets.length
+    const timeout = fallback.timeoutMillis
+    const entries = buckets.map((b) => ({ key: b.key, policy: b.policy, cost }))
+    const applied = store.timesOut === true
+      ? applyAll(entries, timeout)
+      : Effect.timeoutOrElse(applyAll(entries), {
+        duration: Duration.millis(timeout),
+        orElse: () => Effect.fail(new StoreUnavailable({ store: store.name, reason: `timed out after ${timeout} ms` }))
+      })
+    return Effect.matchCauseEffect(applied, {
+      onSuccess: (reply) => {
+        for (const b of buckets) if (Bucket.read(b) !== undefined) Bucket.write(b, undefined)
+        return Effect.succeed(toAll(reply, false))
+      },
+      onFailure: (cause) => {
+        if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
+        const found = Cause.findError(cause)
+        const error = Result.isSuccess(found)
+          ? found.success
+          : new StoreUnavailable({ store: store.name, reason: `it died: ${String(Cause.squash(cause))}` })
+        health.failures++
+        const at = limiter.clock.currentTimeMillisUnsafe()
+        health.downUntil = at + fallback.retryMillis
+        return fallbackAll(at, error)
+      }
+    })
   }
 }

@@ -17,6 +17,7 @@ import type { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLim
 import type * as Policy from "../../Policy.ts"
 import type { StoreUnavailable } from "../../Store.ts"
 import type { Carry, Signal as AlgorithmSignal } from "../algorithm/Algorithm.ts"
+import type { Bucket } from "./Bucket.ts"
 
 /**
  * What a request asks for.
@@ -188,8 +189,8 @@ export type Payload = Reconfiguration | Signal | Transaction | Order
  */
 export interface Held {
   readonly decision: Decision
-  /** The bucket holding the units (typed by the coordinator; opaque here). */
-  readonly holder: object | undefined
+  /** The bucket holding the units; `undefined` when the hold was refused. */
+  readonly holder: Bucket | undefined
 }
 
 /**
