@@ -29,8 +29,8 @@
  * @since 0.1.0
  */
 import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, MutableRef, Queue, Ref } from "effect"
-import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
 import type { Decision } from "../../Decision.ts"
+import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
 import type { Recorder } from "../../Metrics.ts"
 import type * as Policy from "../../Policy.ts"
 import type { Activity } from "./Activity.ts"

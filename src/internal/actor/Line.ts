@@ -229,7 +229,9 @@ export const join = (
     recorder.overloaded++
     return answer(request, Exit.fail(new Overloaded({ key, reason: "waiters", capacity: maxWaiters })))
   }
-  const entry = reserving ? new Request.Request(Request.Kind.Wait, request.cost, request.maxWait, request.order) : request
+  const entry = reserving
+    ? new Request.Request(Request.Kind.Wait, request.cost, request.maxWait, request.order)
+    : request
   entry.since = now
   entry.tag = request.tag
   if (onRelease && request.maxWait !== Infinity) setDeadline(line, entry, now + request.maxWait)

@@ -472,8 +472,7 @@ const serve = (
       if (kind === Request.Kind.Poke) continue
       if (kind === Request.Kind.Wait || kind === Request.Kind.Reserve || kind === Request.Kind.HoldWait) {
         enter(limiter, bucket, line, request, now)
-      }
-      else Request.answer(request, decide[kind](limiter, bucket, request.cost, now, request.payload))
+      } else Request.answer(request, decide[kind](limiter, bucket, request.cost, now, request.payload))
     }
     if (line.waiters.length > 0) {
       Line.expire(

@@ -57,10 +57,10 @@
 import { Clock, Duration, Effect, Exit } from "effect"
 import type { Decision, KeyDecision } from "../../Decision.ts"
 import { RateLimitExceeded } from "../../Errors.ts"
-import type { Outcome } from "../algorithm/Algorithm.ts"
 import * as Bucket from "../actor/Bucket.ts"
 import * as Local from "../actor/Local.ts"
 import * as Request from "../actor/Request.ts"
+import type { Outcome } from "../algorithm/Algorithm.ts"
 import type * as Supervisor from "../supervisor/Supervisor.ts"
 
 /**
