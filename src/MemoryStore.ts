@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { Clock, Effect } from "effect"
-import { type Algorithm, peekOutcome } from "./internal/algorithm/Algorithm.ts"
+import { type Algorithm, peekOutcome, type Signal } from "./internal/algorithm/Algorithm.ts"
 import type * as Policy from "./Policy.ts"
 import { type AllReply, type Entry, type Op, OpKind, type Reply, type Store } from "./Store.ts"
 
@@ -96,10 +96,22 @@ export const applyOps = (
         })
         break
       }
+      case OpKind.Adapt: {
+        // A signal for an adaptive rate (a key with no state gets its
+        // initial one); other policies are left as they are.
+        if (algorithm.adapt !== undefined) {
+          state = algorithm.adapt(c, current() as never, now, signals[op.cost] ?? "ok", op.queued)
+        }
+        replies.push(done(policy))
+        break
+      }
     }
   }
   return [replies, state]
 }
+
+// OpKind.Adapt's cost: which signal.
+const signals: ReadonlyArray<Signal> = ["ok", "throttled", "latency"]
 
 /**
  * Takes each entry's cost from its key's state, from every key or from none:
@@ -189,7 +201,11 @@ export const make: Effect.Effect<Store> = Effect.gen(function*() {
       }),
     applyAll: (entries) =>
       Effect.sync(() => {
-        const [reply, after] = applyAllOps(entries, entries.map((e) => states.get(e.key)), clock.currentTimeMillisUnsafe())
+        const [reply, after] = applyAllOps(
+          entries,
+          entries.map((e) => states.get(e.key)),
+          clock.currentTimeMillisUnsafe()
+        )
         if (reply.allowed) entries.forEach((e, i) => states.set(e.key, after[i]))
         return reply
       })

@@ -327,8 +327,18 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     [Request.Kind.Poke]: queue,
     [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
     [Request.Kind.HoldWait]: () => Exit.fail(inProcessOnly("a hold")),
-    // a feedback changes the rate waiters are timed by: in order, by the actor
-    [Request.Kind.Feedback]: queue,
+    // a feedback changes the rate waiters are timed by: in order, by the
+    // actor; a fixed-rate key refuses it, as in process
+    [Request.Kind.Feedback]: (_, bucket) =>
+      bucket.policy.rule.adapt === undefined
+        ? Exit.fail(
+          new InvalidRequest({
+            field: "key",
+            value: JSON.stringify(bucket.key),
+            reason: `its policy (${bucket.policy.rule.name}) has a fixed rate: feedback needs Policy.adaptive`
+          })
+        )
+        : undefined,
     [Request.Kind.Transact]: () => Exit.fail(inProcessOnly("a transaction"))
   }
 
@@ -563,7 +573,10 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       const op: Op = { kind: OpKind.Take, cost, queued: 0 }
       return { allowed: reply.allowed, decisions: reply.replies.map((r) => decisionOf(op, r, degraded)) }
     }
-    const fallbackAll = (now: number, error: StoreUnavailable | undefined): Effect.Effect<Bucket.All, Request.Failure> => {
+    const fallbackAll = (
+      now: number,
+      error: StoreUnavailable | undefined
+    ): Effect.Effect<Bucket.All, Request.Failure> => {
       health.degraded += buckets.length
       switch (fallback.mode) {
         case "local": {
