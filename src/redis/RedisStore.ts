@@ -26,7 +26,16 @@ import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope,
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
 import * as Policy from "../Policy.ts"
-import { CurrentStore, type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../Store.ts"
+import {
+  type AllReply,
+  CurrentStore,
+  type Entry as Entry_,
+  type Op,
+  OpKind,
+  type Reply,
+  type Store,
+  StoreUnavailable
+} from "../Store.ts"
 import * as Codec from "./internal/codec.ts"
 import * as Connection from "./internal/connection.ts"
 import * as Scripts from "./internal/scripts.ts"
@@ -596,7 +605,38 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
         if (entry.deadline < wakeAt) arm(entry.deadline)
         return entry.cancel
       })
-    return { name: "redis", apply, timesOut: true }
+    // A take over several keys, all or nothing: one call of the multi entry
+    // point, straight to the socket (not batched with other calls: it is
+    // atomic over its own keys, and a call of its own keeps it so).
+    const applyAll = (entries: ReadonlyArray<Entry_>, timeoutMillis?: number) =>
+      Effect.suspend((): Effect.Effect<AllReply, StoreUnavailable> => {
+        const args = ["", "", String(entries.length)]
+        for (const e of entries) args.push(prefix + e.key)
+        args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
+        for (const e of entries) {
+          const encodedPolicy = encode(e.policy)
+          if (Predicate.isString(encodedPolicy)) return Effect.fail(unavailable(encodedPolicy))
+          args.push(encodedPolicy.policy, Codec.show(e.cost))
+        }
+        const timeout = timeoutMillis ?? defaultTimeout
+        const sent = Effect.tryPromise({
+          try: () => runner.run(Scripts.multi, args),
+          catch: (error) => unavailable(Connection.reasonOf(error))
+        })
+        return Effect.timeoutOrElse(
+          Effect.flatMap(sent, (reply) => {
+            const decoded = Codec.decodeMulti(reply, entries.length)
+            return decoded === undefined
+              ? Effect.fail(unavailable("unexpected reply from the multi script"))
+              : Effect.succeed(decoded)
+          }),
+          {
+            duration: Duration.millis(timeout),
+            orElse: () => Effect.fail(unavailable(`timed out after ${timeout} ms`))
+          }
+        )
+      })
+    return { name: "redis", apply, applyAll, timesOut: true }
   })
 
 /**

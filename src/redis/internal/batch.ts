@@ -151,6 +151,13 @@ local function applyOps(key, P, opsText)
           dirty = true
         end
         answer(true, 0, 0, 0, A.maxCost(c))
+      elseif kind == 16 then
+        -- a signal for an adaptive rate (cost: the signal, queued: its ms)
+        if A.adapt ~= nil then
+          state = A.adapt(c, cur, now, cost, queued)
+          dirty = true
+        end
+        answer(true, 0, 0, 0, A.maxCost(c))
       else
         local limit = A.maxCost(c)
         answer(false, 0, A.waitTime(c, cur, now, queued, cost), A.waitTime(c, cur, now, queued, limit), limit)

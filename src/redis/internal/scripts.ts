@@ -9,6 +9,7 @@
  * @since 0.1.0
  */
 import { createHash } from "node:crypto"
+import * as AdaptiveAlgorithm from "../../internal/algorithm/Adaptive.ts"
 import type { Algorithm } from "../../internal/algorithm/Algorithm.ts"
 import * as CompositeAlgorithm from "../../internal/algorithm/Composite.ts"
 import * as ConcurrencyAlgorithm from "../../internal/algorithm/Concurrency.ts"
@@ -19,6 +20,7 @@ import * as SlidingLogAlgorithm from "../../internal/algorithm/SlidingLog.ts"
 import * as SlidingWindowAlgorithm from "../../internal/algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "../../internal/algorithm/TokenBucket.ts"
 import * as WarmUpAlgorithm from "../../internal/algorithm/WarmUp.ts"
+import * as Adaptive from "./adaptive.ts"
 import * as Batch from "./batch.ts"
 import * as Composite from "./composite.ts"
 import * as Concurrency from "./concurrency.ts"
@@ -26,6 +28,7 @@ import * as FixedWindow from "./fixedWindow.ts"
 import * as Gcra from "./gcra.ts"
 import * as LeakyBucket from "./leakyBucket.ts"
 import * as Lean from "./lean.ts"
+import * as Multi from "./multi.ts"
 import * as Prelude from "./prelude.ts"
 import * as SlidingLog from "./slidingLog.ts"
 import * as SlidingWindow from "./slidingWindow.ts"
@@ -62,7 +65,8 @@ const modules = new Map<Algorithm<any, any>, Module>([
   [SlidingWindowAlgorithm.algorithm, SlidingWindow],
   [SlidingLogAlgorithm.algorithm, SlidingLog],
   [ConcurrencyAlgorithm.algorithm, Concurrency],
-  [WarmUpAlgorithm.algorithm, WarmUp]
+  [WarmUpAlgorithm.algorithm, WarmUp],
+  [AdaptiveAlgorithm.algorithm, Adaptive]
 ])
 
 /**
@@ -95,9 +99,14 @@ const libraryText = (version: string): string =>
     ...Array.from(modules.values(), (m) => m.lua),
     Composite.lua,
     Batch.definitions,
+    Multi.definitions,
     `redis.register_function("${fnName(version, "batch")}", function(KEYS, ARGV)\n`,
     "if floor == nil then bind() end\n",
     Batch.body,
+    "end)\n",
+    `redis.register_function("${fnName(version, "multi")}", function(KEYS, ARGV)\n`,
+    "if floor == nil then bind() end\n",
+    Multi.body,
     "end)\n",
     ...leanEntries.map(({ algorithm, body }) =>
       `redis.register_function("${fnName(version, algorithm.name)}", function(KEYS, ARGV)\n${body}end)\n`
@@ -138,6 +147,29 @@ batches.set(
   CompositeAlgorithm.algorithm,
   batchScript(CompositeAlgorithm.algorithm.name, [...Array.from(modules.values(), (m) => m.lua), Composite.lua])
 )
+
+/**
+ * The all-or-nothing entry point over several keys (any policies): its
+ * library function, and its `EVAL` script with every module.
+ *
+ * @example
+ * ```ts
+ * import { multi } from "./scripts.ts"
+ *
+ * multi.name // "multi"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const multi: Route = {
+  name: "multi",
+  fn: fnName(version, "multi"),
+  script: script(
+    "multi",
+    Prelude.lua + Array.from(modules.values(), (m) => m.lua).join("") + Composite.lua + Batch.definitions +
+      Multi.definitions + "bind()\n" + Multi.body
+  )
+}
 
 const leans = new Map<Algorithm<any, any>, Route>(
   leanEntries.map(({ algorithm, body }) => [algorithm, {
@@ -257,5 +289,6 @@ const describe = (algorithm: Algorithm<any, any>, config: unknown): string => {
  */
 export const all: ReadonlyArray<Script> = [
   ...Array.from(batches.values(), (r) => r.script),
+  multi.script,
   ...Array.from(leans.values(), (r) => r.script)
 ]

@@ -1,0 +1,105 @@
+/**
+ * The all-or-nothing entry point: one take over several keys, from every
+ * key or from none, in one atomic script (`MemoryStore.applyAllOps` in Lua).
+ * Each key's state is read and stepped with its own policy's module; only if
+ * every key admits are the states written (each with its TTL, as the batch
+ * entry point writes them); a denial writes nothing, so no partial take can
+ * survive.
+ *
+ * - `KEYS[i]`: the i-th key (with the store's prefix). On Redis Cluster the
+ *   keys of one call must hash to one slot: give them a common `{hash tag}`.
+ * - `ARGV[1]`: now in milliseconds, or `""` for the server's `TIME`.
+ * - `ARGV[2]`: how long (ms, or `inf`) a settled key is kept.
+ * - `ARGV[1 + 2i]`, `ARGV[2 + 2i]`: the i-th key's policy (`code canRelease
+ *   config…`, as for the batch entry point) and cost.
+ *
+ * The reply is an array: `1` or `0` (whether every key admitted), then one
+ * string per key, `allowed remaining retryAfter resetAfter limit` (what that
+ * key took, or what it alone would decide).
+ *
+ * It comes in two parts, like the batch entry point: `definitions` (after
+ * the batch entry point's, whose helpers it uses) and `body`.
+ *
+ * @since 0.2.0
+ */
+import * as Prelude from "./prelude.ts"
+
+/**
+ * The functions of the entry point: made once in a library.
+ *
+ * @example
+ * ```ts
+ * import { definitions } from "./multi.ts"
+ *
+ * definitions.includes("local function writeState") // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const definitions = `
+-- A key's new state, kept until it settles (as applyOps writes it).
+local function writeState(key, raw, A, c, code, state)
+  local ttl = A.settledAt(c, state) + keep - now
+  if ttl <= 0 then
+    if raw then redis.call("DEL", key) end
+    return
+  end
+  local encoded = { code }
+  A.encode(c, state, encoded)
+  local value = packNums(encoded)
+  if ttl == huge then
+    redis.call("SET", key, value)
+  else
+    redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
+  end
+end
+`
+
+/**
+ * What runs per call, with `KEYS` and `ARGV` in scope.
+ *
+ * @example
+ * ```ts
+ * import { body } from "./multi.ts"
+ *
+ * body.includes("writeState") // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const body = `
+${Prelude.readNow("now")}
+keep = num(ARGV[2])
+local policies = {}
+local n = #KEYS
+local Ps, raws, outs = {}, {}, {}
+local all = true
+for k = 1, n do
+  local text = ARGV[1 + 2 * k]
+  local P = policies[text]
+  if P == nil then
+    local ca = nums(text)
+    local A = ALG[ca[1]]
+    P = { code = ca[1], A = A, c = (A.config(ca, 3)) }
+    policies[text] = P
+  end
+  local raw = redis.call("GET", KEYS[k])
+  local state = nil
+  if raw then
+    local sa = unpackNums(raw)
+    if sa[1] == P.code then state = P.A.decode(P.c, sa, 2) end
+  end
+  if state == nil then state = P.A.initial(P.c, now) end
+  local o = P.A.step(P.c, state, now, num(ARGV[2 + 2 * k]))
+  if not o.allowed then all = false end
+  Ps[k], raws[k], outs[k] = P, raw, o
+end
+local result = { 0 }
+if all then result[1] = 1 end
+for k = 1, n do
+  local o = outs[k]
+  if all then writeState(KEYS[k], raws[k], Ps[k].A, Ps[k].c, Ps[k].code, o.state) end
+  result[k + 1] = reply(o.allowed, o.remaining, o.retry, o.reset, o.limit)
+end
+return result
+`
