@@ -14,8 +14,8 @@ import {
   type RateLimitExceeded
 } from "./Errors.ts"
 import * as Request from "./internal/actor/Request.ts"
-import * as AllOrNothing from "./internal/coordinator/AllOrNothing.ts"
 import type { Carry } from "./internal/algorithm/Algorithm.ts"
+import * as AllOrNothing from "./internal/coordinator/AllOrNothing.ts"
 import * as Rules from "./internal/Rules.ts"
 import * as Supervisor from "./internal/supervisor/Supervisor.ts"
 import * as Policy from "./Policy.ts"
@@ -351,7 +351,10 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * Like `acquire`, with the figures: remaining, retryAfter, resetAfter,
    * limit (over several keys, the most restrictive, and each key's in `keys`).
    */
-  readonly consume: (key: string | ReadonlyArray<string>, options?: AcquireOptions) => Effect.Effect<Decision, CallError>
+  readonly consume: (
+    key: string | ReadonlyArray<string>,
+    options?: AcquireOptions
+  ) => Effect.Effect<Decision, CallError>
   /**
    * Waits its turn in the key's line; fails at once with `RateLimitExceeded`
    * if that is past `maxWait`. Given several keys, waits until every one
@@ -560,12 +563,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             waitFor(Request.Kind.Reserve, key, options),
             (reserved): Reservation => ({ delay: Duration.millis(reserved.delay), cancel: reserved.cancel })
           ),
-        limit: (key, options) => (effect) => Effect.andThen(wait(key, options), effect),
+        // One key only (a permit over several keys is not offered): waitFor
+        // refuses an array, so withPermit never takes what it cannot give back.
+        limit: (key, options) => (effect) => Effect.andThen(waitFor(Request.Kind.Wait, key, options), effect),
         release,
         withPermit: (key, options) => (effect) =>
           Effect.uninterruptibleMask((restore) =>
             Effect.andThen(
-              restore(wait(key, options)),
+              restore(waitFor(Request.Kind.Wait, key, options)),
               Effect.ensuring(restore(effect), Effect.ignore(release(key, options?.cost ?? 1)))
             )
           ),

@@ -29,9 +29,10 @@ for (const variant of variants) {
     variant.store
       ? Effect.flatMap(
         MemoryStore.make,
-        (store) => RateLimiter.make({ fastPath: variant.fastPath, ...options }).pipe(
-          Effect.provideService(Store.CurrentStore, store)
-        )
+        (store) =>
+          RateLimiter.make({ fastPath: variant.fastPath, ...options }).pipe(
+            Effect.provideService(Store.CurrentStore, store)
+          )
       )
       : RateLimiter.make({ fastPath: variant.fastPath, ...options })
 
@@ -165,7 +166,9 @@ describe("acquire over several keys, in process: holds", () => {
       })
       assert.isTrue(yield* limiter.acquire("a"))
       const order: Array<string> = []
-      const first = yield* Effect.forkChild(Effect.andThen(limiter.wait(["a", "b"]), Effect.sync(() => order.push("ab"))))
+      const first = yield* Effect.forkChild(
+        Effect.andThen(limiter.wait(["a", "b"]), Effect.sync(() => order.push("ab")))
+      )
       yield* settle
       const second = yield* Effect.forkChild(Effect.andThen(limiter.wait("a"), Effect.sync(() => order.push("a"))))
       yield* settle
@@ -182,7 +185,11 @@ describe("acquire over several keys, in process: holds", () => {
 // The property: under random concurrent calls over several keys (and single
 // keys) no key ever gives more than its limit, and no partial take survives:
 // each key's units are exactly those of the calls admitted that name it.
-type Call = { readonly keys: ReadonlyArray<number>; readonly cost: number; readonly mode: "acquire" | "consume" | "wait" }
+type Call = {
+  readonly keys: ReadonlyArray<number>
+  readonly cost: number
+  readonly mode: "acquire" | "consume" | "wait"
+}
 const call: fc.Arbitrary<Call> = fc.record({
   keys: fc.uniqueArray(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 4 }),
   cost: fc.integer({ min: 1, max: 3 }),
@@ -194,7 +201,10 @@ describe("acquire over several keys: the property", () => {
     it.effect(`no key exceeds its limit and no partial take survives (${variant.name})`, () =>
       Effect.gen(function*() {
         const samples = fc.sample(
-          fc.record({ calls: fc.array(call, { minLength: 1, maxLength: 40 }), interrupt: fc.array(fc.nat(), { maxLength: 5 }) }),
+          fc.record({
+            calls: fc.array(call, { minLength: 1, maxLength: 40 }),
+            interrupt: fc.array(fc.nat(), { maxLength: 5 })
+          }),
           { numRuns: 60, seed: 15 }
         )
         const capacity = [3, 5, 8, 13, 21]
@@ -205,11 +215,13 @@ describe("acquire over several keys: the property", () => {
               ? Effect.flatMap(MemoryStore.make, (store) =>
                 RateLimiter.make({
                   fastPath: variant.fastPath,
-                  policy: (key) => Policy.tokenBucket({ capacity: capacity[Number(key)], refill: { tokens: 1, per: "1 hour" } })
+                  policy: (key) =>
+                    Policy.tokenBucket({ capacity: capacity[Number(key)], refill: { tokens: 1, per: "1 hour" } })
                 }).pipe(Effect.provideService(Store.CurrentStore, store)))
               : RateLimiter.make({
                 fastPath: variant.fastPath,
-                policy: (key) => Policy.tokenBucket({ capacity: capacity[Number(key)], refill: { tokens: 1, per: "1 hour" } })
+                policy: (key) =>
+                  Policy.tokenBucket({ capacity: capacity[Number(key)], refill: { tokens: 1, per: "1 hour" } })
               }))
             const admitted: Array<boolean | undefined> = calls.map(() => undefined)
             const fibers = yield* Effect.forEach(calls, (c, i) => {
@@ -220,7 +232,7 @@ describe("acquire over several keys: the property", () => {
                 ? Effect.map(limiter.consume(keys, { cost: c.cost }), (d) => d.allowed)
                 : Effect.as(limiter.wait(keys, { cost: c.cost, maxWait: "1 second" }), true)
               return Effect.forkChild(
-                Effect.tap(Effect.catch(run, () => Effect.succeed(false)), (ok) => Effect.sync(() => admitted[i] = ok))
+                Effect.tap(Effect.orElseSucceed(run, () => false), (ok) => Effect.sync(() => admitted[i] = ok))
               )
             })
             yield* Effect.yieldNow
@@ -250,7 +262,11 @@ describe("acquire over several keys: the policy of each key comes from the limit
       // limit_req zone=perip burst=2; limit_req zone=perserver burst=3 (both checked, all or nothing)
       const limiter = yield* RateLimiter.make({
         policy: (key) =>
-          Policy.leakyBucket({ rate: { tokens: 1, per: "1 second" }, burst: key.startsWith("ip:") ? 2 : 3, nodelay: true })
+          Policy.leakyBucket({
+            rate: { tokens: 1, per: "1 second" },
+            burst: key.startsWith("ip:") ? 2 : 3,
+            nodelay: true
+          })
       })
       const request = (ip: string) => limiter.acquire([`ip:${ip}`, "server:www"])
       assert.isTrue(yield* request("1"))
