@@ -241,6 +241,13 @@ export interface Store {
     entries: ReadonlyArray<Entry>,
     timeoutMillis?: number
   ) => Effect.Effect<AllReply, StoreUnavailable>
+  /**
+   * Why `applyAll` cannot take these keys together (on Redis Cluster: keys
+   * of different hash slots), or `undefined`. The limiter asks before each
+   * call over several keys and fails it with `InvalidRequest` (a
+   * configuration error, not an outage: no fallback decides it).
+   */
+  readonly checkKeys?: ((keys: ReadonlyArray<string>) => string | undefined) | undefined
 }
 
 /**

@@ -39,6 +39,7 @@ import {
 import * as Codec from "./internal/codec.ts"
 import * as Connection from "./internal/connection.ts"
 import * as Scripts from "./internal/scripts.ts"
+import * as Slot from "./internal/slot.ts"
 
 /**
  * Options of {@link make}.
@@ -99,6 +100,15 @@ export interface Options {
    * goes on with `EVALSHA` for good. `false`: always `EVALSHA`.
    */
   readonly functions?: boolean | undefined
+  /**
+   * Whether the server is a Redis Cluster (default `false`). Then a script
+   * touches the keys of one hash slot only: the default `maxBatchKeys` is 1
+   * (a larger one needs a `{hash tag}` in the prefix, which puts the whole
+   * limiter in one slot), and a call over several keys whose keys hash to
+   * different slots fails with `InvalidRequest` before it is sent. Give the
+   * keys of such a call a common hash tag: `{org:a}:user:1`, `{org:a}:org`.
+   */
+  readonly cluster?: boolean | undefined
 }
 
 /**
@@ -191,12 +201,23 @@ const validate = (options: Options) => {
       })
     }
   }
-  const maxBatchKeys = options.maxBatchKeys ?? 64
+  const cluster = options.cluster ?? false
+  if (cluster !== true && cluster !== false) {
+    return new InvalidPolicy({ field: "cluster", value: String(cluster), reason: "must be a boolean" })
+  }
+  const maxBatchKeys = options.maxBatchKeys ?? (cluster ? 1 : 64)
   if (!(Number.isSafeInteger(maxBatchKeys) && maxBatchKeys > 0)) {
     return new InvalidPolicy({
       field: "maxBatchKeys",
       value: String(options.maxBatchKeys),
       reason: "must be a positive integer"
+    })
+  }
+  if (cluster && maxBatchKeys > 1 && Slot.hashed(prefix) === prefix) {
+    return new InvalidPolicy({
+      field: "maxBatchKeys",
+      value: String(maxBatchKeys),
+      reason: "on Redis Cluster must be 1 unless the prefix has a {hash tag} (one command's keys share one slot)"
     })
   }
   const maxInFlight = options.maxInFlight ?? 1
@@ -226,7 +247,8 @@ const validate = (options: Options) => {
     timeout,
     keep: keep === Infinity ? "inf" : String(keep),
     maxBatchKeys,
-    maxInFlight
+    maxInFlight,
+    cluster
   } as const
 }
 
@@ -636,7 +658,10 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           }
         )
       })
-    return { name: "redis", apply, applyAll, timesOut: true }
+    const checkKeys = settings.cluster
+      ? (keys: ReadonlyArray<string>) => Slot.crossSlot(keys.map((key) => prefix + key))
+      : undefined
+    return { name: "redis", apply, applyAll, checkKeys, timesOut: true }
   })
 
 /**

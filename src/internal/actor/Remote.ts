@@ -565,6 +565,10 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         })
       )
     }
+    const refused = store.checkKeys?.(buckets.map((b) => b.key))
+    if (refused !== undefined) {
+      return Effect.fail(new InvalidRequest({ field: "keys", value: String(buckets.length), reason: refused }))
+    }
     const toAll = (reply: AllReply, degraded: boolean): Bucket.All => {
       for (const r of reply.replies) {
         if (r.allowed && reply.allowed) limiter.recorder.allowed++
