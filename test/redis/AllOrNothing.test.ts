@@ -108,7 +108,12 @@ describeRedis("calls over several keys on Redis", (it) => {
             const out: Array<unknown> = []
             for (const [c, advance] of run) {
               const d = yield* limiter.consume(c.keys.map(String), { cost: c.cost })
-              out.push([d.allowed, d.remaining, Duration.toMillis(d.retryAfter), d.keys?.map((k) => k.remaining)])
+              out.push([
+                d.allowed,
+                d.remaining,
+                Duration.toMillis(d.retryAfter),
+                d.keys?.map((k) => [k.decision.allowed, k.decision.remaining, Duration.toMillis(k.decision.retryAfter)])
+              ])
               yield* TestClock.adjust(advance)
             }
             return out
