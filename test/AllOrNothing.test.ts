@@ -278,3 +278,51 @@ describe("acquire over several keys: the policy of each key comes from the limit
       assert.strictEqual((yield* limiter.peek("ip:3")).remaining, 3)
     }))
 })
+
+describe("acquire over several keys: the fast path", () => {
+  it.effect("decides exactly as the holds do (same calls, fast path on and off, same decisions and figures)", () =>
+    Effect.gen(function*() {
+      const step = fc.record({
+        keys: fc.uniqueArray(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 4 }),
+        cost: fc.integer({ min: 1, max: 4 }),
+        consume: fc.boolean(),
+        advance: fc.integer({ min: 0, max: 1500 })
+      })
+      const policy = (key: string) =>
+        Number(key) % 2 === 0
+          ? Policy.tokenBucket({ capacity: 3 + Number(key), refill: { tokens: 2, per: "1 second" } })
+          : Policy.fixedWindow({ limit: 4 + Number(key), window: "2 seconds" })
+      for (const run of fc.sample(fc.array(step, { maxLength: 40 }), { numRuns: 50, seed: 3 })) {
+        const transcript = (fastPath: boolean) =>
+          Effect.scoped(Effect.gen(function*() {
+            const limiter = yield* RateLimiter.make({ policy, fastPath })
+            const out: Array<unknown> = []
+            for (const s of run) {
+              const keys = s.keys.map(String)
+              if (s.consume) {
+                const exit = yield* Effect.exit(limiter.consume(keys, { cost: s.cost }))
+                if (Exit.isFailure(exit)) {
+                  out.push(String(exit.cause))
+                  continue
+                }
+                const d = exit.value
+                out.push([
+                  d.allowed,
+                  d.remaining,
+                  Duration.toMillis(d.retryAfter),
+                  Duration.toMillis(d.resetAfter),
+                  d.limit,
+                  d.keys?.map((k) => [k.key, k.decision.allowed, k.decision.remaining])
+                ])
+              } else {
+                const exit = yield* Effect.exit(limiter.acquire(keys, { cost: s.cost }))
+                out.push(Exit.isSuccess(exit) ? exit.value : String(exit.cause))
+              }
+              yield* TestClock.adjust(s.advance)
+            }
+            return out
+          }))
+        assert.deepStrictEqual(yield* transcript(true), yield* transcript(false), JSON.stringify(run))
+      }
+    }))
+})
