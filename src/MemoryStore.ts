@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { Clock, Effect } from "effect"
-import { type Algorithm, peekOutcome, type Signal } from "./internal/algorithm/Algorithm.ts"
+import { type Algorithm, type Outcome, peekOutcome, type Signal } from "./internal/algorithm/Algorithm.ts"
 import type * as Policy from "./Policy.ts"
 import { type AllReply, type Entry, type Op, OpKind, type Reply, type Store } from "./Store.ts"
 
@@ -46,13 +46,7 @@ export const applyOps = (
           ? algorithm.step(c, current() as never, now, op.cost)
           : peekOutcome(algorithm as Algorithm<unknown, unknown>, c, current(), now, op.cost)
         if (op.kind === OpKind.Take) state = outcome.state
-        replies.push({
-          allowed: outcome.allowed,
-          remaining: outcome.remaining,
-          retryAfter: outcome.retryAfter,
-          resetAfter: outcome.resetAfter,
-          limit: outcome.limit
-        })
+        replies.push(replyOf(outcome))
         break
       }
       case OpKind.Admit: {
@@ -110,6 +104,15 @@ export const applyOps = (
   return [replies, state]
 }
 
+// A store's reply: an outcome's figures.
+const replyOf = (outcome: Outcome<unknown>): Reply => ({
+  allowed: outcome.allowed,
+  remaining: outcome.remaining,
+  retryAfter: outcome.retryAfter,
+  resetAfter: outcome.resetAfter,
+  limit: outcome.limit
+})
+
 // OpKind.Adapt's cost: which signal.
 const signals: ReadonlyArray<Signal> = ["ok", "throttled", "latency"]
 
@@ -153,13 +156,7 @@ export const applyAllOps = (
     const outcome = rule.step(state, now, cost)
     if (!outcome.allowed) allowed = false
     next.push(outcome.state)
-    replies.push({
-      allowed: outcome.allowed,
-      remaining: outcome.remaining,
-      retryAfter: outcome.retryAfter,
-      resetAfter: outcome.resetAfter,
-      limit: outcome.limit
-    })
+    replies.push(replyOf(outcome))
   }
   return [{ allowed, replies }, allowed ? next : stored]
 }

@@ -507,25 +507,28 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           return f(keys, options?.cost ?? 1)
         })
 
+      // A waiter's maxWait and order, checked.
+      const waitArgs = (options: WaitOptions | undefined) => {
+        const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
+        if (maxWait instanceof InvalidRequest) return maxWait
+        const order = options === undefined ? undefined : orderOf(options, maxKeyLength)
+        return order instanceof InvalidRequest ? order : { maxWait, order }
+      }
       const waitFor = <K extends Request.WaitKind>(kind: K, key: string, options: WaitOptions | undefined) =>
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
-          const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
-          if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
-          const order = options === undefined ? undefined : orderOf(options, maxKeyLength)
-          if (order instanceof InvalidRequest) return Effect.fail(order)
-          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, maxWait, order)
+          const args = waitArgs(options)
+          if (args instanceof InvalidRequest) return Effect.fail(args)
+          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, args.maxWait, args.order)
         })
       const waitAll = (keys: ReadonlyArray<string>, options: WaitOptions | undefined) =>
         Effect.suspend(() => {
           const invalid = checkKeys(keys) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
-          const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
-          if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
-          const order = options === undefined ? undefined : orderOf(options, maxKeyLength)
-          if (order instanceof InvalidRequest) return Effect.fail(order)
-          return AllOrNothing.wait(supervisor, keys, options?.cost ?? 1, maxWait, order)
+          const args = waitArgs(options)
+          if (args instanceof InvalidRequest) return Effect.fail(args)
+          return AllOrNothing.wait(supervisor, keys, options?.cost ?? 1, args.maxWait, args.order)
         })
       const wait = (key: string | ReadonlyArray<string>, options: WaitOptions | undefined) =>
         Predicate.isString(key) ? waitFor(Request.Kind.Wait, key, options) : waitAll(key, options)

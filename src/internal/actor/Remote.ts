@@ -232,6 +232,23 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     }
   }
 
+  // A store call that failed (not interrupted): the store is skipped for a
+  // while. A store that dies is a store that failed: the fallback answers,
+  // and nobody is left waiting on a batch the defect would have dropped.
+  const failed = (
+    limiter: Bucket.Limiter,
+    cause: Cause.Cause<StoreUnavailable>
+  ): readonly [number, StoreUnavailable] => {
+    const found = Cause.findError(cause)
+    const error = Result.isSuccess(found)
+      ? found.success
+      : new StoreUnavailable({ store: store.name, reason: `it died: ${String(Cause.squash(cause))}` })
+    health.failures++
+    const at = limiter.clock.currentTimeMillisUnsafe()
+    health.downUntil = at + fallback.retryMillis
+    return [at, error]
+  }
+
   // One store call, with the timeout and the fallback.
   const call = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, ops: ReadonlyArray<Op>): Effect.Effect<Answered> => {
     const now = limiter.clock.currentTimeMillisUnsafe()
@@ -257,15 +274,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         // interrupted: the caller leaves (no answer is owed to it)
         // (the cause is an interruption, which fails with no error of the store's)
         if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
-        // A store that dies is a store that failed: the fallback answers, and
-        // nobody is left waiting on a batch the defect would have dropped.
-        const found = Cause.findError(cause)
-        const error = Result.isSuccess(found)
-          ? found.success
-          : new StoreUnavailable({ store: store.name, reason: `it died: ${String(Cause.squash(cause))}` })
-        health.failures++
-        const at = limiter.clock.currentTimeMillisUnsafe()
-        health.downUntil = at + fallback.retryMillis
+        const [at, error] = failed(limiter, cause)
         return Effect.succeed(degrade(bucket, ops, at, error))
       }
     })
@@ -628,13 +637,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       },
       onFailure: (cause) => {
         if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
-        const found = Cause.findError(cause)
-        const error = Result.isSuccess(found)
-          ? found.success
-          : new StoreUnavailable({ store: store.name, reason: `it died: ${String(Cause.squash(cause))}` })
-        health.failures++
-        const at = limiter.clock.currentTimeMillisUnsafe()
-        health.downUntil = at + fallback.retryMillis
+        const [at, error] = failed(limiter, cause)
         return fallbackAll(at, error)
       }
     })

@@ -99,6 +99,24 @@ local function answer(allowed, remaining, retry, reset, limit)
   la, lrem, lretry, lreset, llimit, times = allowed, remaining, retry, reset, limit, 1
 end
 
+-- A key's new state, kept until it settles; a settled key is deleted.
+local function writeState(key, raw, A, c, code, state)
+  local ttl = A.settledAt(c, state) + keep - now
+  if ttl <= 0 then
+    if raw then redis.call("DEL", key) end
+    return
+  end
+  local encoded = { code }
+  A.encode(c, state, encoded)
+  local value = packNums(encoded)
+  if ttl == huge then
+    redis.call("SET", key, value)
+  else
+    -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
+    redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
+  end
+end
+
 local function applyOps(key, P, opsText)
   local A, c, code = P.A, P.c, P.code
   local raw = redis.call("GET", key)
@@ -165,22 +183,7 @@ local function applyOps(key, P, opsText)
     end
   end
   flush()
-  if dirty then
-    local ttl = A.settledAt(c, state) + keep - now
-    if ttl <= 0 then
-      if raw then redis.call("DEL", key) end
-    else
-      local encoded = { code }
-      A.encode(c, state, encoded)
-      local value = packNums(encoded)
-      if ttl == huge then
-        redis.call("SET", key, value)
-      else
-        -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
-        redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
-      end
-    end
-  end
+  if dirty then writeState(key, raw, A, c, code, state) end
   return concat(out, " ", 1, n)
 end
 

@@ -17,43 +17,12 @@
  * string per key, `allowed remaining retryAfter resetAfter limit` (what that
  * key took, or what it alone would decide).
  *
- * It comes in two parts, like the batch entry point: `definitions` (after
- * the batch entry point's, whose helpers it uses) and `body`.
+ * It is the `body` of a call only: it uses the batch entry point's
+ * definitions (`writeState`, `reply`) and the algorithms' modules.
  *
  * @since 0.2.0
  */
 import * as Prelude from "./prelude.ts"
-
-/**
- * The functions of the entry point: made once in a library.
- *
- * @example
- * ```ts
- * import { definitions } from "./multi.ts"
- *
- * definitions.includes("local function writeState") // true
- * ```
- *
- * @since 0.2.0
- */
-export const definitions = `
--- A key's new state, kept until it settles (as applyOps writes it).
-local function writeState(key, raw, A, c, code, state)
-  local ttl = A.settledAt(c, state) + keep - now
-  if ttl <= 0 then
-    if raw then redis.call("DEL", key) end
-    return
-  end
-  local encoded = { code }
-  A.encode(c, state, encoded)
-  local value = packNums(encoded)
-  if ttl == huge then
-    redis.call("SET", key, value)
-  else
-    redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
-  end
-end
-`
 
 /**
  * What runs per call, with `KEYS` and `ARGV` in scope.

@@ -99,7 +99,6 @@ const libraryText = (version: string): string =>
     ...Array.from(modules.values(), (m) => m.lua),
     Composite.lua,
     Batch.definitions,
-    Multi.definitions,
     `redis.register_function("${fnName(version, "batch")}", function(KEYS, ARGV)\n`,
     "if floor == nil then bind() end\n",
     Batch.body,
@@ -166,8 +165,8 @@ export const multi: Route = {
   fn: fnName(version, "multi"),
   script: script(
     "multi",
-    Prelude.lua + Array.from(modules.values(), (m) => m.lua).join("") + Composite.lua + Batch.definitions +
-      Multi.definitions + "bind()\n" + Multi.body
+    Prelude.lua + Array.from(modules.values(), (m) => m.lua).join("") + Composite.lua + Batch.definitions + "bind()\n" +
+      Multi.body
   )
 }
 
