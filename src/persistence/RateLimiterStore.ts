@@ -63,7 +63,10 @@ const ledger = Object.freeze({
   config: undefined,
   quota: { limit: Infinity, windowMillis: 0 },
   rule: bind(Ledger.algorithm, undefined),
-  error: undefined
+  error: undefined,
+  // what every policy carries besides: no dry run, no block on a refusal
+  dryRun: false,
+  blockMillis: 0
 }) as unknown as Policy.Valid
 
 const positiveInt = (field: string, value: unknown, fallback: number): number | InvalidPolicy => {
