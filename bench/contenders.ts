@@ -5,11 +5,12 @@
  *
  * - `plain`: a lazy-refill token bucket in a `Map`, called synchronously (the floor);
  * - `effect-floor` / `lazy-floor`: the plain bucket inside `Effect.sync` / behind `Effect.suspend`;
+ * - `ref-floor`: the lazy floor in the actor's shape: a bucket object per key holding its state in an Effect `Ref`;
  * - `rlf`: rate-limiter-flexible `RateLimiterMemory`, `await` on every call;
  * - `effect`: Effect 4's own `RateLimiter` from "effect/persistence" over `layerStoreMemory`;
  * - `tollgate`: this project's `acquire`, once per `fastPath` setting when the option exists.
  */
-import { Duration, Effect, Exit, Scope } from "effect"
+import { Duration, Effect, Exit, Ref, Scope } from "effect"
 import { RateLimiter as PersistenceRateLimiter } from "effect/persistence"
 import { readFileSync } from "node:fs"
 import { RateLimiterMemory } from "rate-limiter-flexible"
@@ -111,6 +112,56 @@ export class PlainLimiter {
   }
 }
 
+/**
+ * The plain bucket's arithmetic in the actor's shape: the table maps a key to
+ * a bucket object (its policy, its slot, its actor, its key), and the bucket
+ * holds the key's state in an Effect `Ref`, read with `Ref.getUnsafe`. This
+ * is the least a limiter built that way can cost per decision: on a key set
+ * too large for the caches, each object in the chain (bucket, `Ref`, the
+ * `Ref`'s cell, the state) is a dependent load of its own, where the plain
+ * bucket has one.
+ */
+export class PlainRefLimiter {
+  readonly buckets = new Map<string, RefBucket>()
+  readonly policy: { readonly capacity: number; readonly perMs: number }
+  constructor(spec: Spec) {
+    this.policy = { capacity: spec.capacity, perMs: spec.refillPerSecond / 1000 }
+  }
+  tryAcquire(key: string, cost = 1): boolean {
+    const now = Date.now()
+    let bucket = this.buckets.get(key)
+    if (bucket === undefined) {
+      bucket = new RefBucket(key, this.policy, new PlainBucket(this.policy.capacity, now))
+      this.buckets.set(key, bucket)
+    }
+    const { capacity, perMs } = bucket.policy
+    const state = Ref.getUnsafe(bucket.state)
+    if (now > state.last) {
+      const tokens = state.tokens + (now - state.last) * perMs
+      state.tokens = tokens > capacity ? capacity : tokens
+      state.last = now
+    }
+    if (state.tokens >= cost) {
+      state.tokens -= cost
+      return true
+    }
+    return false
+  }
+}
+
+class RefBucket {
+  readonly policy: { readonly capacity: number; readonly perMs: number }
+  readonly state: Ref.Ref<PlainBucket>
+  slot = 0
+  actor: unknown = undefined
+  readonly key: string
+  constructor(key: string, policy: RefBucket["policy"], state: PlainBucket) {
+    this.policy = policy
+    this.state = Ref.makeUnsafe(state)
+    this.key = key
+  }
+}
+
 export const plain: Contender = {
   id: "plain",
   label: "plain JS bucket in a Map (floor)",
@@ -206,12 +257,13 @@ const effectRunner = (
 const plainInEffect = (
   id: ContenderId,
   label: string,
-  wrap: (limiter: PlainLimiter, key: string) => Effect.Effect<boolean>
+  wrap: (limiter: PlainLimiter | PlainRefLimiter, key: string) => Effect.Effect<boolean>,
+  make: (spec: Spec) => PlainLimiter | PlainRefLimiter = (spec) => new PlainLimiter(spec)
 ): Contender => ({
   id,
   label,
   make: (spec, order, callers) => {
-    const limiter = new PlainLimiter(spec)
+    const limiter = make(spec)
     const decide = (key: string) => wrap(limiter, key)
     return Promise.resolve({
       run: effectRunner(decide, new Cursor(order.keys), callers),
@@ -250,6 +302,19 @@ export const lazyFloor: Contender = plainInEffect(
   "lazy-floor",
   "plain JS bucket behind Effect.suspend (the lazy floor)",
   (limiter, key) => Effect.suspend(() => limiter.tryAcquire(key) ? exitTrue : exitFalse)
+)
+
+/**
+ * The Ref floor: the lazy floor in the actor's shape (a bucket object per key,
+ * its state in an Effect `Ref`). tollgate ÷ this floor is tollgate's own work
+ * against a limiter of the same shape doing nothing but the decision; the
+ * lazy floor ÷ this floor is what the shape itself costs.
+ */
+export const refFloor: Contender = plainInEffect(
+  "ref-floor",
+  "plain JS bucket object, its state in an Effect Ref, behind Effect.suspend (the Ref floor)",
+  (limiter, key) => Effect.suspend(() => limiter.tryAcquire(key) ? exitTrue : exitFalse),
+  (spec) => new PlainRefLimiter(spec)
 )
 
 // ---------------------------------------------------------------------------

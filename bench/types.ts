@@ -7,6 +7,7 @@ export type ContenderId =
   | "plain"
   | "effect-floor"
   | "lazy-floor"
+  | "ref-floor"
   | "rlf"
   | "effect"
   | "tollgate"

@@ -37,8 +37,19 @@ export interface Decision {
   readonly limit: number
   /** Set when a shared store did not answer and the limiter's fallback decided. */
   readonly degraded?: boolean | undefined
-  /** For shapers (the leaky bucket): how long the admitted request should wait before it proceeds. */
+  /**
+   * How long the admitted request should wait before it proceeds: a
+   * shaper's delay (the leaky bucket, a fixed window with `execEvenly`), or,
+   * for a take that ignored the limit (`force`), how long until the key is
+   * out of the debt it left.
+   */
   readonly delay?: Duration.Duration | undefined
+  /**
+   * Set when the policy runs dry (nginx's `limit_req_dry_run`) and would
+   * have refused this request: it was let through; `retryAfter` says when it
+   * would have been admitted.
+   */
+  readonly dryRun?: boolean | undefined
   /**
    * For a call over several keys (all or nothing): each key's own decision,
    * in the order the keys were given. The figures above are then the most
@@ -65,4 +76,29 @@ export interface Decision {
 export interface KeyDecision {
   readonly key: string
   readonly decision: Decision
+}
+
+/**
+ * The answer to a partial take (`consumeUpTo`, Bucket4j's
+ * `tryConsumeAsMuchAsPossible`): the key after it, and how many units it
+ * took (`allowed` when at least one).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   const t = yield* limiter.consumeUpTo("user:42", { cost: 10 })
+ *   return t.taken // 0 to 10
+ * })
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface Taken extends Decision {
+  /** The units taken: at most the `cost` asked for. */
+  readonly taken: number
 }

@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Metric, type Scope } from "effect"
+import { Metric } from "effect"
 
 /**
  * Decisions made, labelled `outcome=allowed|denied`.
@@ -206,76 +206,21 @@ export const degraded: Metric.Counter<number> = Metric.counter("tollgate_degrade
 })
 
 /**
- * What a limiter on a shared store counts.
+ * Requests a dry-run policy let through (nginx's `limit_req_dry_run`): ones
+ * it would have refused (counted as denied as well) or kept waiting.
  *
- * @internal
- */
-export interface StoreCounts {
-  readonly calls: number
-  readonly failures: number
-  readonly degraded: number
-}
-
-/**
- * The counts of one limiter: plain mutable fields, written by its buckets.
+ * @example
+ * ```ts
+ * import { Metric } from "effect"
+ * import { Metrics } from "tollgate"
  *
- * @internal
- */
-export class Recorder {
-  allowed = 0
-  denied = 0
-  overloaded = 0
-  started = 0
-  reaped = 0
-  live = 0
-  actors = 0
-  queued = 0
-  waiting = 0
-}
-
-/**
- * Publishes a recorder's counts in the current `MetricRegistry` under
- * `limiter=<name>`, for as long as the scope is open; with `store`, a shared
- * store's calls and the fallback's decisions too.
+ * const letThrough = Metric.value(Metric.withAttributes(Metrics.dryRun, { limiter: "default" }))
+ * ```
  *
- * @internal
+ * @category metrics
+ * @since 0.2.0
  */
-export const register = (
-  recorder: Recorder,
-  name: string,
-  store?: StoreCounts
-): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.contextWith((context) => {
-      const counter = (metric: Metric.Counter<number>, attributes: Record<string, string>, get: () => number) =>
-        Metric.registerUnsafe(Metric.withAttributes(metric, { limiter: name, ...attributes }), context, {
-          get: () => ({ count: get(), incremental: true }),
-          update: () => {},
-          modify: () => {}
-        })
-      const gauge = (metric: Metric.Gauge<number>, get: () => number) =>
-        Metric.registerUnsafe(Metric.withAttributes(metric, { limiter: name }), context, {
-          get: () => ({ value: get() }),
-          update: () => {},
-          modify: () => {}
-        })
-      const shared = store === undefined ? [] : [
-        counter(storeCalls, {}, () => store.calls),
-        counter(storeFailures, {}, () => store.failures),
-        counter(degraded, {}, () => store.degraded)
-      ]
-      return Effect.succeed([
-        ...shared,
-        counter(decisions, { outcome: "allowed" }, () => recorder.allowed),
-        counter(decisions, { outcome: "denied" }, () => recorder.denied),
-        counter(overloaded, {}, () => recorder.overloaded),
-        counter(lifecycle, { event: "started" }, () => recorder.started),
-        counter(lifecycle, { event: "reaped" }, () => recorder.reaped),
-        gauge(buckets, () => recorder.live),
-        gauge(actors, () => recorder.actors),
-        gauge(mailboxDepth, () => recorder.queued),
-        gauge(waiting, () => recorder.waiting)
-      ])
-    }),
-    (registrations) => Effect.sync(() => registrations.forEach((r) => r.remove()))
-  )
+export const dryRun: Metric.Counter<number> = Metric.counter("tollgate_dry_run_total", {
+  description: "Requests a dry-run policy let through that it would have refused or kept waiting",
+  incremental: true
+})

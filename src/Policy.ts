@@ -15,6 +15,7 @@ import { Duration, Effect, Predicate, Result, Schema } from "effect"
 import { InvalidPolicy } from "./Errors.ts"
 import * as AdaptiveAlgorithm from "./internal/algorithm/Adaptive.ts"
 import { type Algorithm, bind, type Rule } from "./internal/algorithm/Algorithm.ts"
+import * as BurstAlgorithm from "./internal/algorithm/Burst.ts"
 import * as CompositeAlgorithm from "./internal/algorithm/Composite.ts"
 import * as ConcurrencyAlgorithm from "./internal/algorithm/Concurrency.ts"
 import * as FixedWindowAlgorithm from "./internal/algorithm/FixedWindow.ts"
@@ -23,6 +24,7 @@ import * as LeakyBucketAlgorithm from "./internal/algorithm/LeakyBucket.ts"
 import * as SlidingLogAlgorithm from "./internal/algorithm/SlidingLog.ts"
 import * as SlidingWindowAlgorithm from "./internal/algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "./internal/algorithm/TokenBucket.ts"
+import * as UnlimitedAlgorithm from "./internal/algorithm/Unlimited.ts"
 import * as WarmUpAlgorithm from "./internal/algorithm/WarmUp.ts"
 import * as Rules from "./internal/Rules.ts"
 
@@ -68,6 +70,17 @@ export interface Base<Tag extends string, C, S> {
   readonly quota: Quota
   readonly rule: Rule
   readonly error: undefined
+  /**
+   * nginx's `limit_req_dry_run`: requests are decided and counted as usual,
+   * but one the policy would refuse is let through, flagged `dryRun`.
+   */
+  readonly dryRun: boolean
+  /**
+   * rate-limiter-flexible's `blockDuration`, in milliseconds (0: none): a
+   * request the policy refuses blocks the key for this long, and every
+   * request until then is refused.
+   */
+  readonly blockMillis: number
 }
 
 /**
@@ -202,6 +215,43 @@ export interface All extends Base<"All", CompositeAlgorithm.Config, CompositeAlg
 }
 
 /**
+ * A base limit with a burst allowance (rate-limiter-flexible's
+ * `BurstyRateLimiter`): the base admits if it can, else the burst.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.burst(
+ *   Policy.fixedWindow({ limit: 10, window: "1 second" }),
+ *   Policy.fixedWindow({ limit: 20, window: "1 minute" })
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Burst extends Base<"Burst", BurstAlgorithm.Config, BurstAlgorithm.State> {
+  readonly base: Valid
+  readonly burst: Valid
+}
+
+/**
+ * No limit at all (x/time/rate's `rate.Inf`).
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.unlimited()
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Unlimited extends Base<"Unlimited", UnlimitedAlgorithm.Config, UnlimitedAlgorithm.State> {}
+
+/**
  * A concurrency limit: units come back through `release` (capped release).
  *
  * @example
@@ -276,6 +326,8 @@ export type Valid =
   | All
   | Concurrency
   | Adaptive
+  | Burst
+  | Unlimited
 
 /**
  * Any policy.
@@ -331,12 +383,82 @@ export const positiveMillis: (input: unknown) => number | undefined = Rules.posi
  */
 export const PositiveDuration = Rules.PositiveDuration
 
-const TokensPer = Schema.Struct({ tokens: PositiveNumber, per: PositiveDuration }).annotate({
-  message: "must be { tokens, per }"
+// A rate: `units` per `per`, or one every `every` (x/time/rate's `Every`).
+// The constructors read it with `perRate`.
+const oneRate = (units: string) =>
+  Schema.makeFilter((o: Readonly<Record<string, unknown>>) =>
+    o.every !== undefined
+      ? (o[units] === undefined && o.per === undefined
+        ? undefined
+        : { path: ["every"], issue: `must not be given with ${units} and per` })
+      : o[units] === undefined
+      ? { path: [units], issue: "is required" }
+      : o.per === undefined
+      ? { path: ["per"], issue: "is required" }
+      : undefined
+  )
+
+// A decoded rate as a count per period in milliseconds.
+const perRate = (
+  rate: { readonly per?: number | undefined; readonly every?: number | undefined },
+  count: number | undefined
+): { readonly count: number; readonly per: number } =>
+  rate.every !== undefined ? { count: 1, per: rate.every } : { count: count ?? 0, per: rate.per ?? 1 }
+
+const TokensPer = Schema.Struct({
+  tokens: optional(PositiveNumber),
+  per: optional(PositiveDuration),
+  every: optional(PositiveDuration)
+}).annotate({ message: "must be { tokens, per } or { every }" }).check(oneRate("tokens"))
+const CountPer = Schema.Struct({
+  count: optional(PositiveNumber),
+  per: optional(PositiveDuration),
+  every: optional(PositiveDuration)
+}).annotate({ message: "must be { count, per } or { every }" }).check(oneRate("count"))
+// A token bucket may refill at 0 (x/time/rate's NewLimiter(0, b)).
+const Refill = Schema.Struct({
+  tokens: optional(NonNegative),
+  per: optional(PositiveDuration),
+  every: optional(PositiveDuration)
+}).annotate({ message: "must be { tokens, per } or { every }" }).check(oneRate("tokens"))
+
+/**
+ * The options every policy takes: `dryRun` (nginx's `limit_req_dry_run`:
+ * decide and count, but let a refused request through, flagged `dryRun`)
+ * and `blockDuration` (rate-limiter-flexible's: a refused request blocks the
+ * key for this long).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.CommonOptions = { dryRun: true, blockDuration: "15 minutes" }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const CommonOptions = Schema.Struct({
+  dryRun: optional(Flag),
+  blockDuration: optional(PositiveDuration)
 })
-const CountPer = Schema.Struct({ count: PositiveNumber, per: PositiveDuration }).annotate({
-  message: "must be { count, per }"
-})
+
+/**
+ * Options every policy takes (see {@link CommonOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.CommonOptions = { blockDuration: 60_000 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type CommonOptions = typeof CommonOptions.Encoded
+
+const { fields: common } = CommonOptions
 
 // ---------------------------------------------------------------------------
 // Each policy's options.
@@ -347,8 +469,16 @@ const CountPer = Schema.Struct({ count: PositiveNumber, per: PositiveDuration })
  * second and 1000 per hour both work), `initialTokens` (a new key's tokens;
  * `capacity` by default), `mode` (`"greedy"`, the default, adds tokens
  * continuously; `"interval"` adds `refill.tokens` at once at the end of each
- * whole period, as Bucket4j's `refillIntervally`), and `aligned` (with
- * `"interval"`: periods start at multiples of `per` on the clock).
+ * whole period, as Bucket4j's `refillIntervally`), `aligned` (with
+ * `"interval"`: periods start at multiples of `per` on the clock),
+ * `firstRefill` (with `"interval"`: the instant of the first refill, then
+ * every `per` after it, none before it, as Bucket4j's
+ * `refillIntervallyAligned`) and `adaptiveInitialTokens` (with
+ * `firstRefill`: a key first seen before it starts with what the refill
+ * would have brought by then, Bucket4j's `useAdaptiveInitialTokens`).
+ * `refill` may be `{ every }` (one token per interval, x/time/rate's
+ * `Every`), and its `tokens` may be 0 (x/time/rate's `NewLimiter(0, b)`:
+ * `capacity` requests, then none ever again). And the {@link CommonOptions}.
  *
  * @example
  * ```ts
@@ -367,16 +497,25 @@ const CountPer = Schema.Struct({ count: PositiveNumber, per: PositiveDuration })
  */
 export const TokenBucketOptions = Schema.Struct({
   capacity: PositiveNumber,
-  refill: TokensPer,
+  refill: Refill,
   initialTokens: optional(NonNegative),
   mode: optional(Schema.Literals(["greedy", "interval"]).annotate({ message: "must be \"greedy\" or \"interval\"" })),
-  aligned: optional(Flag)
+  aligned: optional(Flag),
+  firstRefill: optional(Rules.Instant),
+  adaptiveInitialTokens: optional(Flag),
+  ...common
 }).check(Schema.makeFilter((o) =>
   o.initialTokens !== undefined && o.initialTokens > o.capacity
     ? { path: ["initialTokens"], issue: `must not exceed capacity (${o.capacity})` }
-    : Number.isFinite(o.capacity * o.refill.per)
-    ? undefined
-    : { path: ["capacity"], issue: "capacity * refill.per overflows" }
+    : !Number.isFinite(o.capacity * perRate(o.refill, o.refill.tokens).per)
+    ? { path: ["capacity"], issue: "capacity * refill.per overflows" }
+    : o.firstRefill !== undefined && o.mode !== "interval"
+    ? { path: ["firstRefill"], issue: "needs mode \"interval\" (refills at whole periods)" }
+    : o.adaptiveInitialTokens === true && o.firstRefill === undefined
+    ? { path: ["adaptiveInitialTokens"], issue: "needs firstRefill" }
+    : o.adaptiveInitialTokens === true && o.initialTokens !== undefined
+    ? { path: ["initialTokens"], issue: "must be left out with adaptiveInitialTokens (Bucket4j refuses both)" }
+    : undefined
 ))
 
 /**
@@ -410,7 +549,8 @@ export type TokenBucketOptions = typeof TokenBucketOptions.Encoded
  */
 export const GcraOptions = Schema.Struct({
   rate: CountPer,
-  maxBurst: optional(NonNegative)
+  maxBurst: optional(NonNegative),
+  ...common
 })
 
 /**
@@ -447,7 +587,8 @@ export const LeakyBucketOptions = Schema.Struct({
   rate: TokensPer,
   burst: optional(NonNegative),
   delay: optional(NonNegative),
-  nodelay: optional(Flag)
+  nodelay: optional(Flag),
+  ...common
 })
 
 /**
@@ -467,7 +608,11 @@ export type LeakyBucketOptions = typeof LeakyBucketOptions.Encoded
 
 /**
  * The options of {@link fixedWindow}: `limit` (a positive integer) per
- * `window`, and `aligned` (windows start at multiples of `window` on the clock).
+ * `window`, `aligned` (windows start at multiples of `window` on the clock),
+ * and rate-limiter-flexible's `countBlocked` (refused requests are counted
+ * too), `execEvenly` (admitted requests are spread over the window: each is
+ * told a `delay`) and `execEvenlyMinDelay` (the least delay; `window / limit`
+ * by default). And the {@link CommonOptions}.
  *
  * @example
  * ```ts
@@ -482,8 +627,16 @@ export type LeakyBucketOptions = typeof LeakyBucketOptions.Encoded
 export const FixedWindowOptions = Schema.Struct({
   limit: PositiveInteger,
   window: PositiveDuration,
-  aligned: optional(Flag)
-})
+  aligned: optional(Flag),
+  countBlocked: optional(Flag),
+  execEvenly: optional(Flag),
+  execEvenlyMinDelay: optional(PositiveDuration),
+  ...common
+}).check(Schema.makeFilter((o) =>
+  o.execEvenlyMinDelay !== undefined && o.execEvenly !== true
+    ? { path: ["execEvenlyMinDelay"], issue: "needs execEvenly" }
+    : undefined
+))
 
 /**
  * Options of {@link fixedWindow} (see {@link FixedWindowOptions}).
@@ -515,7 +668,8 @@ export type FixedWindowOptions = typeof FixedWindowOptions.Encoded
  */
 export const SlidingWindowOptions = Schema.Struct({
   limit: PositiveInteger,
-  window: PositiveDuration
+  window: PositiveDuration,
+  ...common
 })
 
 /**
@@ -552,7 +706,8 @@ export const SlidingLogOptions = Schema.Struct({
   limit: PositiveInteger,
   window: PositiveDuration,
   minGap: optional(PositiveDuration),
-  countBlocked: optional(Flag)
+  countBlocked: optional(Flag),
+  ...common
 })
 
 /**
@@ -610,7 +765,8 @@ export const SmoothOptions = Schema.Struct({
   warmup: optional(PositiveDuration),
   coldFactor: optional(AtLeastOne),
   maxBurst: optional(PositiveDuration),
-  initialPermits: optional(NonNegative)
+  initialPermits: optional(NonNegative),
+  ...common
 }).check(Schema.makeFilter((o) => {
   if (o.initialPermits === undefined) return undefined
   const { maxPermits } = smoothConfig(o)
@@ -651,7 +807,8 @@ export type SmoothOptions = typeof SmoothOptions.Encoded
  */
 export const ConcurrencyOptions = Schema.Struct({
   capacity: PositiveNumber,
-  replenish: optional(TokensPer.annotate({ message: "must be { tokens, per } or left out" }))
+  replenish: optional(TokensPer.annotate({ message: "must be { tokens, per }, { every } or left out" })),
+  ...common
 })
 
 /**
@@ -702,16 +859,18 @@ export const AdaptiveOptions = Schema.Struct({
   ceiling: PositiveNumber,
   increase: optional(PositiveNumber),
   decrease: optional(Rules.number("must be a number between 0 and 1 (excluded)", (n) => n > 0 && n < 1)),
-  latency: optional(PositiveDuration)
-}).check(Schema.makeFilter((o) =>
-  o.floor > o.ceiling
+  latency: optional(PositiveDuration),
+  ...common
+}).check(Schema.makeFilter((o) => {
+  const rate = perRate(o.rate, o.rate.tokens)
+  return o.floor > o.ceiling
     ? { path: ["ceiling"], issue: `must be at least the floor (${o.floor})` }
-    : o.rate.tokens < o.floor || o.rate.tokens > o.ceiling
+    : rate.count < o.floor || rate.count > o.ceiling
     ? { path: ["rate", "tokens"], issue: `must be between the floor (${o.floor}) and the ceiling (${o.ceiling})` }
-    : Number.isFinite(o.capacity * o.rate.per)
+    : Number.isFinite(o.capacity * rate.per)
     ? undefined
     : { path: ["capacity"], issue: "capacity * rate.per overflows" }
-))
+}))
 
 /**
  * Options of {@link adaptive} (see {@link AdaptiveOptions}).
@@ -765,9 +924,17 @@ const decode = <T, E>(schema: Schema.Codec<T, E>, input: unknown, root = ""): Re
 
 // Every valid policy: frozen, its rule bound once (by the constructor, which
 // knows the algorithm's types).
-const make = <P extends Valid>(policy: Omit<P, "error">): P =>
-  // `Omit<P, "error">` with `error` added back is a P
-  Object.freeze({ ...policy, error: undefined }) as P
+const make = <P extends Valid>(
+  policy: Omit<P, "error" | "dryRun" | "blockMillis">,
+  options: { readonly dryRun?: boolean | undefined; readonly blockDuration?: number | undefined }
+): P =>
+  // `Omit<P, ...>` with the common fields added back is a P
+  Object.freeze({
+    ...policy,
+    error: undefined,
+    dryRun: options.dryRun === true,
+    blockMillis: options.blockDuration ?? 0
+  }) as P
 
 // ---------------------------------------------------------------------------
 // Constructors.
@@ -794,26 +961,35 @@ const make = <P extends Valid>(policy: Omit<P, "error">): P =>
 export const tokenBucket = (options: TokenBucketOptions): Policy => {
   const decoded = decode(TokenBucketOptions, options)
   if (Result.isFailure(decoded)) return decoded.failure
-  const { aligned, capacity, initialTokens, mode, refill } = decoded.success
-  const config = TokenBucketAlgorithm.config({
-    capacity,
-    tokens: refill.tokens,
-    periodMillis: refill.per,
-    initialTokens,
-    interval: mode === "interval",
-    aligned
-  })
-  return make<TokenBucket>({
+  const o = decoded.success
+  const { count: tokens, per } = perRate(o.refill, o.refill.tokens)
+  return tokenBucketOf(
+    TokenBucketAlgorithm.config({
+      capacity: o.capacity,
+      tokens,
+      periodMillis: per,
+      initialTokens: o.initialTokens,
+      interval: o.mode === "interval",
+      aligned: o.aligned,
+      firstRefill: o.firstRefill,
+      adaptive: o.adaptiveInitialTokens
+    }),
+    o
+  )
+}
+
+const tokenBucketOf = (config: TokenBucketAlgorithm.Config, options: Parameters<typeof make>[1]): TokenBucket =>
+  make<TokenBucket>({
     _tag: "TokenBucket",
-    capacity,
-    refill: Object.freeze({ tokens: refill.tokens, per: Duration.millis(refill.per) }),
+    capacity: config.capacity,
+    refill: Object.freeze({ tokens: config.tokens, per: Duration.millis(config.periodMillis) }),
     initialTokens: config.initialTokens,
     algorithm: TokenBucketAlgorithm.algorithm,
     config,
     rule: bind(TokenBucketAlgorithm.algorithm, config),
-    quota: { limit: capacity, windowMillis: (capacity / refill.tokens) * refill.per }
-  })
-}
+    // a rate of 0 never refills: its window is infinite
+    quota: { limit: config.capacity, windowMillis: (config.capacity / config.tokens) * config.periodMillis }
+  }, options)
 
 /**
  * GCRA, the generic cell rate algorithm (redis-cell's `CL.THROTTLE`):
@@ -835,15 +1011,16 @@ export const tokenBucket = (options: TokenBucketOptions): Policy => {
 export const gcra = (options: GcraOptions): Policy => {
   const decoded = decode(GcraOptions, options)
   if (Result.isFailure(decoded)) return decoded.failure
-  const { maxBurst, rate } = decoded.success
-  const config = GcraAlgorithm.config({ maxBurst: maxBurst ?? 0, count: rate.count, periodMillis: rate.per })
+  const o = decoded.success
+  const rate = perRate(o.rate, o.rate.count)
+  const config = GcraAlgorithm.config({ maxBurst: o.maxBurst ?? 0, count: rate.count, periodMillis: rate.per })
   return make<Gcra>({
     _tag: "Gcra",
     algorithm: GcraAlgorithm.algorithm,
     config,
     rule: bind(GcraAlgorithm.algorithm, config),
     quota: { limit: config.limit, windowMillis: (config.limit / rate.count) * rate.per }
-  })
+  }, o)
 }
 
 /**
@@ -867,15 +1044,22 @@ export const gcra = (options: GcraOptions): Policy => {
 export const leakyBucket = (options: LeakyBucketOptions): Policy => {
   const decoded = decode(LeakyBucketOptions, options)
   if (Result.isFailure(decoded)) return decoded.failure
-  const { burst, delay, nodelay, rate } = decoded.success
-  const config = LeakyBucketAlgorithm.config({ tokens: rate.tokens, periodMillis: rate.per, burst, delay, nodelay })
+  const o = decoded.success
+  const rate = perRate(o.rate, o.rate.tokens)
+  const config = LeakyBucketAlgorithm.config({
+    tokens: rate.count,
+    periodMillis: rate.per,
+    burst: o.burst,
+    delay: o.delay,
+    nodelay: o.nodelay
+  })
   return make<LeakyBucket>({
     _tag: "LeakyBucket",
     algorithm: LeakyBucketAlgorithm.algorithm,
     config,
     rule: bind(LeakyBucketAlgorithm.algorithm, config),
-    quota: { limit: config.capacity, windowMillis: (config.capacity / rate.tokens) * rate.per }
-  })
+    quota: { limit: config.capacity, windowMillis: (config.capacity / rate.count) * rate.per }
+  }, o)
 }
 
 /**
@@ -896,15 +1080,22 @@ export const leakyBucket = (options: LeakyBucketOptions): Policy => {
 export const fixedWindow = (options: FixedWindowOptions): Policy => {
   const decoded = decode(FixedWindowOptions, options)
   if (Result.isFailure(decoded)) return decoded.failure
-  const { aligned, limit, window } = decoded.success
-  const config = FixedWindowAlgorithm.config({ limit, windowMillis: window, align: aligned })
+  const o = decoded.success
+  const config = FixedWindowAlgorithm.config({
+    limit: o.limit,
+    windowMillis: o.window,
+    align: o.aligned,
+    countBlocked: o.countBlocked,
+    execEvenly: o.execEvenly,
+    minDelay: o.execEvenlyMinDelay
+  })
   return make<FixedWindow>({
     _tag: "FixedWindow",
     algorithm: FixedWindowAlgorithm.algorithm,
     config,
     rule: bind(FixedWindowAlgorithm.algorithm, config),
-    quota: { limit, windowMillis: window }
-  })
+    quota: { limit: o.limit, windowMillis: o.window }
+  }, o)
 }
 
 /**
@@ -925,15 +1116,15 @@ export const fixedWindow = (options: FixedWindowOptions): Policy => {
 export const slidingWindow = (options: SlidingWindowOptions): Policy => {
   const decoded = decode(SlidingWindowOptions, options)
   if (Result.isFailure(decoded)) return decoded.failure
-  const { limit, window } = decoded.success
-  const config = SlidingWindowAlgorithm.config({ limit, windowMillis: window })
+  const o = decoded.success
+  const config = SlidingWindowAlgorithm.config({ limit: o.limit, windowMillis: o.window })
   return make<SlidingWindow>({
     _tag: "SlidingWindow",
     algorithm: SlidingWindowAlgorithm.algorithm,
     config,
     rule: bind(SlidingWindowAlgorithm.algorithm, config),
-    quota: { limit, windowMillis: window }
-  })
+    quota: { limit: o.limit, windowMillis: o.window }
+  }, o)
 }
 
 /**
@@ -955,15 +1146,20 @@ export const slidingWindow = (options: SlidingWindowOptions): Policy => {
 export const slidingLog = (options: SlidingLogOptions): Policy => {
   const decoded = decode(SlidingLogOptions, options)
   if (Result.isFailure(decoded)) return decoded.failure
-  const { countBlocked, limit, minGap, window } = decoded.success
-  const config = SlidingLogAlgorithm.config({ limit, windowMillis: window, minGap: minGap ?? 0, countBlocked })
+  const o = decoded.success
+  const config = SlidingLogAlgorithm.config({
+    limit: o.limit,
+    windowMillis: o.window,
+    minGap: o.minGap ?? 0,
+    countBlocked: o.countBlocked
+  })
   return make<SlidingLog>({
     _tag: "SlidingLog",
     algorithm: SlidingLogAlgorithm.algorithm,
     config,
     rule: bind(SlidingLogAlgorithm.algorithm, config),
-    quota: { limit, windowMillis: window }
-  })
+    quota: { limit: o.limit, windowMillis: o.window }
+  }, o)
 }
 
 /**
@@ -989,15 +1185,17 @@ export const smooth = (options: SmoothOptions): Policy => {
   const decoded = decode(SmoothOptions, options)
   if (Result.isFailure(decoded)) return decoded.failure
   const o = decoded.success
-  const config = smoothConfig(o)
-  return make<Smooth>({
+  return smoothOf(smoothConfig(o), o)
+}
+
+const smoothOf = (config: WarmUpAlgorithm.Config, options: Parameters<typeof make>[1]): Smooth =>
+  make<Smooth>({
     _tag: "Smooth",
     algorithm: WarmUpAlgorithm.algorithm,
     config,
     rule: bind(WarmUpAlgorithm.algorithm, config),
-    quota: { limit: o.permits, windowMillis: o.per }
-  })
-}
+    quota: { limit: config.permits, windowMillis: config.periodMillis }
+  }, options)
 
 /**
  * Whether the value is a `Policy` (valid or not).
@@ -1062,7 +1260,7 @@ export const all = (...parts: ReadonlyArray<Policy>): Policy => {
     rule: bind(CompositeAlgorithm.algorithm, config),
     parts: valid,
     quota
-  })
+  }, {})
 }
 
 /**
@@ -1085,15 +1283,124 @@ export const all = (...parts: ReadonlyArray<Policy>): Policy => {
 export const concurrency = (options: ConcurrencyOptions): Policy => {
   const decoded = decode(ConcurrencyOptions, options)
   if (Result.isFailure(decoded)) return decoded.failure
-  const { capacity, replenish } = decoded.success
-  const refill = replenish === undefined ? undefined : { tokens: replenish.tokens, periodMillis: replenish.per }
-  const config = ConcurrencyAlgorithm.config({ capacity, replenish: refill })
+  const o = decoded.success
+  const rate = o.replenish === undefined ? undefined : perRate(o.replenish, o.replenish.tokens)
+  const refill = rate === undefined ? undefined : { tokens: rate.count, periodMillis: rate.per }
+  const config = ConcurrencyAlgorithm.config({ capacity: o.capacity, replenish: refill })
   return make<Concurrency>({
     _tag: "Concurrency",
     algorithm: ConcurrencyAlgorithm.algorithm,
     config,
     rule: bind(ConcurrencyAlgorithm.algorithm, config),
-    quota: { limit: capacity, windowMillis: refill === undefined ? 1000 : refill.periodMillis }
+    quota: { limit: o.capacity, windowMillis: refill === undefined ? 1000 : refill.periodMillis }
+  }, o)
+}
+
+/**
+ * A base limit with a burst allowance beside it, as rate-limiter-flexible's
+ * `BurstyRateLimiter` (`RateLimiterBurst`): a request is admitted by `base`
+ * if it can be, else by `burst`, else it is denied; only the limit that
+ * admits it takes its cost. The decision counts both (`remaining` and
+ * `limit` are the two added up).
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * // 10 per second, and up to 20 more per minute when that is not enough
+ * const policy = Policy.burst(
+ *   Policy.fixedWindow({ limit: 10, window: "1 second" }),
+ *   Policy.fixedWindow({ limit: 20, window: "1 minute" })
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const burst = (base: Policy, burst: Policy): Policy => {
+  for (const [field, part] of [["base", base], ["burst", burst]] as const) {
+    if (!isPolicy(part)) {
+      return { _tag: "Invalid", error: new InvalidPolicy({ field, value: typeof part, reason: "must be a Policy" }) }
+    }
+    if (part._tag === "Invalid") {
+      return { _tag: "Invalid", error: new InvalidPolicy({ ...part.error, field: `${field}.${part.error.field}` }) }
+    }
+  }
+  const b = base as Valid
+  const x = burst as Valid
+  const config = BurstAlgorithm.config(
+    { algorithm: b.algorithm, config: b.config },
+    { algorithm: x.algorithm, config: x.config }
+  )
+  return make<Burst>({
+    _tag: "Burst",
+    algorithm: BurstAlgorithm.algorithm,
+    config,
+    rule: bind(BurstAlgorithm.algorithm, config),
+    base: b,
+    burst: x,
+    quota: { limit: b.quota.limit + x.quota.limit, windowMillis: b.quota.windowMillis }
+  }, {})
+}
+
+/**
+ * No limit at all (x/time/rate's `rate.Inf`): every request is admitted at
+ * once, whatever its cost; `remaining` and `limit` are `Infinity`.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const internal = Policy.unlimited()
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const unlimited = (): Policy =>
+  make<Unlimited>({
+    _tag: "Unlimited",
+    algorithm: UnlimitedAlgorithm.algorithm,
+    config: UnlimitedAlgorithm.config,
+    rule: bind(UnlimitedAlgorithm.algorithm, UnlimitedAlgorithm.config),
+    quota: { limit: Infinity, windowMillis: 1000 }
+  }, {})
+
+/**
+ * The same policy with the {@link CommonOptions} set: the way to give
+ * `dryRun` or `blockDuration` to `Policy.all` and `Policy.burst` (the
+ * others take them among their own options). Only the options of the
+ * policy a key runs count, not those of its parts.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const both = Policy.all(
+ *   Policy.fixedWindow({ limit: 10, window: "1 second" }),
+ *   Policy.fixedWindow({ limit: 100, window: "1 minute" })
+ * )
+ * const trial = Policy.withOptions(both, { dryRun: true })
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withOptions = (policy: Policy, options: CommonOptions): Policy => {
+  if (!isPolicy(policy)) {
+    return {
+      _tag: "Invalid",
+      error: new InvalidPolicy({ field: "policy", value: typeof policy, reason: "must be a Policy" })
+    }
+  }
+  if (policy._tag === "Invalid") return policy
+  const decoded = decode(CommonOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const o = decoded.success
+  return Object.freeze({
+    ...policy,
+    dryRun: o.dryRun ?? policy.dryRun,
+    blockMillis: o.blockDuration ?? policy.blockMillis
   })
 }
 
@@ -1127,10 +1434,11 @@ export const adaptive = (options: AdaptiveOptions): Policy => {
   const decoded = decode(AdaptiveOptions, options)
   if (Result.isFailure(decoded)) return decoded.failure
   const o = decoded.success
+  const rate = perRate(o.rate, o.rate.tokens)
   const config = AdaptiveAlgorithm.config({
     capacity: o.capacity,
-    periodMillis: o.rate.per,
-    initial: o.rate.tokens,
+    periodMillis: rate.per,
+    initial: rate.count,
     floor: o.floor,
     ceiling: o.ceiling,
     increase: o.increase,
@@ -1142,8 +1450,48 @@ export const adaptive = (options: AdaptiveOptions): Policy => {
     algorithm: AdaptiveAlgorithm.algorithm,
     config,
     rule: bind(AdaptiveAlgorithm.algorithm, config),
-    quota: { limit: o.capacity, windowMillis: (o.capacity / o.rate.tokens) * o.rate.per }
+    quota: { limit: o.capacity, windowMillis: (o.capacity / rate.count) * rate.per }
+  }, o)
+}
+
+/**
+ * The policy at another rate, for `RateLimiter.setRate`: a smooth policy at
+ * `perSecond` permits per second (Guava's `setRate`), or a token bucket
+ * refilled at `perSecond` tokens per second, its capacity unchanged
+ * (x/time/rate's `SetLimit`; 0 stops the refill). Every other policy has no
+ * one rate to set, and answers `Invalid`.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const slow = Policy.smooth({ permits: 5, per: "1 second", warmup: "4 seconds" })
+ * if (slow._tag !== "Invalid") Policy.withRate(slow, 10) // 10 per second, the same warm-up
+ * ```
+ *
+ * @since 0.2.0
+ * @category combinators
+ */
+export const withRate = (policy: Valid, perSecond: number): Policy => {
+  const bad = (reason: string): Invalid => ({
+    _tag: "Invalid",
+    error: new InvalidPolicy({ field: "rate", value: String(perSecond), reason })
   })
+  const kept = { dryRun: policy.dryRun, blockDuration: policy.blockMillis > 0 ? policy.blockMillis : undefined }
+  switch (policy._tag) {
+    case "TokenBucket": {
+      if (!(Number.isFinite(perSecond) && perSecond >= 0)) return bad("must be a finite number >= 0")
+      return tokenBucketOf(TokenBucketAlgorithm.rate.withRate(policy.config, perSecond, 1000), kept)
+    }
+    case "Smooth": {
+      if (!(Number.isFinite(perSecond) && perSecond > 0)) return bad("must be a positive finite number")
+      return smoothOf(WarmUpAlgorithm.rate.withRate(policy.config, perSecond, 1000), kept)
+    }
+    default:
+      return bad(
+        `${policy.rule.name} has no one rate to set: setRate changes a smooth policy (Guava) or a token bucket (x/time/rate); reconfigure changes any policy`
+      )
+  }
 }
 
 /**
@@ -1183,7 +1531,13 @@ export const validate = (policy: Policy): Effect.Effect<Valid, InvalidPolicy> =>
 export const share = (policy: Valid, fraction: number): Valid => {
   if (fraction === 1) return policy
   const scaled = scale(policy, fraction)
-  return scaled._tag === "Invalid" ? policy : scaled
+  if (scaled._tag === "Invalid") return policy
+  // the policy's own options go with it
+  const kept = withOptions(scaled, {
+    dryRun: policy.dryRun,
+    blockDuration: policy.blockMillis > 0 ? policy.blockMillis : undefined
+  })
+  return kept._tag === "Invalid" ? scaled : kept
 }
 
 const scale = (p: Valid, f: number): Policy => {
@@ -1192,9 +1546,11 @@ const scale = (p: Valid, f: number): Policy => {
       return tokenBucket({
         capacity: p.capacity * f,
         refill: { tokens: p.refill.tokens * f, per: p.refill.per },
-        initialTokens: p.initialTokens * f,
+        initialTokens: p.config.adaptive ? undefined : p.initialTokens * f,
         mode: p.config.interval ? "interval" : "greedy",
-        aligned: p.config.aligned
+        aligned: p.config.aligned && p.config.floor === -Infinity,
+        firstRefill: p.config.floor === -Infinity ? undefined : p.config.origin,
+        adaptiveInitialTokens: p.config.adaptive
       })
     case "Gcra":
       return gcra({
@@ -1212,7 +1568,9 @@ const scale = (p: Valid, f: number): Policy => {
       return fixedWindow({
         limit: Math.max(1, Math.floor(p.config.limit * f)),
         window: p.config.windowMillis,
-        aligned: p.config.align
+        aligned: p.config.align,
+        countBlocked: p.config.countBlocked,
+        execEvenly: p.config.execEvenly
       })
     case "SlidingWindow":
       return slidingWindow({ limit: Math.max(1, Math.floor(p.config.limit * f)), window: p.config.windowMillis })
@@ -1240,7 +1598,10 @@ const scale = (p: Valid, f: number): Policy => {
         decrease: p.config.decrease,
         latency: p.config.latencyMillis === Infinity ? undefined : p.config.latencyMillis
       })
+    case "Burst":
+      return burst(share(p.base, f), share(p.burst, f))
     case "Smooth":
+    case "Unlimited":
       return p
   }
 }

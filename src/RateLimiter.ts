@@ -3,8 +3,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Predicate, Result, Schema, type Scope } from "effect"
-import type { Decision } from "./Decision.ts"
+import { Context, Duration, Effect, Layer, type Option, Predicate, Result, Schema, type Scope } from "effect"
+import type { Decision, Taken } from "./Decision.ts"
 import {
   type BucketFailed,
   InvalidPolicy,
@@ -111,8 +111,61 @@ export interface Options {
  * @since 0.1.0
  */
 export interface AcquireOptions {
-  /** Units to take: a positive integer, 1 by default. */
+  /**
+   * Units to take: an integer >= 0, 1 by default. A cost of 0 takes nothing
+   * and reports the key as it stands (x/time/rate's `AllowN(t, 0)`).
+   */
   readonly cost?: number | undefined
+  /**
+   * The length of the window this call opens, if it opens one
+   * (rate-limiter-flexible's `customDuration`): only for a fixed window that
+   * opens at its first hit; any other policy refuses it with
+   * `InvalidRequest`. `Duration.infinity`: the window never ends. Default:
+   * the policy's window.
+   */
+  readonly duration?: Duration.Input | undefined
+}
+
+/**
+ * Options of `force` and `penalty`, and of `set`.
+ *
+ * @example
+ * ```ts
+ * import type { RateLimiter } from "tollgate"
+ *
+ * const options: RateLimiter.ForceOptions = { cost: 3, duration: "1 minute" }
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface ForceOptions {
+  /** Units to take: an integer >= 0, 1 by default. */
+  readonly cost?: number | undefined
+  /** As in {@link AcquireOptions}: the window this call opens, for a fixed window that opens at its first hit. */
+  readonly duration?: Duration.Input | undefined
+}
+
+/**
+ * Options of `add`.
+ *
+ * @example
+ * ```ts
+ * import type { RateLimiter } from "tollgate"
+ *
+ * // Bucket4j's forceAddTokens: above the limit if it comes to that
+ * const options: RateLimiter.AddOptions = { overLimit: true }
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface AddOptions {
+  /**
+   * Let the key hold more than its limit (Bucket4j's `forceAddTokens`);
+   * by default the units added stop at the limit (Bucket4j's `addTokens`).
+   */
+  readonly overLimit?: boolean | undefined
 }
 
 /**
@@ -364,9 +417,18 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     key: string | ReadonlyArray<string>,
     options?: WaitOptions
   ) => Effect.Effect<void, CallError | RateLimitExceeded>
-  /** What `consume` would decide now, without taking anything (and without starting a bucket). */
+  /**
+   * What `consume` would decide now, without taking anything (and without
+   * starting a bucket): Bucket4j's `estimateAbilityToConsume`. A cost above
+   * what the policy can ever grant is answered "never" (`retryAfter`
+   * infinite), not refused.
+   */
   readonly peek: (key: string, options?: AcquireOptions) => Effect.Effect<Decision, CallError>
-  /** Forgets the key's usage: its bucket goes back to the initial state (full, by default). */
+  /**
+   * Forgets the key's usage: its bucket goes back to the initial state (full,
+   * by default), and a block ends. (Bucket4j's `reset()` refills to capacity
+   * whatever the bucket starts with: that is `fill`.)
+   */
   readonly reset: (key: string) => Effect.Effect<void, CallError>
   /** Takes a place in the key's line now and says when to act; see {@link Reservation}. */
   readonly reserve: (
@@ -414,6 +476,102 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * rate. Fails with `InvalidRequest` for a key whose policy has a fixed rate.
    */
   readonly feedback: (key: string, signal: Feedback, options?: FeedbackOptions) => Effect.Effect<void, CallError>
+
+  // ---------------------------------------------------------------------------
+  // Beyond a plain decision: what the peers' users look for by name. Each is
+  // one request to the key's bucket, in order with its others, decided by the
+  // same rule on the caller's fiber and in the actor, and by the stores'
+  // scripts; each answers the key as it stands after it (Bucket4j's verbose
+  // results). See docs/algorithms.md, "Beyond the limit".
+
+  /**
+   * Takes `cost` units now whatever the limit (Bucket4j's
+   * `consumeIgnoringRateLimits`): the key may go into debt, which it pays
+   * back before anything else is admitted. Always admitted; `delay` is how
+   * long until the key is within its limit again (absent: it is). Every
+   * policy supports it.
+   */
+  readonly force: (key: string, options?: ForceOptions) => Effect.Effect<Decision, CallError>
+  /**
+   * rate-limiter-flexible's `penalty(key, points)`: `force` of `points`
+   * (default 1), with its `duration` per call.
+   */
+  readonly penalty: (
+    key: string,
+    points?: number,
+    options?: { readonly duration?: Duration.Input | undefined }
+  ) => Effect.Effect<Decision, CallError>
+  /**
+   * Gives `amount` units to the key and answers how it stands (Bucket4j's
+   * `addTokens`): never above its limit, unless `overLimit` (Bucket4j's
+   * `forceAddTokens`: a token bucket then holds more than its capacity
+   * until requests spend it). Fails with `InvalidRequest` for a policy that
+   * has no such units: `release`'s refusals, and with `overLimit` the
+   * sliding window, sliding log, smooth and concurrency policies.
+   */
+  readonly add: (key: string, amount: number, options?: AddOptions) => Effect.Effect<Decision, CallError>
+  /**
+   * rate-limiter-flexible's `reward(key, points)`: `add` of `points`
+   * (default 1), never above the limit (rate-limiter-flexible lets a reward
+   * lift a key above it; `add` with `overLimit` does that).
+   */
+  readonly reward: (key: string, points?: number) => Effect.Effect<Decision, CallError>
+  /**
+   * The key full, nothing used, whatever it starts with (Bucket4j's
+   * `reset()`, which refills to capacity; `reset` goes back to the key's
+   * initial state). Ends a block.
+   */
+  readonly fill: (key: string) => Effect.Effect<Decision, CallError>
+  /**
+   * Takes as many units as the key admits now, at most `cost` (default: all
+   * there are), and says how many (Bucket4j's `tryConsumeAsMuchAsPossible`).
+   * Behind waiters, or blocked, it takes none.
+   */
+  readonly consumeUpTo: (key: string, options?: { readonly cost?: number | undefined }) => Effect.Effect<
+    Taken,
+    CallError
+  >
+  /**
+   * How the key stands, or `Option.none()` when it has no state worth
+   * keeping: never seen, deleted, or settled (forgetting it would change
+   * nothing) (rate-limiter-flexible's `get`, which answers `null`).
+   * Starts no bucket.
+   */
+  readonly get: (key: string) => Effect.Effect<Option.Option<Decision>, CallError>
+  /**
+   * The key as if `used` units had been taken from full, now
+   * (rate-limiter-flexible's `set(key, points, duration)`); `used` above the
+   * limit is a debt. `duration`: the window it opens, as for `acquire`. Ends
+   * a block.
+   */
+  readonly set: (
+    key: string,
+    used: number,
+    options?: { readonly duration?: Duration.Input | undefined }
+  ) => Effect.Effect<Decision, CallError>
+  /**
+   * Forgets the key's state (a block included) and says whether it had any
+   * (rate-limiter-flexible's `delete`). A policy the key was reconfigured to
+   * stays.
+   */
+  readonly delete: (key: string) => Effect.Effect<boolean, CallError>
+  /**
+   * Refuses every request for the key for `duration` from now
+   * (rate-limiter-flexible's `block`; `Duration.infinity`: until `reset`,
+   * `fill`, `set` or `delete`), with `retryAfter` running to its end. A new
+   * block replaces one in force. Requests refused by the block take nothing.
+   */
+  readonly block: (key: string, duration: Duration.Input) => Effect.Effect<Decision, CallError>
+  /**
+   * Changes the key's rate, keeping the rest of its policy (Guava's
+   * `setRate(permitsPerSecond)`, x/time/rate's `SetLimit`): a smooth policy
+   * keeps its `nextFree` (the next request pays the previous one's cost at
+   * the old rate) and rescales its stored permits; a token bucket keeps the
+   * tokens it holds and refills at the new rate from now (0 stops it). Any
+   * other policy fails with `InvalidRequest` (`reconfigure` changes any
+   * policy). The key keeps the new rate across reaps, as after `reconfigure`.
+   */
+  readonly setRate: (key: string, perSecond: number) => Effect.Effect<void, CallError>
 }>()("tollgate/RateLimiter") {
   /**
    * Builds a limiter in the current scope; closing the scope shuts it down
@@ -493,7 +651,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
-          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, 0)
+          if (options?.duration === undefined || kind === Request.Kind.Peek) {
+            return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, 0)
+          }
+          const window = parseWindow(options.duration)
+          if (window instanceof InvalidRequest) return Effect.fail(window)
+          return supervisor.submitUnsafe(key, kind, options.cost ?? 1, 0, { window })
         })
 
       const decideAll = <A>(
@@ -514,6 +677,30 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         const order = options === undefined ? undefined : orderOf(options, maxKeyLength)
         return order instanceof InvalidRequest ? order : { maxWait, order }
       }
+      // One of the operations beyond a plain decision: the key and the
+      // numbers checked, then one request to the key's bucket.
+      const beyond = <K extends Request.DecideKind>(
+        kind: K,
+        key: string,
+        cost: InvalidRequest | number,
+        duration?: Duration.Input
+      ) =>
+        Effect.suspend(() => {
+          const invalid = checkKey(key) ?? (cost instanceof InvalidRequest ? cost : undefined)
+          if (invalid !== undefined) return Effect.fail(invalid)
+          const units = cost instanceof InvalidRequest ? 0 : cost
+          if (duration === undefined) return supervisor.submitUnsafe(key, kind, units, 0)
+          const window = parseWindow(duration)
+          if (window instanceof InvalidRequest) return Effect.fail(window)
+          return supervisor.submitUnsafe(key, kind, units, 0, { window })
+        })
+      const add = (key: string, amount: number, options?: AddOptions) =>
+        beyond(
+          options?.overLimit === true ? Request.Kind.ForceAdd : Request.Kind.Add,
+          key,
+          units("amount", amount, 1, 1)
+        )
+
       const waitFor = <K extends Request.WaitKind>(kind: K, key: string, options: WaitOptions | undefined) =>
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
@@ -577,6 +764,41 @@ export class RateLimiter extends Context.Service<RateLimiter, {
               Effect.ensuring(restore(effect), Effect.ignore(release(key, options?.cost ?? 1)))
             )
           ),
+        force: (key, options) => beyond(Request.Kind.Force, key, units("cost", options?.cost, 1, 0), options?.duration),
+        penalty: (key, points, options) =>
+          beyond(Request.Kind.Force, key, units("points", points, 1, 0), options?.duration),
+        add,
+        reward: (key, points) => add(key, points ?? 1),
+        fill: (key) => beyond(Request.Kind.Fill, key, 0),
+        consumeUpTo: (key, options) =>
+          beyond(Request.Kind.TakeUpTo, key, units("cost", options?.cost, Number.MAX_SAFE_INTEGER, 1)),
+        get: (key) => beyond(Request.Kind.Get, key, 0),
+        set: (key, used, options) => beyond(Request.Kind.Set, key, units("used", used, 0, 0), options?.duration),
+        delete: (key) => beyond(Request.Kind.Delete, key, 0),
+        block: (key, duration) =>
+          Effect.suspend(() => {
+            const window = parseWindow(duration)
+            if (window instanceof InvalidRequest) return Effect.fail(window)
+            return beyond(Request.Kind.Block, key, 0, duration)
+          }),
+        setRate: (key, perSecond) =>
+          Effect.suspend(() => {
+            const invalid = checkKey(key)
+            if (invalid !== undefined) return Effect.fail(invalid)
+            const policy = supervisor.policyOf(key)
+            if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
+            const next = Policy.withRate(policy, perSecond)
+            if (next._tag === "Invalid") {
+              return Effect.fail(
+                new InvalidRequest({ field: "rate", value: String(perSecond), reason: next.error.reason })
+              )
+            }
+            return supervisor.submitUnsafe(key, Request.Kind.Reconfigure, 0, 0, {
+              policy: next,
+              carry: "as-is",
+              rate: policy.rule.rate?.of
+            })
+          }),
         reconfigure: (key, policy, options) =>
           Effect.suspend(() => {
             const invalid = checkKey(key)
@@ -632,13 +854,43 @@ export class RateLimiter extends Context.Service<RateLimiter, {
 }
 
 const checkCost = (cost: number | undefined): InvalidRequest | undefined =>
-  cost === undefined || (Number.isSafeInteger(cost) && cost > 0)
+  cost === undefined || (Number.isSafeInteger(cost) && cost >= 0)
     ? undefined
     : new InvalidRequest({
       field: "cost",
       value: Predicate.isNumber(cost) ? String(cost) : typeof cost,
-      reason: "must be a positive integer"
+      reason: "must be an integer >= 0"
     })
+
+// A count of units given to an operation: a safe integer of at least `least`
+// (its default when left out), or the InvalidRequest naming it.
+const units = (field: string, n: number | undefined, fallback: number, least: number): number | InvalidRequest =>
+  n === undefined
+    ? fallback
+    : Number.isSafeInteger(n) && n >= least
+    ? n
+    : new InvalidRequest({
+      field,
+      value: Predicate.isNumber(n) ? String(n) : typeof n,
+      reason: least > 0 ? "must be a positive integer" : "must be an integer >= 0"
+    })
+
+// A window a call opens, or a block's length: positive milliseconds, or
+// Infinity (for ever).
+const parseWindow = (input: Duration.Input): number | InvalidRequest => {
+  const duration = Predicate.isNumber(input) && Number.isNaN(input)
+    ? { _tag: "None" as const }
+    : Duration.fromInput(input)
+  if (duration._tag === "Some") {
+    const millis = Duration.toMillis(duration.value)
+    if (millis > 0) return millis
+  }
+  return new InvalidRequest({
+    field: "duration",
+    value: Predicate.isString(input) || Predicate.isNumber(input) ? String(input) : typeof input,
+    reason: "must be a positive duration (or Duration.infinity)"
+  })
+}
 
 const parseMaxWait = (input: Duration.Input): number | InvalidRequest => {
   // Duration.fromInput reads NaN as zero: refuse it before it gets there.
@@ -810,6 +1062,8 @@ type ReserveOptions_ = ReserveOptions
 type ReconfigureOptions_ = ReconfigureOptions
 type Feedback_ = Feedback
 type FeedbackOptions_ = FeedbackOptions
+type ForceOptions_ = ForceOptions
+type AddOptions_ = AddOptions
 
 /**
  * The types that go with the service, reachable as `RateLimiter.Options` etc.
@@ -968,4 +1222,32 @@ export declare namespace RateLimiter {
    * @since 0.2.0
    */
   export type FeedbackOptions = FeedbackOptions_
+  /**
+   * Options of `force`, `penalty` and `set` (see {@link ForceOptions}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const penalty: RateLimiter.ForceOptions = { cost: 5 }
+   * ```
+   *
+   * @category models
+   * @since 0.2.0
+   */
+  export type ForceOptions = ForceOptions_
+  /**
+   * Options of `add` (see {@link AddOptions}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const forced: RateLimiter.AddOptions = { overLimit: true }
+   * ```
+   *
+   * @category models
+   * @since 0.2.0
+   */
+  export type AddOptions = AddOptions_
 }

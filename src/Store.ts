@@ -46,6 +46,28 @@ export const OpKind = {
    * key with no state gets its initial one either way.
    */
   Admit: 5,
+  /** Take `cost` whatever the limit (into debt); `retryAfter` answers how long the debt lasts. */
+  Force: 6,
+  /** Add `cost` units with no cap. */
+  ForceAdd: 7,
+  /** The key full (nothing used), unblocked. */
+  Fill: 8,
+  /** Take as much as admitted now, at most `cost`; `value` answers how many. */
+  TakeUpTo: 9,
+  /** The key as it stands; `value` answers 1 if it has state not yet settled, else 0 (nothing is created). */
+  Get: 10,
+  /** The key as if `cost` units had been used from full, unblocked. */
+  Set: 11,
+  /** Forget the key; `value` answers 1 if it had state not yet settled, else 0. */
+  Delete: 12,
+  /** Refuse everything for `cost` milliseconds from now (`Infinity`: for ever). */
+  Block: 13,
+  /**
+   * The policy's rate changed (`setRate`): `cost` and `queued` are the old
+   * rate's numbers (the algorithm's `rateOf`), and the state is carried over
+   * by the algorithm's own rate rule (a key with no state stays so).
+   */
+  SetRate: 14,
   // Adaptive rates: 16 and up.
   /**
    * A signal for an adaptive rate: `cost` is the signal (0 ok, 1 throttled,
@@ -88,6 +110,12 @@ export interface Op {
   readonly kind: OpKind
   readonly cost: number
   readonly queued: number
+  /**
+   * Take, Force and Set: the length of the window the operation opens, for
+   * a policy with windows of a length per call (a fixed window that opens at
+   * its first hit); 0 or absent: the policy's own.
+   */
+  readonly window?: number | undefined
 }
 
 /**
@@ -113,6 +141,14 @@ export interface Reply {
   readonly retryAfter: number
   readonly resetAfter: number
   readonly limit: number
+  /** TakeUpTo: the units taken; Get and Delete: 1 if the key had state, else 0. */
+  readonly value?: number | undefined
+  /**
+   * Take, Admit and TakeUpTo that admit: a shaper's delay (ms) before the
+   * request proceeds (the leaky bucket, a fixed window with `execEvenly`);
+   * absent when 0.
+   */
+  readonly delay?: number | undefined
 }
 
 /**

@@ -404,7 +404,6 @@ for (const fastPath of [true, false]) {
       const badInputs: Array<[string, () => any, string]> = [
         ["NaN cost", () => ({ cost: NaN }), "cost"],
         ["negative cost", () => ({ cost: -1 }), "cost"],
-        ["zero cost", () => ({ cost: 0 }), "cost"],
         ["Infinity cost", () => ({ cost: Infinity }), "cost"],
         ["fractional cost", () => ({ cost: 1.5 }), "cost"]
       ]
@@ -427,6 +426,17 @@ for (const fastPath of [true, false]) {
             assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
           }))
       }
+
+      it.effect("a cost of 0 is admitted, takes nothing and reports the key (x/time/rate's AllowN(t, 0))", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(5, 1) })
+          assert.isTrue(yield* limiter.acquire("k", { cost: 5 }))
+          const d = yield* limiter.consume("k", { cost: 0 })
+          assert.isTrue(d.allowed)
+          assert.strictEqual(d.remaining, 0)
+          assert.isTrue(yield* limiter.acquire("k", { cost: 0 }))
+          assert.isFalse(yield* limiter.acquire("k"))
+        }))
 
       it.effect("empty, oversized and non-string keys fail with InvalidRequest naming the key", () =>
         Effect.gen(function*() {

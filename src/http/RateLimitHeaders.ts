@@ -104,7 +104,8 @@ export const checkName = (name: unknown, field = "name"): InvalidPolicy | undefi
  * @category formatting
  * @since 0.1.0
  */
-export const sfString = (s: string): string => `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`
+export const sfString = (s: string): string =>
+  s.includes("\\") || s.includes("\"") ? `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"` : `"${s}"`
 
 const MAX_SF_INTEGER = 999_999_999_999_999
 

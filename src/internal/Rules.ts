@@ -6,7 +6,7 @@
  *
  * @since 0.2.0
  */
-import { Duration, Predicate, Result, Schema, SchemaGetter, SchemaIssue } from "effect"
+import { DateTime, Duration, Predicate, Result, Schema, SchemaGetter, SchemaIssue } from "effect"
 
 const isPositiveFinite = (n: unknown): n is number => Predicate.isNumber(n) && Number.isFinite(n) && n > 0
 
@@ -60,6 +60,38 @@ export const PositiveDuration = Schema.declare(isDuration, {
   Schema.decodeTo(Schema.Finite, {
     decode: SchemaGetter.transform((input: Duration.Input) => positiveMillis(input) ?? NaN),
     encode: SchemaGetter.transform((millis: number): Duration.Input => millis)
+  })
+)
+
+/**
+ * Parses an instant (milliseconds since the epoch, an ISO 8601 string, a
+ * `Date` or a `DateTime`) into finite epoch milliseconds, or `undefined`.
+ *
+ * @since 0.2.0
+ */
+export const instantMillis = (input: unknown): number | undefined => {
+  if (Predicate.isNumber(input)) return Number.isFinite(input) ? input : undefined
+  if (!(Predicate.isString(input) || DateTime.isDateTime(input) || Predicate.isDate(input))) return undefined
+  const parsed = DateTime.make(input)
+  if (parsed._tag === "None") return undefined
+  const millis = DateTime.toEpochMillis(parsed.value)
+  return Number.isFinite(millis) ? millis : undefined
+}
+
+const isInstant = (u: unknown): u is number | string | Date | DateTime.DateTime => instantMillis(u) !== undefined
+
+/**
+ * An instant: milliseconds since the epoch on the limiter's clock, an ISO
+ * 8601 string, a `Date` or a `DateTime`; decodes to epoch milliseconds.
+ *
+ * @since 0.2.0
+ */
+export const Instant = Schema.declare(isInstant, {
+  message: "must be an instant: epoch milliseconds, an ISO 8601 string, a Date or a DateTime"
+}).pipe(
+  Schema.decodeTo(Schema.Finite, {
+    decode: SchemaGetter.transform((input: number | string | Date | DateTime.DateTime) => instantMillis(input) ?? NaN),
+    encode: SchemaGetter.transform((millis: number): number | string | Date | DateTime.DateTime => millis)
   })
 )
 

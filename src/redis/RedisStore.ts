@@ -177,8 +177,17 @@ export const supported: ReadonlyArray<string> = Scripts.supported
  * @category guards
  * @since 0.1.0
  */
-export const supports = (policy: Policy.Valid): boolean =>
-  !Predicate.isString(Scripts.forPolicy(policy.algorithm, policy.config))
+export const supports = (policy: Policy.Valid): boolean => !Predicate.isString(encodePolicy(policy))
+
+// The scripts' encoding of a policy, or the sentence saying what of it the
+// store does not run. A policy with a blockDuration sends it after its
+// configuration, and only to the batch entry point (a refusal starts a block).
+const encodePolicy = (policy: Policy.Valid): Scripts.Encoded | string => {
+  const e = Scripts.forPolicy(policy.algorithm, policy.config)
+  return Predicate.isString(e) || !(policy.blockMillis > 0)
+    ? e
+    : { ...e, policy: `${e.policy} ${Codec.show(policy.blockMillis)}`, lean: undefined, leanArgs: [], leanGroup: "" }
+}
 
 const validate = (options: Options) => {
   const prefix = options.prefix ?? "tollgate:"
@@ -261,6 +270,8 @@ const timedOut = (e: Entry) => unavailable(`timed out after ${e.timeout} ms`)
 class Entry {
   /** Set when the caller was interrupted before it was sent: it never is. */
   cancelled = false
+  /** Set when the lean entry point left it to the batch one (its key is blocked). */
+  batchOnly = false
   /** The answer, once given (a call is answered once). */
   answer: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable> | undefined = undefined
   readonly key: string
@@ -293,7 +304,7 @@ class Entry {
   get lean(): boolean {
     const ops = this.ops
     return ops.length === 1 && (ops[0].kind === OpKind.Take || ops[0].kind === OpKind.Admit) &&
-      this.encoded.lean !== undefined
+      !ops[0].window && this.encoded.lean !== undefined && !this.batchOnly
   }
   /** Answers the caller (once). */
   complete(exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>): void {
@@ -372,7 +383,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     const encode = (policy: Policy.Valid) => {
       let e = encoded.get(policy)
       if (e === undefined) {
-        e = Scripts.forPolicy(policy.algorithm, policy.config)
+        e = encodePolicy(policy)
         encoded.set(policy, e)
       }
       return e
@@ -459,7 +470,8 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
         const e = entries[0]
         if (e.answer === undefined) {
           const result = outcome(e, 0)
-          e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
+          if (result === Codec.deferred) again(e)
+          else e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
         }
         return
       }
@@ -469,11 +481,19 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           const e = entries[i]
           if (e.answer !== undefined) continue
           const result = outcome(e, i)
-          e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
+          if (result === Codec.deferred) again(e)
+          else e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
         }
       } finally {
         answering = false
       }
+    }
+    // A call the lean entry point left to the batch one (its key is
+    // blocked): not answered, it goes again in the next round.
+    const again = (e: Entry): void => {
+      e.batchOnly = true
+      pending.push(e)
+      if (e.deadline < wakeAt) arm(e.deadline)
     }
 
     // One command: the arguments for its entry point and keys.
@@ -502,7 +522,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
           answer(entries, (e, i) => {
             if (failure !== undefined) return unavailable(failure)
             const replies = lean
-              ? Codec.decodeLean(reply, i, entries.length)
+              ? Codec.decodeLean(reply, i, entries.length, e.encoded.leanWidth)
               : Array.isArray(reply) && reply.length === entries.length
               ? Codec.decodeBatch(reply[i], e.ops.length)
               : undefined

@@ -28,7 +28,7 @@ import type { HttpServerRequest } from "effect/http"
 import { createHash } from "node:crypto"
 import * as ClientAddress from "../http/ClientAddress.ts"
 import type * as Policy from "../Policy.ts"
-import type * as FieldErrors from "./FieldErrors.ts"
+import type * as FieldErrors from "./internal/FieldErrors.ts"
 
 const HeaderName = Schema.String.check(
   Schema.isPattern(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, { expected: "an HTTP header name" })
@@ -262,6 +262,8 @@ export interface Matcher {
  * @since 0.2.0
  */
 export const normalizePath = (path: string): string => {
+  // Nothing to decode, collapse or resolve (the common case): the path is its own normal form.
+  if (path.startsWith("/") && !path.includes("%") && !path.includes("//") && !path.includes("/.")) return path
   const decoded = path.replace(/%([0-9A-Fa-f]{2})/g, (encoded, hex: string) => {
     const c = String.fromCharCode(parseInt(hex, 16))
     return /[A-Za-z0-9\-._~]/.test(c) ? c : encoded.toUpperCase()

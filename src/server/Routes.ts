@@ -8,13 +8,22 @@
  * | `POST /v1/wait` `{key, cost?, maxWait?, policy?}` | waits its turn (FIFO), up to `maxWait` ms |
  * | `GET /v1/peek?key=&cost=&policy=`, `POST /v1/peek` | what `consume` would decide, taking nothing |
  * | `POST /v1/reset` `{key, policy?}` | admin (bearer token): forgets the key's usage |
+ * | `POST /v1/penalty` `{key, cost?, policy?}` | takes `cost` whatever the limit: the key after it, `delay` (ms) while in debt |
+ * | `POST /v1/reward` `{key, cost?, policy?}` | gives `cost` units back, capped at the limit: the key after it |
+ * | `POST /v1/take` `{key, cost?, policy?}` | takes what there is, at most `cost`: the key after it and `taken` |
+ * | `GET /v1/get?key=&policy=`, `POST /v1/get` | how the key stands, or `{found: false}` for a key with no state |
+ * | `POST /v1/set` `{key, used, policy?}` | admin: the key as if `used` units had been used from full |
+ * | `POST /v1/delete` `{key, policy?}` | admin: forgets the key and a block: `{deleted}`, whether it had state |
+ * | `POST /v1/block` `{key, duration, policy?}` | admin: refuses the key for `duration` ms (`null`: until reset) |
+ * | `POST /v1/fill` `{key, policy?}` | admin: the key full, a block ended |
  * | `POST /v1/batch` `{requests: [{key, cost?, policy?, op?}]}` | many independent decisions: `{results: [...]}` |
  * | any method `/v1/check[/original/path]` | forward authentication for a gateway: 200, or 429 with `Retry-After` |
  * | `GET /healthz`, `GET /readyz` | liveness, readiness |
  * | `GET /metrics` | Prometheus text format |
  *
  * A denial is a normal `200` with `allowed: false`; `degraded: true` marks a
- * decision made by the Redis fallback. Errors are `application/problem+json`
+ * decision made by the Redis fallback, `dryRun: true` a refusal that a
+ * dry-run policy let through. Errors are `application/problem+json`
  * (RFC 9457) whose `detail` names the field.
  *
  * @since 0.1.0
@@ -25,10 +34,10 @@ import { PrometheusMetrics } from "effect/observability"
 import type { Decision } from "../Decision.ts"
 import * as Problem from "../http/Problem.ts"
 import * as RateLimitHeaders from "../http/RateLimitHeaders.ts"
-import * as AdminAuth from "./AdminAuth.ts"
-import * as Body from "./Body.ts"
-import * as FieldErrors from "./FieldErrors.ts"
-import * as HttpMetrics from "./HttpMetrics.ts"
+import * as AdminAuth from "./internal/AdminAuth.ts"
+import * as Body from "./internal/Body.ts"
+import * as FieldErrors from "./internal/FieldErrors.ts"
+import * as HttpMetrics from "./internal/HttpMetrics.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
 import * as Tollgate from "./Tollgate.ts"
@@ -130,6 +139,14 @@ const allowed: Record<string, string> = {
   "/v1/wait": "POST",
   "/v1/peek": "GET, HEAD, POST",
   "/v1/reset": "POST",
+  "/v1/penalty": "POST",
+  "/v1/reward": "POST",
+  "/v1/take": "POST",
+  "/v1/get": "GET, HEAD, POST",
+  "/v1/set": "POST",
+  "/v1/delete": "POST",
+  "/v1/block": "POST",
+  "/v1/fill": "POST",
   "/v1/batch": "POST",
   "/v1/consume-all": "POST",
   "/v1/feedback": "POST",
@@ -184,7 +201,10 @@ const millis = (d: Duration.Duration): number | null => {
 // The methods the not-found/405 fallback takes: all but HEAD (see below). Others are a bare 404.
 const fallbackMethods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "QUERY"] as const
 
-const json = (body: unknown) => HttpServerResponse.jsonUnsafe(body, { headers: { "cache-control": "no-store" } })
+// Set after the body rather than passed as an option: the option's headers are
+// copied into a record whose prototype is then swapped, about 1 µs more per answer.
+const json = (body: unknown) =>
+  HttpServerResponse.setHeader(HttpServerResponse.jsonUnsafe(body), "cache-control", "no-store")
 
 /**
  * The routes, as a layer for `HttpRouter.serve`.
@@ -238,6 +258,16 @@ export const layer: Layer.Layer<
         latency: Schema.optionalKey(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)))
       })
       const ResetRequest = Schema.Struct({ key: Key, policy: Schema.optionalKey(ServiceConfig.PolicyName) })
+      const SetRequest = Schema.Struct({
+        ...ResetRequest.fields,
+        used: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000_000 }))
+      })
+      const BlockRequest = Schema.Struct({
+        ...ResetRequest.fields,
+        duration: Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })))
+      })
+      const GetQuery = Schema.Struct({ key: Key, policy: Schema.optionalKey(ServiceConfig.PolicyName) })
+      const validateGet = Body.validate(GetQuery)
       const PeekQuery = Schema.Struct({
         key: Key,
         cost: Schema.optionalKey(Schema.FiniteFromString.pipe(Schema.decodeTo(Cost))),
@@ -283,7 +313,13 @@ export const layer: Layer.Layer<
           HttpMetrics.inFlight.modifyUnsafe(-1, context)
           return Effect.void
         }
-        const run = Effect.onExit(Effect.map(Effect.catch(effect, problemOf), answered), done)
+        const run = Effect.onExit(
+          Effect.matchEffect(effect, {
+            onFailure: (error) => Effect.map(problemOf(error), answered),
+            onSuccess: (response) => Effect.succeed(answered(response))
+          }),
+          done
+        )
         return Effect.suspend(() => {
           HttpMetrics.inFlight.modifyUnsafe(1, context)
           return run
@@ -348,6 +384,53 @@ export const layer: Layer.Layer<
           })
         )
       )
+      // One decision-like operation on a key: read, call, answer.
+      const keyRoute = <A extends { readonly key: string }, B>(
+        path: `/v1/${string}`,
+        read: Effect.Effect<A, RouteError, HttpServerRequest.HttpServerRequest>,
+        f: (request: A) => Effect.Effect<B, Tollgate.CallError>,
+        admin = false
+      ) =>
+        router.add(
+          "POST",
+          path,
+          handle(
+            path,
+            Effect.gen(function*() {
+              if (admin) yield* authorize
+              return json(yield* f(yield* read))
+            })
+          )
+        )
+      yield* keyRoute("/v1/penalty", readRequest, tollgate.penalty)
+      yield* keyRoute("/v1/reward", readRequest, tollgate.reward)
+      yield* keyRoute("/v1/take", readRequest, tollgate.take)
+      yield* keyRoute("/v1/get", Body.json(ResetRequest, maxBodyBytes), tollgate.get)
+      yield* router.add(
+        "GET",
+        "/v1/get",
+        handle(
+          "/v1/get",
+          Effect.gen(function*() {
+            const query = yield* HttpServerRequest.ParsedSearchParams
+            return json(yield* tollgate.get(yield* validateGet(query)))
+          })
+        )
+      )
+      yield* keyRoute(
+        "/v1/set",
+        Body.json(SetRequest, maxBodyBytes),
+        (r) => tollgate.set({ key: r.key, cost: r.used, policy: r.policy }),
+        true
+      )
+      yield* keyRoute("/v1/delete", Body.json(ResetRequest, maxBodyBytes), tollgate.delete, true)
+      yield* keyRoute(
+        "/v1/block",
+        Body.json(BlockRequest, maxBodyBytes),
+        (r) => tollgate.block({ key: r.key, policy: r.policy, durationMillis: r.duration }),
+        true
+      )
+      yield* keyRoute("/v1/fill", Body.json(ResetRequest, maxBodyBytes), tollgate.fill, true)
       yield* router.add(
         "POST",
         "/v1/consume-all",
@@ -391,13 +474,14 @@ export const layer: Layer.Layer<
           Effect.map(tollgate.check(request, "/v1/check"), (result) => {
             if (result._tag === "NoRule") return json({ allowed: true })
             const { decision, quota } = result
-            const headers = RateLimitHeaders.make(quota, decision)
+            const headers = RateLimitHeaders.make(quota, decision) // a fresh record
+            headers["cache-control"] = "no-store"
             const body = toCheckBody(result.rule, result.policy, decision)
             return decision.allowed
-              ? HttpServerResponse.jsonUnsafe(body, { headers: { ...headers, "cache-control": "no-store" } })
+              ? HttpServerResponse.setHeaders(HttpServerResponse.jsonUnsafe(body), headers)
               : Problem.response("rate-limited", `rate limit exceeded; retry in ${headers["retry-after"]} s`, {
                 extensions: body,
-                headers: { ...headers, "cache-control": "no-store" }
+                headers
               })
           })
         )

@@ -39,8 +39,8 @@ import {
 import { dirname, isAbsolute, join } from "node:path"
 import * as RlsConfig from "../envoy/RlsConfig.ts"
 import * as Policy from "../Policy.ts"
-import * as FieldErrors from "./FieldErrors.ts"
 import * as ForwardAuth from "./ForwardAuth.ts"
+import * as FieldErrors from "./internal/FieldErrors.ts"
 import * as PolicySpec from "./PolicySpec.ts"
 
 /**

@@ -179,6 +179,12 @@ export interface Result {
   readonly limit: number
   readonly policy: string
   readonly degraded?: true
+  /** Set when the policy runs dry and would have refused the request: it was let through. */
+  readonly dryRun?: true
+  /** `penalty`: how long (ms) until the key is within its limit again; absent when it is. */
+  readonly delay?: number
+  /** `take`: the units taken (0 up to the cost asked for). */
+  readonly taken?: number
 }
 
 /**
@@ -198,6 +204,8 @@ export interface AcquireResult {
   readonly allowed: boolean
   readonly policy: string
   readonly degraded?: true
+  /** Set when the policy runs dry and would have refused the request: it was let through. */
+  readonly dryRun?: true
 }
 
 /**
@@ -249,7 +257,9 @@ const toResult = (decision: Decision, policy: string): Result => {
     limit: decision.limit,
     policy
   }
-  return decision.degraded === true ? { ...result, degraded: true } : result
+  const flagged = decision.degraded === true ? { ...result, degraded: true as const } : result
+  const dry = decision.dryRun === true ? { ...flagged, dryRun: true as const } : flagged
+  return decision.delay === undefined ? dry : { ...dry, delay: millis(decision.delay) ?? 0 }
 }
 
 // Buckets are kept apart per policy, and per version of a policy: the
@@ -334,6 +344,26 @@ export class Tollgate extends Context.Service<Tollgate, {
   /** Tells a key with an adaptive policy how its upstream coped. */
   readonly feedback: (request: FeedbackRequest) => Effect.Effect<{ readonly policy: string }, CallError>
   readonly reset: (request: Request) => Effect.Effect<{ readonly policy: string }, CallError>
+  /** rate-limiter-flexible's `penalty`: takes `cost` whatever the limit (`RateLimiter.force`). */
+  readonly penalty: (request: Request) => Effect.Effect<Result, CallError>
+  /** rate-limiter-flexible's `reward`: gives `cost` units back, capped (`RateLimiter.reward`). */
+  readonly reward: (request: Request) => Effect.Effect<Result, CallError>
+  /** Takes what there is, at most `cost` (`RateLimiter.consumeUpTo`): the result says `taken`. */
+  readonly take: (request: Request) => Effect.Effect<Result, CallError>
+  /** How the key stands, or `null` for a key with no state (`RateLimiter.get`). */
+  readonly get: (
+    request: Request
+  ) => Effect.Effect<Result | { readonly found: false; readonly policy: string }, CallError>
+  /** The key as if `cost` units had been used from full (`RateLimiter.set`). */
+  readonly set: (request: Request) => Effect.Effect<Result, CallError>
+  /** Forgets the key; says whether it had state (`RateLimiter.delete`). */
+  readonly delete: (
+    request: Request
+  ) => Effect.Effect<{ readonly deleted: boolean; readonly policy: string }, CallError>
+  /** Refuses every request for the key for `durationMillis` (`RateLimiter.block`; `null`: until reset). */
+  readonly block: (request: Request & { readonly durationMillis: number | null }) => Effect.Effect<Result, CallError>
+  /** The key full, a block ended (`RateLimiter.fill`). */
+  readonly fill: (request: Request) => Effect.Effect<Result, CallError>
   /**
    * Forward authentication: decides for a gateway's sub-request by the
    * forward-auth rules (`prefix` is the route's path, before the original
@@ -419,12 +449,14 @@ export class Tollgate extends Context.Service<Tollgate, {
           route(
             request,
             (key, policy): Effect.Effect<AcquireResult, CallError> =>
-              shared
+              shared || current.settings.policies.get(policy)?.dryRun === true
                 ? Effect.map(
                   limiter.consume(key, { cost: request.cost }),
                   (d) =>
                     d.degraded === true
                       ? { allowed: d.allowed, policy, degraded: true }
+                      : d.dryRun === true
+                      ? { allowed: d.allowed, policy, dryRun: true }
                       : { allowed: d.allowed, policy }
                 )
                 : Effect.map(limiter.acquire(key, { cost: request.cost }), (allowed) => ({ allowed, policy }))
@@ -490,6 +522,42 @@ export class Tollgate extends Context.Service<Tollgate, {
               ),
               { policy }
             )),
+        penalty: (request) =>
+          route(
+            request,
+            (key, policy) => Effect.map(limiter.force(key, { cost: request.cost }), (d) => toResult(d, policy))
+          ),
+        reward: (request) =>
+          route(request, (key, policy) => Effect.map(limiter.reward(key, request.cost), (d) => toResult(d, policy))),
+        take: (request) =>
+          route(
+            request,
+            (key, policy) =>
+              Effect.map(
+                limiter.consumeUpTo(key, { cost: request.cost }),
+                (t) => ({ ...toResult(t, policy), taken: t.taken })
+              )
+          ),
+        get: (request) =>
+          route(request, (key, policy) =>
+            Effect.map(
+              limiter.get(key),
+              Option.match({ onNone: () => ({ found: false as const, policy }), onSome: (d) => toResult(d, policy) })
+            )),
+        set: (request) =>
+          route(request, (key, policy) => Effect.map(limiter.set(key, request.cost ?? 0), (d) => toResult(d, policy))),
+        delete: (request) =>
+          route(request, (key, policy) => Effect.map(limiter.delete(key), (deleted) => ({ deleted, policy }))),
+        block: (request) =>
+          route(
+            request,
+            (key, policy) =>
+              Effect.map(
+                limiter.block(key, request.durationMillis === null ? Duration.infinity : request.durationMillis),
+                (d) => toResult(d, policy)
+              )
+          ),
+        fill: (request) => route(request, (key, policy) => Effect.map(limiter.fill(key), (d) => toResult(d, policy))),
         check: (request, prefix) =>
           Effect.suspend(() => {
             const { ids, settings } = current

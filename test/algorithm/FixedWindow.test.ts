@@ -120,13 +120,13 @@ describe("FixedWindow", () => {
     const c = FixedWindow.config({ limit: 2, windowMillis: 1000 })
     let s = FixedWindow.initial(c, 0)
     s = FixedWindow.step(c, s, 500, 2).state
-    assert.deepStrictEqual(s, { start: 500, count: 2 })
+    assert.deepStrictEqual(s, { start: 500, count: 2, end: 1500 })
     const denied = FixedWindow.step(c, s, 1499, 1)
     assert.strictEqual(denied.allowed, false)
     assert.strictEqual(denied.retryAfter, 1)
     assert.strictEqual(denied.resetAfter, 1)
     assert.strictEqual(denied.remaining, 0)
-    assert.deepStrictEqual(FixedWindow.step(c, s, 1500, 1).state, { start: 1500, count: 1 })
+    assert.deepStrictEqual(FixedWindow.step(c, s, 1500, 1).state, { start: 1500, count: 1, end: 2500 })
   })
 
   it("aligns windows to the clock, and lets 2 × limit through across a boundary", () => {

@@ -7,7 +7,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import type { Algorithm, Outcome } from "../../src/internal/algorithm/Algorithm.ts"
+import { type Algorithm, bind, type Outcome, takeUpTo } from "../../src/internal/algorithm/Algorithm.ts"
+import * as Block from "../../src/internal/algorithm/Block.ts"
+import * as Burst from "../../src/internal/algorithm/Burst.ts"
 import * as Composite from "../../src/internal/algorithm/Composite.ts"
 import * as Concurrency from "../../src/internal/algorithm/Concurrency.ts"
 import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
@@ -16,6 +18,7 @@ import * as LeakyBucket from "../../src/internal/algorithm/LeakyBucket.ts"
 import * as SlidingLog from "../../src/internal/algorithm/SlidingLog.ts"
 import * as SlidingWindow from "../../src/internal/algorithm/SlidingWindow.ts"
 import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
+import * as Unlimited from "../../src/internal/algorithm/Unlimited.ts"
 import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
 
 interface Case {
@@ -28,8 +31,18 @@ interface Case {
   readonly costs: number
   /** A denial may change the state (sliding log with `countBlocked`). */
   readonly logsDenials?: boolean
-  /** `retryAfter` may be Infinity below `maxCost` (waiting on a release). */
+  /** `retryAfter` may be Infinity below `maxCost` (waiting on a release, or a rate of 0). */
   readonly releases?: boolean
+  /** `remaining` does not bound what one request can take (pay later), so a partial take is not the most a step admits. */
+  readonly paysLater?: boolean
+  /** A `minGap` keeps the key out after a force with units to spare (it shows in retryAfter, not remaining). */
+  readonly gapped?: boolean
+  /**
+   * A forced add and a force of the same units are not inverses: a first-hit
+   * window whose count comes back to 0 closes (the next unit opens another),
+   * and a composite adds only to the parts that can hold more.
+   */
+  readonly notInverse?: boolean
   /** A settled key behaves exactly as a new one. */
   readonly forgets: boolean
   /** Releasing what a request took undoes it exactly; releasing everything makes the key new. */
@@ -65,6 +78,34 @@ const cases: ReadonlyArray<Case> = [
     costs: 3,
     forgets: true,
     refunds: true
+  },
+  {
+    name: "token bucket, rate 0 (x/time/rate NewLimiter(0, b))",
+    algorithm: TokenBucket.algorithm,
+    config: tb({ capacity: 3, tokens: 0, periodMillis: 1000 }),
+    scale: 200,
+    costs: 4,
+    releases: true,
+    forgets: true,
+    refunds: true
+  },
+  {
+    name: "token bucket, interval refill from a first refill",
+    algorithm: TokenBucket.algorithm,
+    config: tb({ capacity: 4, tokens: 3, periodMillis: 70, interval: true, firstRefill: 1000 }),
+    scale: 150,
+    costs: 5,
+    forgets: true,
+    refunds: true
+  },
+  {
+    name: "token bucket, first refill with adaptive initial tokens",
+    algorithm: TokenBucket.algorithm,
+    config: tb({ capacity: 6, tokens: 4, periodMillis: 90, interval: true, firstRefill: 50_000, adaptive: true }),
+    scale: 150,
+    costs: 7,
+    forgets: false,
+    refunds: false
   },
   {
     name: "gcra",
@@ -127,7 +168,8 @@ const cases: ReadonlyArray<Case> = [
     scale: 150,
     costs: 6,
     forgets: true,
-    refunds: true
+    refunds: true,
+    notInverse: true
   },
   {
     name: "fixed window, aligned",
@@ -146,6 +188,26 @@ const cases: ReadonlyArray<Case> = [
     costs: 3,
     forgets: true,
     refunds: true
+  },
+  {
+    name: "fixed window, countBlocked (rate-limiter-flexible)",
+    algorithm: FixedWindow.algorithm,
+    config: FixedWindow.config({ limit: 4, windowMillis: 100, countBlocked: true }),
+    scale: 150,
+    costs: 5,
+    logsDenials: true,
+    forgets: true,
+    notInverse: true
+  },
+  {
+    name: "fixed window, execEvenly (rate-limiter-flexible)",
+    algorithm: FixedWindow.algorithm,
+    config: FixedWindow.config({ limit: 5, windowMillis: 100, execEvenly: true, minDelay: 7 }),
+    scale: 150,
+    costs: 6,
+    forgets: true,
+    refunds: true,
+    notInverse: true
   },
   {
     name: "sliding window",
@@ -180,7 +242,8 @@ const cases: ReadonlyArray<Case> = [
     config: SlidingLog.config({ limit: 3, windowMillis: 50, minGap: 10 }),
     scale: 60,
     costs: 4,
-    forgets: true
+    forgets: true,
+    gapped: true
   },
   {
     name: "sliding log, countBlocked",
@@ -189,7 +252,8 @@ const cases: ReadonlyArray<Case> = [
     scale: 60,
     costs: 4,
     logsDenials: true,
-    forgets: true
+    forgets: true,
+    gapped: true
   },
   {
     name: "bursty",
@@ -197,7 +261,8 @@ const cases: ReadonlyArray<Case> = [
     config: WarmUp.config({ permits: 2, periodMillis: 100, maxBurstMillis: 200 }),
     scale: 150,
     costs: 5,
-    forgets: false
+    forgets: false,
+    paysLater: true
   },
   {
     name: "bursty, starting full",
@@ -205,7 +270,8 @@ const cases: ReadonlyArray<Case> = [
     config: WarmUp.config({ permits: 3, periodMillis: 100, maxBurstMillis: 100, initialPermits: 3 }),
     scale: 150,
     costs: 5,
-    forgets: true
+    forgets: true,
+    paysLater: true
   },
   {
     name: "warming up",
@@ -213,7 +279,8 @@ const cases: ReadonlyArray<Case> = [
     config: WarmUp.config({ permits: 1, periodMillis: 10, warmupMillis: 100 }),
     scale: 60,
     costs: 4,
-    forgets: true
+    forgets: true,
+    paysLater: true
   },
   {
     name: "warming up, cold factor 5",
@@ -221,7 +288,8 @@ const cases: ReadonlyArray<Case> = [
     config: WarmUp.config({ permits: 3, periodMillis: 20, warmupMillis: 70, coldFactor: 5 }),
     scale: 60,
     costs: 4,
-    forgets: true
+    forgets: true,
+    paysLater: true
   },
   {
     name: "composite: token bucket and fixed window",
@@ -245,6 +313,40 @@ const cases: ReadonlyArray<Case> = [
     scale: 100,
     costs: 5,
     logsDenials: true,
+    forgets: true,
+    refunds: true,
+    notInverse: true
+  },
+  {
+    name: "burst: a fixed window counting denials, and a token bucket beside it",
+    algorithm: Burst.algorithm,
+    config: Burst.config(
+      Composite.part(FixedWindow.algorithm, FixedWindow.config({ limit: 3, windowMillis: 100, countBlocked: true })),
+      Composite.part(TokenBucket.algorithm, tb({ capacity: 4, tokens: 1, periodMillis: 80 }))
+    ),
+    scale: 150,
+    costs: 5,
+    logsDenials: true,
+    forgets: true,
+    notInverse: true
+  },
+  {
+    name: "burst: gcra and a sliding window",
+    algorithm: Burst.algorithm,
+    config: Burst.config(
+      Composite.part(Gcra.algorithm, Gcra.config({ maxBurst: 1, count: 1, periodMillis: 30 })),
+      Composite.part(SlidingWindow.algorithm, SlidingWindow.config({ limit: 3, windowMillis: 100 }))
+    ),
+    scale: 150,
+    costs: 4,
+    forgets: true
+  },
+  {
+    name: "unlimited (x/time/rate rate.Inf)",
+    algorithm: Unlimited.algorithm,
+    config: Unlimited.config,
+    scale: 100,
+    costs: 1000,
     forgets: true,
     refunds: true
   },
@@ -472,3 +574,198 @@ describe("algorithm laws", () => {
     })
   }
 })
+
+// ---------------------------------------------------------------------------
+// Beyond the limit: force (a debt), forceAdd (a credit), full, a partial take
+// and a block. The per-step laws above must hold on every state these reach,
+// and each has a law of its own.
+
+type Move =
+  | { readonly _tag: "step"; readonly delta: number; readonly cost: number }
+  | { readonly _tag: "force"; readonly delta: number; readonly cost: number }
+  | { readonly _tag: "forceAdd"; readonly delta: number; readonly cost: number }
+  | { readonly _tag: "full"; readonly delta: number; readonly cost: number }
+  | { readonly _tag: "takeUpTo"; readonly delta: number; readonly cost: number }
+
+const moves = (k: Case): fc.Arbitrary<ReadonlyArray<Move>> => {
+  const base = { delta: delta(k.scale, true), cost: fc.integer({ min: 0, max: 2 * k.costs }) }
+  return fc.array(
+    fc.oneof(
+      { weight: 5, arbitrary: fc.record({ _tag: fc.constant("step" as const), ...base }) },
+      { weight: 3, arbitrary: fc.record({ _tag: fc.constant("force" as const), ...base }) },
+      {
+        weight: k.algorithm.forceAdd === undefined ? 0 : 2,
+        arbitrary: fc.record({ _tag: fc.constant("forceAdd" as const), ...base })
+      },
+      { weight: 1, arbitrary: fc.record({ _tag: fc.constant("full" as const), ...base }) },
+      { weight: 2, arbitrary: fc.record({ _tag: fc.constant("takeUpTo" as const), ...base }) }
+    ),
+    { maxLength: 25 }
+  )
+}
+
+const apply = (k: Case, s: unknown, now: number, m: Move): unknown => {
+  const A = k.algorithm as Algorithm<unknown, unknown>
+  const c = k.config
+  switch (m._tag) {
+    case "step":
+      return A.step(c, s, now, m.cost).state
+    case "force":
+      return A.force(c, s, now, m.cost)
+    case "forceAdd":
+      return A.forceAdd!(c, s, now, m.cost)
+    case "full":
+      return A.full === undefined ? A.initial(c, now) : A.full(c, now)
+    case "takeUpTo":
+      return takeUpTo(A, c, s, now, m.cost).outcome.state
+  }
+}
+
+// The figures of a state as it stands at `now`: what a step of no units and
+// a unit request are told.
+const standing = (k: Case, s: unknown, now: number) => {
+  const A = k.algorithm as Algorithm<unknown, unknown>
+  return [figures(A.step(k.config, s, now, 0)), figures(A.step(k.config, s, now, 1))]
+}
+
+describe("beyond the limit", () => {
+  for (const k of cases) {
+    describe(k.name, () => {
+      const A = k.algorithm as Algorithm<unknown, unknown>
+      const c = k.config
+      it("the laws of a step hold on every state a force, a forced add, a fill or a partial take reaches", () => {
+        fc.assert(
+          fc.property(start, moves(k), fc.integer({ min: 1, max: k.costs }), (t0, run, cost) => {
+            let s = A.initial(c, t0)
+            let now = t0
+            for (const m of run) {
+              now += m.delta
+              s = apply(k, s, now, m)
+              assertNoNaN(s, `state after ${m._tag}`)
+              checkStep(k, s, now, cost)
+            }
+          }),
+          { numRuns: 150 }
+        )
+      })
+
+      it("a force leaves the key out of its limit for exactly the debt it reports", () => {
+        fc.assert(
+          fc.property(start, moves(k), fc.integer({ min: 0, max: 3 * k.costs }), (t0, run, cost) => {
+            let s = A.initial(c, t0)
+            let now = t0
+            for (const m of run) {
+              now += m.delta
+              s = apply(k, s, now, m)
+            }
+            const forced = A.force(c, s, now, cost)
+            const within = A.step(c, forced, now, 0)
+            assert.isTrue(within.remaining >= 0)
+            if (within.allowed) return
+            // the debt: when a request of no units is admitted again, exactly
+            const debt = within.retryAfter
+            assert.isTrue(debt > 0)
+            if (!Number.isFinite(debt)) return
+            assert.isTrue(A.step(c, forced, now + debt, 0).allowed, "within the limit when the debt is paid")
+            assert.isFalse(A.step(c, forced, now + debt - 1, 0).allowed, "and not before")
+            if (!k.gapped) assert.strictEqual(within.remaining, 0, "nothing remains while in debt")
+          }),
+          { numRuns: 150 }
+        )
+      })
+
+      if (k.algorithm.forceAdd !== undefined && !k.notInverse) {
+        it("a forced add and a force of the same units undo each other", () => {
+          fc.assert(
+            fc.property(start, moves(k), fc.integer({ min: 0, max: 3 * k.costs }), (t0, run, amount) => {
+              let s = A.initial(c, t0)
+              let now = t0
+              for (const m of run) {
+                now += m.delta
+                s = apply(k, s, now, m)
+              }
+              const there = standing(k, s, now)
+              assert.deepStrictEqual(standing(k, A.force(c, A.forceAdd!(c, s, now, amount), now, amount), now), there)
+              assert.deepStrictEqual(standing(k, A.forceAdd!(c, A.force(c, s, now, amount), now, amount), now), there)
+            }),
+            { numRuns: 150 }
+          )
+        })
+      }
+
+      it("full is settled at once and no stricter than a new key", () => {
+        fc.assert(
+          fc.property(start, fc.integer({ min: 1, max: k.costs }), (t0, cost) => {
+            const full = A.full === undefined ? A.initial(c, t0) : A.full(c, t0)
+            assert.isTrue(A.settledAt(c, full) <= t0, "a full key has settled")
+            const fresh = A.step(c, A.initial(c, t0), t0, cost)
+            if (fresh.allowed) assert.isTrue(A.step(c, full, t0, cost).allowed)
+            assert.isTrue(A.step(c, full, t0, 0).remaining >= A.step(c, A.initial(c, t0), t0, 0).remaining)
+          }),
+          { numRuns: 100 }
+        )
+      })
+
+      it("a partial take takes the most one step admits, up to what is there, and nothing else", () => {
+        fc.assert(
+          fc.property(start, moves(k), fc.integer({ min: 0, max: 3 * k.costs }), (t0, run, most) => {
+            let s = A.initial(c, t0)
+            let now = t0
+            for (const m of run) {
+              now += m.delta
+              s = apply(k, s, now, m)
+            }
+            const { outcome, taken } = takeUpTo(A, c, s, now, most)
+            assertNoNaN(outcome, "outcome")
+            assert.isTrue(taken >= 0 && taken <= most && Number.isInteger(taken))
+            assert.strictEqual(outcome.allowed, taken > 0)
+            if (taken > 0) assert.deepStrictEqual(outcome, A.step(c, s, now, taken), "the step that took them")
+            else assert.strictEqual(outcome.state, s, "taking none changes nothing")
+            const there = A.step(c, s, now, 0).remaining
+            if (!k.paysLater && taken < Math.min(most, there)) {
+              assert.isFalse(A.step(c, s, now, taken + 1).allowed, "one more would not fit")
+            }
+          }),
+          { numRuns: 150 }
+        )
+      })
+
+      it("a block denies everything until it ends, exactly, and is the policy from then on", () => {
+        fc.assert(
+          fc.property(
+            start,
+            moves(k),
+            fc.integer({ min: 0, max: 4 * k.scale }),
+            fc.integer({ min: 0, max: k.costs }),
+            (t0, run, length, cost) => {
+              let s = A.initial(c, t0)
+              let now = t0
+              for (const m of run) {
+                now += m.delta
+                s = apply(k, s, now, m)
+              }
+              const blocked = Block.rule(bindRule(k), now + length)
+              const o = blocked.step(s, now, cost)
+              if (length > 0) {
+                assert.strictEqual(o.state, s, "a blocked request takes nothing")
+                assert.isFalse(o.allowed, "blocked")
+                assert.strictEqual(o.remaining, 0)
+                assert.isTrue(o.retryAfter >= length)
+                assert.strictEqual(blocked.waitTime(s, now, 0, cost), o.retryAfter)
+                assert.isTrue(blocked.settledAt(s) >= now + length)
+              }
+              if (!o.allowed && Number.isFinite(o.retryAfter) && !k.logsDenials) {
+                assert.isTrue(blocked.step(s, now + o.retryAfter, cost).allowed, "admitted at retryAfter")
+                assert.isFalse(blocked.step(s, now + o.retryAfter - 1, cost).allowed, "and not before")
+              }
+              assert.deepStrictEqual(blocked.step(s, now + length, cost), A.step(c, s, now + length, cost))
+            }
+          ),
+          { numRuns: 150 }
+        )
+      })
+    })
+  }
+})
+
+const bindRule = (k: Case) => bind(k.algorithm, k.config)

@@ -459,6 +459,23 @@ describe("ClientAddress", () => {
     assert.strictEqual(via("[2001:db8::1]:443"), "2001:db8::/64")
   })
 
+  it("remembered resolutions answer as fresh ones, also after the memory has turned over", () => {
+    const options = { trustedProxies: ["10.0.0.0/8"] }
+    const resolve = resolver(options)
+    const via = (r: ClientAddress.Resolver, i: number) =>
+      r(requestFrom(`10.0.${i % 7}.1`, { "x-forwarded-for": `192.0.${(i >> 8) & 255}.${i & 255}, 10.1.1.${i % 3}` }))
+    // more distinct clients than both generations hold, then the first ones again
+    for (let i = 0; i < 10_000; i++) via(resolve, i)
+    for (const i of [0, 1, 4095, 4096, 8191, 8192, 9_999]) {
+      assert.strictEqual(via(resolve, i), via(resolver(options), i))
+      assert.strictEqual(via(resolve, i), via(resolve, i))
+    }
+    assert.strictEqual(via(resolve, 258), "192.0.1.2")
+    // a long header is resolved without being remembered
+    const long = Array.from({ length: 40 }, (_, i) => `10.2.0.${i}`).join(", ")
+    assert.strictEqual(resolve(requestFrom("10.0.0.1", { "x-forwarded-for": long })), "10.2.0.0")
+  })
+
   it("Forwarded (RFC 7239): quoted values, ports, several elements and parameters", () => {
     const resolve = resolver({ trustedProxies: ["10.0.0.1"], forwardedHeader: "forwarded" })
     const via = (forwarded: string) => resolve(requestFrom("10.0.0.1", { forwarded }))

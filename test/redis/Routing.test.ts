@@ -39,7 +39,7 @@ const recordingRedis = Effect.sync(() => {
     return Array.from({ length: keys }, (_, i) => {
       const ops = args[1 + keys + 2 + 2 * i + 1].split(" ").map(Number)
       let count = 0
-      for (let j = 3; j < ops.length; j += 4) count += ops[j]
+      for (let j = 4; j < ops.length; j += 5) count += ops[j]
       return `1 0 0 0 5 *${count}`
     })
   }
@@ -73,8 +73,8 @@ describe("RedisStore routing", () => {
       yield* store.apply("b", both, take)
       assert.deepStrictEqual(sent[0], ["FCALL", tb.lean!.fn, "1", "p:a", "", "0", ...tb.leanArgs, "0", "1"])
       assert.deepStrictEqual(sent[1], ["FCALL", tb.lean!.fn, "1", "p:a", "", "0", ...tb.leanArgs, "5", "2"])
-      assert.deepStrictEqual(sent[2], ["FCALL", tb.batch.fn, "1", "p:a", "", "0", tb.policy, "1 1 0 1"])
-      assert.deepStrictEqual(sent[3], ["FCALL", tb.batch.fn, "1", "p:a", "", "0", tb.policy, "0 1 0 2"])
+      assert.deepStrictEqual(sent[2], ["FCALL", tb.batch.fn, "1", "p:a", "", "0", tb.policy, "1 1 0 0 1"])
+      assert.deepStrictEqual(sent[3], ["FCALL", tb.batch.fn, "1", "p:a", "", "0", tb.policy, "0 1 0 0 2"])
       // a composite has no lean script
       assert.strictEqual(encoded(both).lean, undefined)
       assert.deepStrictEqual(sent[4].slice(0, 4), ["FCALL", tb.batch.fn, "1", "p:b"])

@@ -8,7 +8,8 @@ import { Clock, Duration, Effect } from "effect"
 import { Redis } from "effect/persistence"
 import * as fc from "fast-check"
 import * as Adaptive from "../../src/internal/algorithm/Adaptive.ts"
-import type { Algorithm } from "../../src/internal/algorithm/Algorithm.ts"
+import { type Algorithm, bind } from "../../src/internal/algorithm/Algorithm.ts"
+import * as Block from "../../src/internal/algorithm/Block.ts"
 import * as Composite from "../../src/internal/algorithm/Composite.ts"
 import * as Concurrency from "../../src/internal/algorithm/Concurrency.ts"
 import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
@@ -18,7 +19,7 @@ import * as SlidingLog from "../../src/internal/algorithm/SlidingLog.ts"
 import * as SlidingWindow from "../../src/internal/algorithm/SlidingWindow.ts"
 import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
-import { applyOps } from "../../src/MemoryStore.ts"
+import { applyOps, settledAt } from "../../src/MemoryStore.ts"
 import * as Policy from "../../src/Policy.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import { type Op, OpKind, type Reply } from "../../src/Store.ts"
@@ -33,9 +34,17 @@ interface Case {
   readonly costs: number
 }
 
-// `applyOps` and the store only read `algorithm` and `config`.
-const policy = <C>(algorithm: Algorithm<C, any>, config: C): Policy.Valid =>
-  ({ _tag: "TokenBucket", algorithm, config }) as unknown as Policy.Valid
+// `applyOps` and the store read `algorithm`, `config`, their `rule` and the
+// common options.
+const policy = <C>(algorithm: Algorithm<C, any>, config: C, blockMillis = 0): Policy.Valid =>
+  ({
+    _tag: "TokenBucket",
+    algorithm,
+    config,
+    rule: bind(algorithm, config),
+    dryRun: false,
+    blockMillis
+  }) as unknown as Policy.Valid
 const tb = TokenBucket.config
 const part = Composite.part
 
@@ -143,6 +152,36 @@ const cases: ReadonlyArray<Case> = [
     costs: 4
   },
   {
+    name: "token bucket, a first refill 200 ms after the start, adaptive initial tokens",
+    policy: policy(
+      TokenBucket.algorithm,
+      tb({ capacity: 5, tokens: 2, periodMillis: 90, interval: true, firstRefill: 1_760_000_000_200, adaptive: true })
+    ),
+    scale: 120,
+    costs: 6
+  },
+  {
+    name: "token bucket, a first refill 150 ms after the start",
+    policy: policy(
+      TokenBucket.algorithm,
+      tb({ capacity: 4, tokens: 1.5, periodMillis: 70, interval: true, firstRefill: 1_760_000_000_150 })
+    ),
+    scale: 100,
+    costs: 5
+  },
+  {
+    name: "token bucket, a rate of 0",
+    policy: Policy.tokenBucket({ capacity: 4, refill: { tokens: 0, per: "1 second" } }) as Policy.Valid,
+    scale: 100,
+    costs: 5
+  },
+  {
+    name: "token bucket, refused requests block it for 250 ms",
+    policy: policy(TokenBucket.algorithm, tb({ capacity: 3, tokens: 1, periodMillis: 50 }), 250),
+    scale: 150,
+    costs: 4
+  },
+  {
     name: "gcra (Policy.gcra)",
     policy: Policy.gcra({ rate: { count: 30, per: "1 second" }, maxBurst: 5 }) as Policy.Valid,
     scale: 300,
@@ -192,6 +231,42 @@ const cases: ReadonlyArray<Case> = [
     policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 5, windowMillis: 100, align: true })),
     scale: 150,
     costs: 6
+  },
+  {
+    name: "fixed window, first hit, countBlocked, refused requests block it for 120 ms",
+    policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 4, windowMillis: 90, countBlocked: true }), 120),
+    scale: 120,
+    costs: 5
+  },
+  {
+    name: "fixed window, first hit, execEvenly",
+    policy: policy(FixedWindow.algorithm, FixedWindow.config({ limit: 5, windowMillis: 100, execEvenly: true })),
+    scale: 120,
+    costs: 6
+  },
+  {
+    name: "fixed window, aligned, execEvenly with a minimum delay of 15 ms",
+    policy: policy(
+      FixedWindow.algorithm,
+      FixedWindow.config({ limit: 4, windowMillis: 100, align: true, execEvenly: true, minDelay: 15 })
+    ),
+    scale: 120,
+    costs: 5
+  },
+  {
+    name: "leaky bucket, 2 released without delay",
+    policy: policy(LeakyBucket.algorithm, LeakyBucket.config({ tokens: 1, periodMillis: 40, burst: 5, delay: 2 })),
+    scale: 150,
+    costs: 7
+  },
+  {
+    name: "fixed window, aligned, countBlocked",
+    policy: policy(
+      FixedWindow.algorithm,
+      FixedWindow.config({ limit: 3, windowMillis: 70, align: true, countBlocked: true })
+    ),
+    scale: 100,
+    costs: 4
   },
   {
     name: "fixed window, fractional limit",
@@ -270,6 +345,33 @@ const cases: ReadonlyArray<Case> = [
     costs: 5
   },
   {
+    name: "burst: a fixed window, and a token bucket beside it",
+    policy: Policy.burst(
+      Policy.fixedWindow({ limit: 2, window: "100 millis" }),
+      Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "150 millis" } })
+    ) as Policy.Valid,
+    scale: 150,
+    costs: 4
+  },
+  {
+    name: "burst of composites",
+    policy: Policy.burst(
+      Policy.all(
+        Policy.gcra({ rate: { count: 2, per: "100 millis" }, maxBurst: 1 }),
+        Policy.slidingLog({ limit: 3, window: "200 millis" })
+      ),
+      Policy.smooth({ permits: 1, per: "50 millis" })
+    ) as Policy.Valid,
+    scale: 150,
+    costs: 4
+  },
+  {
+    name: "unlimited",
+    policy: Policy.unlimited() as Policy.Valid,
+    scale: 100,
+    costs: 1000
+  },
+  {
     name: "composite: token bucket and fixed window",
     policy: policy(
       Composite.algorithm,
@@ -309,7 +411,60 @@ interface Batch {
 
 const oneOp = (c: Case): fc.Arbitrary<Op> => {
   const cost = fc.integer({ min: 1, max: c.costs })
+  const rule = c.policy.rule
+  // a window of a call's own, where the policy has such windows (0: the policy's)
+  const window = rule.withWindow(1) === undefined
+    ? fc.constant(0)
+    : fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 3 * c.scale }), fc.constant(Infinity))
+  const rate = rule.rate?.of
+  const beyond: Array<fc.WeightedArbitrary<Op>> = [
+    {
+      weight: 2,
+      arbitrary: fc.record({ kind: fc.constant(OpKind.Take), cost, queued: fc.constant(0), window })
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant(OpKind.Force),
+        cost: fc.integer({ min: 0, max: 2 * c.costs }),
+        queued: fc.constant(0),
+        window
+      })
+    },
+    { weight: 1, arbitrary: cost.map((cost) => ({ kind: OpKind.ForceAdd, cost, queued: 0 })) },
+    { weight: 1, arbitrary: fc.constant({ kind: OpKind.Fill, cost: 0, queued: 0 }) },
+    {
+      weight: 2,
+      arbitrary: fc.integer({ min: 1, max: 2 * c.costs }).map((cost) => ({ kind: OpKind.TakeUpTo, cost, queued: 0 }))
+    },
+    { weight: 1, arbitrary: fc.constant({ kind: OpKind.Get, cost: 0, queued: 0 }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant(OpKind.Set),
+        cost: fc.integer({ min: 0, max: 2 * c.costs }),
+        queued: fc.constant(0),
+        window
+      })
+    },
+    { weight: 1, arbitrary: fc.constant({ kind: OpKind.Delete, cost: 0, queued: 0 }) },
+    {
+      weight: 1,
+      arbitrary: fc.oneof(
+        { weight: 4, arbitrary: fc.integer({ min: 1, max: 2 * c.scale }) },
+        { weight: 1, arbitrary: fc.constant(Infinity) }
+      ).map((millis) => ({ kind: OpKind.Block, cost: millis, queued: 0 }))
+    }
+  ]
+  if (rate !== undefined) {
+    // the key's rate was another one (the numbers of the algorithm's rateOf)
+    beyond.push({
+      weight: 1,
+      arbitrary: fc.constantFrom(0.5, 2, 3).map((f) => ({ kind: OpKind.SetRate, cost: rate[0] * f, queued: rate[1] }))
+    })
+  }
   return fc.oneof(
+    ...beyond,
     { weight: 8, arbitrary: cost.map((cost) => ({ kind: OpKind.Take, cost, queued: 0 })) },
     { weight: 2, arbitrary: cost.map((cost) => ({ kind: OpKind.Admit, cost, queued: 0 })) },
     {
@@ -373,6 +528,10 @@ const T0 = 1_760_000_000_000 // an epoch-sized start
 let serial = 0
 
 // The Take/Reset/Release rule of the script: did the batch write the state?
+// (A block is kept beside the state: compared apart.)
+const inner = (x: unknown): unknown => x instanceof Block.Stored ? x.state : x
+// (a block over is no block: the script leaves its end where it was)
+const blockOf = (x: unknown, now: number): number => x instanceof Block.Stored && now < x.until ? x.until : -Infinity
 const reference = (p: Policy.Valid, stored: unknown, now: number, ops: ReadonlyArray<Op>) => {
   let state = stored
   let dirty = false
@@ -382,11 +541,40 @@ const reference = (p: Policy.Valid, stored: unknown, now: number, ops: ReadonlyA
     const [[reply], after] = applyOps(p, state, now, [op])
     replies.push(reply)
     state = after
-    if (op.kind === OpKind.Take && (before === undefined || after !== before)) dirty = true
-    if (op.kind === OpKind.Admit && (before === undefined || after !== before)) dirty = true
-    if (op.kind === OpKind.Reset && before !== undefined) dirty = true
-    if (op.kind === OpKind.Release && before !== undefined && p.algorithm.release !== undefined) dirty = true
-    if (op.kind === OpKind.Adapt && p.algorithm.adapt !== undefined) dirty = true
+    const changed = before === undefined || inner(after) !== inner(before) ||
+      blockOf(after, now) !== blockOf(before, now)
+    // a block seen over is dropped: the script writes the state without it
+    if (before instanceof Block.Stored && !(now < before.until)) dirty = true
+    switch (op.kind) {
+      case OpKind.Take:
+      case OpKind.Admit:
+        if (changed) dirty = true
+        break
+      case OpKind.Reset:
+        if (before !== undefined) dirty = true
+        break
+      case OpKind.Release:
+        if (before !== undefined && p.algorithm.release !== undefined) dirty = true
+        break
+      case OpKind.TakeUpTo:
+        if (before === undefined || (reply.value ?? 0) > 0) dirty = true
+        break
+      case OpKind.ForceAdd:
+        if (p.rule.forceAdd !== undefined) dirty = true
+        break
+      case OpKind.SetRate:
+        if (before !== undefined && p.rule.rate !== undefined) dirty = true
+        break
+      case OpKind.Adapt:
+        if (p.rule.adapt !== undefined) dirty = true
+        break
+      case OpKind.Force:
+      case OpKind.Fill:
+      case OpKind.Set:
+      case OpKind.Delete:
+      case OpKind.Block:
+        dirty = true
+    }
   }
   return { replies, state, dirty }
 }
@@ -409,9 +597,11 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
       Effect.gen(function*() {
         if (forever || !dirty) return
         const redis = yield* Redis.Redis
-        const settled = c.policy.algorithm.settledAt(c.policy.config as never, state as never)
+        const settled = settledAt(c.policy, state)
         const ttl = yield* redis.send<number>("PTTL", redisKey)
-        if (settled + KEEP - now <= 0) {
+        if (state === undefined) {
+          assert.strictEqual(ttl, -2, "a deleted key is gone")
+        } else if (settled + KEEP - now <= 0) {
           state = undefined
           assert.strictEqual(ttl, -2, "a settled key is deleted")
         } else if (settled === Infinity) {

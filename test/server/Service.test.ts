@@ -1,7 +1,8 @@
 // End-to-end tests of the stand-alone service: each test starts the real
 // process (`node src/server/main.ts`) on 127.0.0.1 with an ephemeral port.
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Schedule } from "effect"
+import { Effect, Fiber, Option, Schedule } from "effect"
+import * as http from "node:http"
 import { metrics, post, request, sample, type Service, start, startFailing } from "./harness.ts"
 
 const hour = (capacity: number) => ({ kind: "tokenBucket", capacity, refill: { tokens: 1, per: "1 hour" } })
@@ -103,6 +104,92 @@ describe("service: the JSON API", () => {
       const wrongMethod = yield* request(service, "GET", "/v1/consume")
       assert.strictEqual(wrongMethod.status, 405)
       assert.strictEqual(wrongMethod.headers.get("allow"), "POST")
+    }))
+})
+
+// One POST over node:http that sends `Expect: 100-continue` and its body only once the 100 has come.
+const postAfterContinue = (service: Service, path: string, body: string) =>
+  Effect.callback<{ readonly continued: boolean; readonly status: number | undefined; readonly text: string }>(
+    (resume) => {
+      const url = new URL(path, service.url)
+      let continued = false
+      const req = http.request(url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "content-length": String(Buffer.byteLength(body)),
+          expect: "100-continue"
+        }
+      })
+      req.on("continue", () => {
+        continued = true
+        req.end(body)
+      })
+      req.on("response", (res) => {
+        let text = ""
+        res.setEncoding("utf8")
+        res.on("data", (chunk: string) => (text += chunk))
+        res.on("end", () => resume(Effect.succeed({ continued, status: res.statusCode, text })))
+      })
+      req.on("error", (error) => resume(Effect.die(error)))
+      req.flushHeaders()
+      return Effect.sync(() => req.destroy())
+    }
+  )
+
+describe("service: how bodies arrive", () => {
+  it.live("a client that waits for 100 Continue gets it, then its decision", () =>
+    Effect.gen(function*() {
+      const service = yield* start({ config })
+      const reply = yield* postAfterContinue(service, "/v1/consume", JSON.stringify({ key: "continue" })).pipe(
+        Effect.timeoutOption("10 seconds")
+      )
+      assert.isTrue(Option.isSome(reply), "no answer: the 100 Continue never came")
+      if (Option.isSome(reply)) {
+        assert.isTrue(reply.value.continued)
+        assert.strictEqual(reply.value.status, 200)
+        assert.strictEqual(JSON.parse(reply.value.text).allowed, true)
+      }
+    }))
+
+  it.live("a body in several chunks, with or without Content-Length, is read whole", () =>
+    Effect.gen(function*() {
+      const service = yield* start({ config })
+      const text = JSON.stringify({ key: "chunks", cost: 2 })
+      const chunks = () =>
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            const bytes = new TextEncoder().encode(text)
+            for (let i = 0; i < bytes.length; i += 5) controller.enqueue(bytes.slice(i, i + 5))
+            controller.close()
+          }
+        })
+      // chunked (no Content-Length): effect's reader
+      const chunked = yield* request(service, "POST", "/v1/consume", { body: chunks() })
+      assert.strictEqual(chunked.status, 200)
+      assert.strictEqual(chunked.json.remaining, 3)
+      // a declared length, the body written in pieces: read straight from the request stream
+      const declared = yield* Effect.callback<{ status: number | undefined; text: string }>((resume) => {
+        const req = http.request(new URL("/v1/consume", service.url), {
+          method: "POST",
+          headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) }
+        })
+        req.on("response", (res) => {
+          let body = ""
+          res.setEncoding("utf8")
+          res.on("data", (chunk: string) => (body += chunk))
+          res.on("end", () => resume(Effect.succeed({ status: res.statusCode, text: body })))
+        })
+        req.on("error", (error) => resume(Effect.die(error)))
+        for (let i = 0; i < text.length; i += 5) req.write(text.slice(i, i + 5))
+        req.end()
+        return Effect.sync(() => req.destroy())
+      })
+      assert.strictEqual(declared.status, 200)
+      assert.strictEqual(JSON.parse(declared.text).remaining, 1)
+      // a byte order mark before the JSON is not part of it (as effect's reader decodes)
+      const bom = yield* post(service, "/v1/consume", "\uFEFF" + JSON.stringify({ key: "bom" }))
+      assert.strictEqual(bom.status, 200)
     }))
 })
 
@@ -238,6 +325,82 @@ describe("service: admin", () => {
       assert.strictEqual(yield* allowedCount(service, { key: "user:9" }, 6), 5)
       assert.notInclude(service.output(), ADMIN_TOKEN)
       assert.notInclude(service.output(), wrongToken)
+    }))
+})
+
+describe("service: beyond a plain decision", () => {
+  const beyondConfig = {
+    ...config,
+    policies: {
+      ...config.policies,
+      trial: { kind: "fixedWindow", limit: 1, window: "1 hour", dryRun: true },
+      login: { kind: "fixedWindow", limit: 2, window: "1 hour", blockDuration: "2 hours" }
+    }
+  }
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+
+  it.live("penalty, reward, take, get; set, delete, block and fill for the admin; dry run and blockDuration", () =>
+    Effect.gen(function*() {
+      const service = yield* start({ config: beyondConfig, env: { TOLLGATE_ADMIN_TOKEN: ADMIN_TOKEN } })
+      // get: nothing for a key never seen
+      const unseen = yield* request(service, "GET", "/v1/get?key=u")
+      assert.deepStrictEqual(unseen.json, { found: false, policy: "default" })
+      // penalty into debt: the delay until the key is within its limit
+      const penalty = yield* post(service, "/v1/penalty", { key: "u", cost: 6 })
+      assert.strictEqual(penalty.status, 200)
+      assert.strictEqual(penalty.json.allowed, true)
+      assert.strictEqual(penalty.json.remaining, 0)
+      assert.isAbove(penalty.json.delay, 3_500_000)
+      const reward = yield* post(service, "/v1/reward", { key: "u", cost: 3 })
+      assert.strictEqual(reward.json.remaining, 2)
+      const taken = yield* post(service, "/v1/take", { key: "u", cost: 5 })
+      assert.strictEqual(taken.json.taken, 2)
+      assert.strictEqual(taken.json.remaining, 0)
+      const got = yield* post(service, "/v1/get", { key: "u" })
+      assert.strictEqual(got.json.remaining, 0)
+      // the admin's operations need the token
+      assert.strictEqual((yield* post(service, "/v1/fill", { key: "u" })).status, 401)
+      assert.strictEqual((yield* post(service, "/v1/fill", { key: "u" }, admin)).json.remaining, 5)
+      assert.strictEqual((yield* post(service, "/v1/set", { key: "u", used: 4 }, admin)).json.remaining, 1)
+      const blocked = yield* post(service, "/v1/block", { key: "u", duration: 60_000 }, admin)
+      assert.strictEqual(blocked.json.allowed, false)
+      assert.strictEqual(blocked.json.retryAfter, 60_000)
+      const refused = yield* consume(service, { key: "u" })
+      assert.strictEqual(refused.json.allowed, false)
+      assert.isAtMost(refused.json.retryAfter, 60_000)
+      assert.isAbove(refused.json.retryAfter, 50_000)
+      const forever = yield* post(service, "/v1/block", { key: "u", duration: null }, admin)
+      assert.strictEqual(forever.json.retryAfter, null)
+      assert.deepStrictEqual((yield* post(service, "/v1/delete", { key: "u" }, admin)).json, {
+        deleted: true,
+        policy: "default"
+      })
+      assert.deepStrictEqual((yield* post(service, "/v1/delete", { key: "u" }, admin)).json, {
+        deleted: false,
+        policy: "default"
+      })
+      assert.strictEqual((yield* consume(service, { key: "u" })).json.remaining, 4)
+      // a bad duration names the field
+      const bad = yield* post(service, "/v1/block", { key: "u", duration: 0 }, admin)
+      assert.strictEqual(bad.status, 400)
+      assert.include(bad.json.detail, "duration")
+
+      // dry run: refusals let through, flagged, and counted in the metrics
+      assert.strictEqual((yield* consume(service, { key: "t", policy: "trial" })).json.allowed, true)
+      const dry = yield* consume(service, { key: "t", policy: "trial" })
+      assert.strictEqual(dry.json.allowed, true)
+      assert.strictEqual(dry.json.dryRun, true)
+      assert.isAbove(dry.json.retryAfter, 3_500_000)
+      const dryAcquire = yield* post(service, "/v1/acquire", { key: "t", policy: "trial" })
+      assert.deepStrictEqual(dryAcquire.json, { allowed: true, policy: "trial", dryRun: true })
+      assert.strictEqual(sample(yield* metrics(service), "tollgate_dry_run_total{limiter=\"service\"}"), 2)
+
+      // blockDuration: the refusal blocks the key for two hours
+      yield* consume(service, { key: "l", policy: "login" })
+      yield* consume(service, { key: "l", policy: "login" })
+      const locked = yield* consume(service, { key: "l", policy: "login" })
+      assert.strictEqual(locked.json.allowed, false)
+      assert.strictEqual(locked.json.retryAfter, 7_200_000)
     }))
 })
 

@@ -31,8 +31,8 @@
 import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, MutableRef, Queue, Ref } from "effect"
 import type { Decision } from "../../Decision.ts"
 import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
-import type { Recorder } from "../../Metrics.ts"
 import type * as Policy from "../../Policy.ts"
+import type { Recorder } from "../Recorder.ts"
 import type { Activity } from "./Activity.ts"
 import * as Line from "./Line.ts"
 import * as Monotone from "./Monotone.ts"
@@ -77,7 +77,7 @@ export interface Limiter {
   readonly mailbox: () => Mailbox
   /** Runs an actor in the limiter's scope. */
   readonly fork: (actor: Effect.Effect<void>) => Fiber.Fiber<void>
-  /** The supervisor forgets a bucket whose actor died (the key starts afresh on its next request). */
+  /** The supervisor forgets a bucket: its actor died, or its key was deleted (the key starts afresh). */
   readonly forget: (key: string, bucket: Bucket) => void
 }
 
@@ -267,25 +267,56 @@ export const write = (bucket: Bucket, state: unknown): void => {
   MutableRef.set(bucket.state.ref, state)
 }
 
-// Requests whose cost is checked against what the policy can ever grant.
+// Requests whose cost is checked against what the policy can ever grant. A
+// peek is not: "never" is its answer (Bucket4j's estimateAbilityToConsume).
 const limited = (kind: Request.Kind): boolean =>
-  kind === Request.Kind.Acquire || kind === Request.Kind.Consume || kind === Request.Kind.Peek ||
-  kind === Request.Kind.Wait || kind === Request.Kind.Reserve || kind === Request.Kind.Hold ||
-  kind === Request.Kind.HoldWait
+  kind === Request.Kind.Acquire || kind === Request.Kind.Consume || kind === Request.Kind.Wait ||
+  kind === Request.Kind.Reserve || kind === Request.Kind.Hold || kind === Request.Kind.HoldWait
 
 /**
  * The request can never succeed under `policy`: its cost is above the most
  * the policy can ever grant. Saying so beats a denial that suggests retrying.
+ * Or it gives its call a window of its own (a duration per call) and the
+ * policy has no window whose length a call sets.
  *
  * @since 0.2.0
  */
-export const refuse = (policy: Policy.Valid, kind: Request.Kind, cost: number): InvalidRequest | undefined => {
+export const refuse = (
+  policy: Policy.Valid,
+  kind: Request.Kind,
+  cost: number,
+  payload?: Request.Payload
+): InvalidRequest | undefined => {
   const max = policy.rule.maxCost
-  return cost > max && limited(kind)
-    ? new InvalidRequest({
+  if (cost > max && limited(kind)) {
+    return new InvalidRequest({
       field: "cost",
       value: String(cost),
       reason: `exceeds the limit ${max}: it can never succeed`
+    })
+  }
+  if (kind === Request.Kind.Add && policy.rule.release === undefined) {
+    return new InvalidRequest({
+      field: "key",
+      value: "(any)",
+      reason: `its policy (${policy.rule.name}) has no release: units come back by themselves`
+    })
+  }
+  if (kind === Request.Kind.ForceAdd && policy.rule.forceAdd === undefined) {
+    // a store would have nowhere to keep the units: refused before any backend
+    return new InvalidRequest({
+      field: "overLimit",
+      value: "true",
+      reason: `its policy (${policy.rule.name}) cannot hold more than its limit`
+    })
+  }
+  return payload !== undefined && "window" in payload && kind !== Request.Kind.Block &&
+      policy.rule.withWindow(payload.window) === undefined
+    ? new InvalidRequest({
+      field: "duration",
+      value: String(payload.window),
+      reason:
+        `only a fixed window that opens at its first hit lasts as long as the call says; this key's policy is ${policy.rule.name}`
     })
     : undefined
 }
@@ -306,8 +337,11 @@ export const submit = <K extends Request.Kind>(
   maxWait: number,
   payload?: Request.Payload
 ): Request.Answer<K> | undefined => {
-  if (cost > bucket.policy.rule.maxCost) {
-    const invalid = refuse(bucket.policy, kind, cost)
+  if (
+    cost > bucket.policy.rule.maxCost || payload !== undefined || kind === Request.Kind.ForceAdd ||
+    kind === Request.Kind.Add
+  ) {
+    const invalid = refuse(bucket.policy, kind, cost, payload)
     if (invalid !== undefined) return Exit.fail(invalid)
   }
   const actor = bucket.actor

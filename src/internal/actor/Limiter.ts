@@ -6,8 +6,8 @@
  * @since 0.2.0
  */
 import { Clock, Effect, FiberSet, Queue, type Scope } from "effect"
-import * as Metrics from "../../Metrics.ts"
 import type { Store } from "../../Store.ts"
+import * as Recorder from "../Recorder.ts"
 import { Activity } from "./Activity.ts"
 import type * as Bucket from "./Bucket.ts"
 import * as Local from "./Local.ts"
@@ -37,6 +37,7 @@ export interface Options {
  * Counts of what a limiter has done. `buckets` are live buckets, `actors`
  * those whose fiber runs; `queued` requests are in mailboxes, `waiting`
  * callers in lines; `overrides` keys reconfigured to a policy of their own;
+ * `dryRun` requests that dry-run policies let through;
  * `storeOps / storeCalls` is the coalescing factor of a shared store,
  * `storeFailures` its calls that failed or timed out, and `degraded` the
  * operations its fallback decided.
@@ -54,6 +55,7 @@ export interface Stats {
   readonly queued: number
   readonly waiting: number
   readonly overrides: number
+  readonly dryRun: number
   readonly storeCalls: number
   readonly storeOps: number
   readonly storeFailures: number
@@ -96,9 +98,9 @@ export const make = (
 > =>
   Effect.gen(function*() {
     const { fastPath, limits, store } = options
-    const recorder = new Metrics.Recorder()
+    const recorder = new Recorder.Recorder()
     const health = new Remote.Health()
-    yield* Metrics.register(recorder, options.name, store === undefined ? undefined : health)
+    yield* Recorder.register(recorder, options.name, store === undefined ? undefined : health)
     const context = yield* Effect.context<never>()
     const fork = yield* FiberSet.makeRuntime<never, void, never>()
     const limiter: Bucket.Limiter = {
@@ -131,6 +133,7 @@ export const make = (
       queued: recorder.queued,
       waiting: recorder.waiting,
       overrides,
+      dryRun: recorder.dryRun,
       storeCalls: health.calls,
       storeOps: health.ops,
       storeFailures: health.failures,

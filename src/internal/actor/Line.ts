@@ -44,7 +44,7 @@
  */
 import { Duration, Effect, Exit } from "effect"
 import { Overloaded, RateLimitExceeded } from "../../Errors.ts"
-import type { Recorder } from "../../Metrics.ts"
+import type { Recorder } from "../Recorder.ts"
 import * as Request from "./Request.ts"
 
 /**

@@ -14,11 +14,12 @@
  *
  * @since 0.2.0
  */
-import { Duration, Effect, Exit } from "effect"
+import { Duration, Effect, Exit, Option } from "effect"
 import type * as Decision from "../../Decision.ts"
 import { BucketFailed, InvalidRequest } from "../../Errors.ts"
 import type * as Policy from "../../Policy.ts"
-import type { Carry, Outcome } from "../algorithm/Algorithm.ts"
+import type { Carry, Outcome, Rule } from "../algorithm/Algorithm.ts"
+import * as Block from "../algorithm/Block.ts"
 import * as Bucket from "./Bucket.ts"
 import * as Line from "./Line.ts"
 import * as Monotone from "./Monotone.ts"
@@ -50,6 +51,13 @@ export const decision = (outcome: Outcome<unknown>, behind: number): Decision.De
     limit: outcome.limit
   }
   return outcome.delay !== undefined && outcome.delay > 0 ? { ...d, delay: millis(outcome.delay) } : d
+}
+
+// A refusal a dry-run policy lets through: admitted, flagged, and what it
+// would have been told (when it could have been admitted) kept.
+const letThrough = (d: Decision.Decision): Decision.Decision => {
+  const { delay: _, ...rest } = d
+  return { ...rest, allowed: true, dryRun: true }
 }
 
 const exitTrue = Exit.succeed(true)
@@ -97,29 +105,91 @@ export const fit = (rule: Policy.Valid["rule"], state: unknown, now: number, cos
   return own.allowed ? { ...own, remaining: Math.max(0, own.remaining - held) } : own
 }
 
+const waiting = (bucket: Bucket.Bucket): boolean => {
+  const line = bucket.actor?.line
+  return line !== undefined && line.waiters.length > 0
+}
+
 // What a request of `cost` gets now: the step, or a denial behind the line.
-const outcomeOf = (bucket: Bucket.Bucket, state: unknown, now: number, cost: number): Outcome<unknown> => {
-  const rule = bucket.policy.rule
+const outcomeOf = (bucket: Bucket.Bucket, rule: Rule, state: unknown, now: number, cost: number): Outcome<unknown> => {
   const line = bucket.actor?.line
   return line === undefined || line.waiters.length === 0
     ? fit(rule, state, now, cost, bucket.held)
     : behindLine(rule, state, now, line.cost + bucket.held, cost)
 }
 
-// Takes `cost` now, or denies: the outcome's state is kept either way (a
-// denial usually leaves it as it was, but a sliding log's countBlocked
-// records it).
-const take = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, cost: number, now: number): Outcome<unknown> => {
-  const outcome = outcomeOf(bucket, Bucket.read(bucket), now, cost)
-  Bucket.touch(limiter, bucket, now)
-  Bucket.write(bucket, outcome.state)
-  if (outcome.allowed) limiter.recorder.allowed++
-  else limiter.recorder.denied++
+// A block, in-process: the bucket runs its policy with the rule blocked
+// until then (`Block.rule`), so a key never blocked pays nothing. The policy
+// underneath is kept to go back to.
+interface BlockedPolicy {
+  readonly unblocked: Policy.Valid
+}
+const unblocked = (policy: Policy.Valid): Policy.Valid => (policy as Partial<BlockedPolicy>).unblocked ?? policy
+const blockUntil = (bucket: Bucket.Bucket, until: number): void => {
+  const base = unblocked(bucket.policy)
+  const blocked: Policy.Valid & BlockedPolicy = Object.freeze({
+    ...base,
+    rule: Block.rule(base.rule, until),
+    unblocked: base
+  })
+  bucket.policy = blocked
+}
+const unblock = (bucket: Bucket.Bucket): void => {
+  bucket.policy = unblocked(bucket.policy)
+}
+
+// A refusal by the policy itself (not by a block, nor behind the line)
+// blocks the key for the policy's blockDuration (rate-limiter-flexible):
+// what the caller is told is then the block's.
+const refused = (bucket: Bucket.Bucket, outcome: Outcome<unknown>, now: number, cost: number): Outcome<unknown> => {
+  const policy = bucket.policy
+  if (policy.blockMillis > 0 && !waiting(bucket) && !(now < Block.until(policy.rule))) {
+    const until = now + policy.blockMillis
+    blockUntil(bucket, until)
+    return Block.outcome(unblocked(policy).rule, outcome.state, now, until, cost)
+  }
   return outcome
 }
 
+// The rule a request runs: the key's, or with the window its call gives
+// (`Bucket.refuse` has checked the policy has one).
+const ruleOf = (bucket: Bucket.Bucket, payload: Request.Payload | undefined): Rule =>
+  payload !== undefined && "window" in payload
+    ? bucket.policy.rule.withWindow(payload.window) ?? bucket.policy.rule
+    : bucket.policy.rule
+
+// Takes `cost` now, or denies: the outcome's state is kept either way (a
+// denial usually leaves it as it was, but a sliding log's countBlocked
+// records it).
+const take = (
+  limiter: Bucket.Limiter,
+  bucket: Bucket.Bucket,
+  cost: number,
+  now: number,
+  rule: Rule = bucket.policy.rule
+): Outcome<unknown> => {
+  const outcome = outcomeOf(bucket, rule, Bucket.read(bucket), now, cost)
+  Bucket.touch(limiter, bucket, now)
+  Bucket.write(bucket, outcome.state)
+  if (outcome.allowed) {
+    limiter.recorder.allowed++
+    return outcome
+  }
+  limiter.recorder.denied++
+  return refused(bucket, outcome, now, cost)
+}
+
+// The key as a unit request sees it: the figures every operation that
+// changes a key without deciding one answers with (Bucket4j's verbose
+// results: the state after the call).
+const standing = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, now: number): Decision.Decision =>
+  decision(bucket.policy.rule.peek(Bucket.read(bucket), now, 1), limiter.clock.behind)
+
 const cannotRelease = (policy: Policy.Valid): string =>
   `its policy (${policy.rule.name}) has no release: units come back by themselves`
+
+const cannotHoldMore = (policy: Policy.Valid): string =>
+  `its policy (${policy.rule.name}) cannot hold more than its limit`
 
 type Decide<K extends Request.Kind> = (
   limiter: Bucket.Limiter,
@@ -129,6 +199,9 @@ type Decide<K extends Request.Kind> = (
   payload: Request.Payload | undefined
 ) => Request.Answer<K>
 
+const reconfigurationOf = (payload: Request.Payload | undefined): Request.Reconfiguration | undefined =>
+  payload !== undefined && "policy" in payload ? payload : undefined
+
 /**
  * How each decide-now kind is decided against the key's state, on the
  * caller's fiber or in the actor's batch pass alike.
@@ -136,10 +209,9 @@ type Decide<K extends Request.Kind> = (
  * @since 0.2.0
  */
 export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
-  [Request.Kind.Acquire]: (limiter, bucket, cost, now) => {
+  [Request.Kind.Acquire]: (limiter, bucket, cost, now, payload) => {
     const rule = bucket.policy.rule
-    const line = bucket.actor?.line
-    if (rule.takeInPlace !== undefined && bucket.held === 0 && (line === undefined || line.waiters.length === 0)) {
+    if (rule.takeInPlace !== undefined && payload === undefined && bucket.held === 0 && !waiting(bucket)) {
       // acquire needs no figures: the algorithm's shortcut writes the
       // admitted state into the bucket's own (no allocation per admission).
       Bucket.touch(limiter, bucket, now)
@@ -148,17 +220,21 @@ export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
         return exitTrue
       }
       limiter.recorder.denied++
-      return exitFalse
+      // a denial: a block may start, and a dry run lets it through
+      if (bucket.policy.blockMillis > 0) refused(bucket, rule.step(Bucket.read(bucket), now, cost), now, cost)
+      return dryRun(limiter, bucket.policy) ? exitTrue : exitFalse
     }
-    const outcome = take(limiter, bucket, cost, now)
-    if (!outcome.allowed) return exitFalse
+    const outcome = take(limiter, bucket, cost, now, ruleOf(bucket, payload))
+    if (!outcome.allowed) return dryRun(limiter, bucket.policy) ? exitTrue : exitFalse
     // A shaper admits now and spaces the caller out: it proceeds after `delay`.
-    return outcome.delay !== undefined && outcome.delay > 0
+    return outcome.delay !== undefined && outcome.delay > 0 && !bucket.policy.dryRun
       ? Effect.as(Effect.sleep(Duration.millis(outcome.delay)), true)
       : exitTrue
   },
-  [Request.Kind.Consume]: (limiter, bucket, cost, now) =>
-    Exit.succeed(decision(take(limiter, bucket, cost, now), limiter.clock.behind)),
+  [Request.Kind.Consume]: (limiter, bucket, cost, now, payload) => {
+    const d = decision(take(limiter, bucket, cost, now, ruleOf(bucket, payload)), limiter.clock.behind)
+    return Exit.succeed(!d.allowed && dryRun(limiter, bucket.policy) ? letThrough(d) : d)
+  },
   [Request.Kind.Peek]: (limiter, bucket, cost, now) => {
     const state = Bucket.read(bucket)
     const line = bucket.actor?.line
@@ -171,6 +247,7 @@ export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
     return Exit.succeed(decision(outcome, limiter.clock.behind))
   },
   [Request.Kind.Reset]: (_, bucket, __, now) => {
+    unblock(bucket)
     Bucket.write(bucket, bucket.policy.rule.initial(now))
     return Exit.void
   },
@@ -186,8 +263,85 @@ export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
   },
   [Request.Kind.Reconfigure]: (_, bucket, __, now, payload) => {
     // Only ever sent with its payload (RateLimiter.reconfigure).
-    if (payload !== undefined && "policy" in payload) reconfigure(bucket, payload, now)
+    const to = reconfigurationOf(payload)
+    if (to !== undefined) reconfigure(bucket, to, now)
     return Exit.void
+  },
+  [Request.Kind.Force]: (limiter, bucket, cost, now, payload) => {
+    const rule = ruleOf(bucket, payload)
+    const forced = rule.force(Bucket.read(bucket), now, cost)
+    Bucket.write(bucket, forced)
+    Bucket.touch(limiter, bucket, now)
+    // the debt: how long until a request of no units is admitted again
+    const within = rule.step(forced, now, 0)
+    // (a shaper's delay for no units is no debt: only the debt's wait is told)
+    const d = decision({ ...within, allowed: true, retryAfter: 0, delay: undefined }, limiter.clock.behind)
+    return Exit.succeed(
+      within.allowed ? d : { ...d, delay: millis(Monotone.onClock(within.retryAfter, limiter.clock.behind)) }
+    )
+  },
+  [Request.Kind.Add]: (limiter, bucket, cost, now) => {
+    const release = bucket.policy.rule.release
+    if (release === undefined) {
+      return Exit.fail(
+        new InvalidRequest({ field: "key", value: JSON.stringify(bucket.key), reason: cannotRelease(bucket.policy) })
+      )
+    }
+    Bucket.write(bucket, release(Bucket.read(bucket), now, cost))
+    return Exit.succeed(standing(limiter, bucket, now))
+  },
+  [Request.Kind.ForceAdd]: (limiter, bucket, cost, now) => {
+    const forceAdd = bucket.policy.rule.forceAdd
+    if (forceAdd === undefined) {
+      return Exit.fail(
+        new InvalidRequest({ field: "key", value: JSON.stringify(bucket.key), reason: cannotHoldMore(bucket.policy) })
+      )
+    }
+    Bucket.write(bucket, forceAdd(Bucket.read(bucket), now, cost))
+    Bucket.touch(limiter, bucket, now)
+    return Exit.succeed(standing(limiter, bucket, now))
+  },
+  [Request.Kind.Fill]: (limiter, bucket, _, now) => {
+    unblock(bucket)
+    Bucket.write(bucket, bucket.policy.rule.full(now))
+    return Exit.succeed(standing(limiter, bucket, now))
+  },
+  [Request.Kind.TakeUpTo]: (limiter, bucket, cost, now) => {
+    const rule = bucket.policy.rule
+    const state = Bucket.read(bucket)
+    Bucket.touch(limiter, bucket, now)
+    // nobody jumps the line: behind waiters, nothing is taken
+    const { outcome, taken } = waiting(bucket)
+      ? { outcome: outcomeOf(bucket, rule, state, now, 1), taken: 0 }
+      : rule.takeUpTo(state, now, cost)
+    if (taken > 0) {
+      Bucket.write(bucket, outcome.state)
+      limiter.recorder.allowed++
+    } else limiter.recorder.denied++
+    return Exit.succeed({ ...decision(outcome, limiter.clock.behind), taken })
+  },
+  [Request.Kind.Get]: (limiter, bucket, _, now) =>
+    Exit.succeed(
+      Bucket.settled(limiter, bucket, now) ? Option.none() : Option.some(standing(limiter, bucket, now))
+    ),
+  [Request.Kind.Set]: (limiter, bucket, cost, now, payload) => {
+    unblock(bucket)
+    const rule = ruleOf(bucket, payload)
+    Bucket.write(bucket, rule.force(rule.full(now), now, cost))
+    Bucket.touch(limiter, bucket, now)
+    return Exit.succeed(standing(limiter, bucket, now))
+  },
+  [Request.Kind.Delete]: (limiter, bucket, _, now) => {
+    const had = !Bucket.settled(limiter, bucket, now)
+    unblock(bucket)
+    Bucket.write(bucket, bucket.policy.rule.initial(now))
+    return Exit.succeed(had)
+  },
+  [Request.Kind.Block]: (limiter, bucket, _, now, payload) => {
+    const window = payload !== undefined && "window" in payload ? payload.window : 0
+    blockUntil(bucket, now + window)
+    Bucket.touch(limiter, bucket, now)
+    return Exit.succeed(standing(limiter, bucket, now))
   },
   [Request.Kind.Hold]: (limiter, bucket, cost, now) => hold(limiter, bucket, cost, now),
   [Request.Kind.Feedback]: (_, bucket, __, now, payload) => {
@@ -228,12 +382,19 @@ const hold = (
   cost: number,
   now: number
 ): Request.Answer<typeof Request.Kind.Hold> => {
-  const outcome = outcomeOf(bucket, Bucket.read(bucket), now, cost)
+  const outcome = outcomeOf(bucket, bucket.policy.rule, Bucket.read(bucket), now, cost)
   Bucket.touch(limiter, bucket, now)
   const d = decision(outcome, limiter.clock.behind)
   if (!outcome.allowed) return Exit.succeed(d === noHold.decision ? noHold : { decision: d, holder: undefined })
   bucket.held += cost
   return Exit.succeed({ decision: d, holder: bucket })
+}
+
+// A dry-run policy lets a refusal through, counted (nginx's limit_req_dry_run).
+const dryRun = (limiter: Bucket.Limiter, policy: Policy.Valid): boolean => {
+  if (!policy.dryRun) return false
+  limiter.recorder.dryRun++
+  return true
 }
 
 // A waiter on the caller's fiber or in a batch: admitted at once if nobody
@@ -243,11 +404,16 @@ const admitAtOnce = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, cost: numbe
   const line = bucket.actor?.line
   if (line !== undefined && line.waiters.length > 0) return -1
   const outcome = fit(bucket.policy.rule, Bucket.read(bucket), now, cost, bucket.held)
-  if (!outcome.allowed) return -1
+  if (!outcome.allowed) {
+    // a dry run never keeps a caller waiting: it goes now, counted
+    if (!dryRun(limiter, bucket.policy)) return -1
+    Bucket.touch(limiter, bucket, now)
+    return 0
+  }
   Bucket.write(bucket, outcome.state)
   Bucket.touch(limiter, bucket, now)
   limiter.recorder.allowed++
-  return outcome.delay ?? 0
+  return bucket.policy.dryRun ? 0 : outcome.delay ?? 0
 }
 
 // A hold that waits, admitted at once if nobody waits and it fits now.
@@ -288,9 +454,16 @@ type Now<K extends Request.Kind> = (
 ) => Request.Answer<K> | undefined
 
 // The caller's fiber, the key quiet: every kind is decided as the actor
-// would, a waiter admitted at once if it fits.
+// would, a waiter admitted at once if it fits. A key deleted while quiet is
+// forgotten at once (nothing is queued for it, nobody waits): it has no state.
 const now: { readonly [K in Request.Kind]: Now<K> } = {
   ...decide,
+  [Request.Kind.Delete]: (limiter, bucket, _, now) => {
+    const had = !Bucket.settled(limiter, bucket, now)
+    limiter.forget(bucket.key, bucket)
+    Bucket.retire(bucket)
+    return Exit.succeed(had)
+  },
   [Request.Kind.Wait]: (limiter, bucket, cost, now) => {
     const delay = admitAtOnce(limiter, bucket, cost, now)
     return delay < 0 ? undefined : Line.admitted(delay)
@@ -328,14 +501,21 @@ const carryOver = (from: Policy.Valid, state: unknown, next: Policy.Valid, now: 
 // algorithm always starts afresh); waiters that can no longer ever be
 // admitted are told so, the others are re-timed by the batch pass.
 const reconfigure = (bucket: Bucket.Bucket, to: Request.Reconfiguration, now: number): void => {
-  const from = bucket.policy
+  const from = unblocked(bucket.policy)
+  const until = Block.until(bucket.policy.rule)
   const next = to.policy
   const state = Bucket.read(bucket)
+  // a change of rate only (setRate) is carried by the algorithm's own rate rule
+  const rated = to.rate !== undefined && next.rule.rate !== undefined && next.algorithm === from.algorithm
+    ? next.rule.rate.carry(to.rate, state, now)
+    : undefined
   Bucket.write(
     bucket,
-    from.rule.reconfigure(state, next.rule, now, to.carry) ?? carryOver(from, state, next, now, to.carry)
+    rated ?? from.rule.reconfigure(state, next.rule, now, to.carry) ?? carryOver(from, state, next, now, to.carry)
   )
   bucket.policy = next
+  // a block goes on under the new policy
+  if (now < until) blockUntil(bucket, until)
   const line = bucket.actor?.line
   if (line === undefined) return
   const max = next.rule.maxCost
@@ -463,6 +643,10 @@ const serve = (
   actor.pending -= batch.length
   limiter.recorder.queued -= batch.length
   let i = 0
+  // A key deleted and not used after it in the batch has no state: as on the
+  // caller's fiber and in a store, it is forgotten once nothing else needs it,
+  // so its next use starts from the initial state at that time.
+  let deleted = false
   try {
     if (line.waiters.length > 0) Line.removeCancelled(line)
     for (; i < batch.length; i++) {
@@ -473,6 +657,8 @@ const serve = (
       if (kind === Request.Kind.Wait || kind === Request.Kind.Reserve || kind === Request.Kind.HoldWait) {
         enter(limiter, bucket, line, request, now)
       } else Request.answer(request, decide[kind](limiter, bucket, request.cost, now, request.payload))
+      if (kind === Request.Kind.Delete) deleted = true
+      else if (kind !== Request.Kind.Peek && kind !== Request.Kind.Get) deleted = false
     }
     if (line.waiters.length > 0) {
       Line.expire(
@@ -482,6 +668,10 @@ const serve = (
         (queued, cost) => bucket.policy.rule.waitTime(Bucket.read(bucket), now, queued + bucket.held, cost)
       )
       admitLine(limiter, bucket, line, now)
+    }
+    if (deleted && line.waiters.length === 0 && actor.pending === 0) {
+      limiter.forget(bucket.key, bucket)
+      Bucket.retire(bucket)
     }
   } catch (defect) {
     // Only this key is hurt: the request that failed, those after it in the
@@ -502,12 +692,22 @@ type Unstarted<K extends Request.Kind> = (
 
 const start = () => undefined
 
+// A release, or an add, starts no bucket when the key's initial state is
+// settled (a fresh key holds all a release could give back), and starts one
+// when it is not (a token bucket with `initialTokens` below capacity), so the
+// units go where a bucket would have them.
+const releaseUnstarted = (limiter: Bucket.Limiter, policy: Policy.Valid) => {
+  if (policy.rule.release === undefined) {
+    return Exit.fail(new InvalidRequest({ field: "key", value: "(new key)", reason: cannotRelease(policy) }))
+  }
+  const at = limiter.clock.currentTimeMillisUnsafe()
+  return at >= policy.rule.settledAt(policy.rule.initial(at)) ? Exit.void : undefined
+}
+
 // A key with no bucket is in its policy's initial state: peek reads it;
 // reset has nothing to forget; reconfigure only changes which policy the key
-// starts under. A release starts no bucket when the initial state is settled
-// (a fresh key holds all a release could give back), and starts one when it
-// is not (a token bucket with `initialTokens` below capacity), so the units
-// go where a bucket would have them.
+// starts under; get and delete find no state. A forced add the policy cannot
+// hold is refused before a bucket starts.
 const unstarted: { readonly [K in Request.Kind]: Unstarted<K> } = {
   [Request.Kind.Acquire]: start,
   [Request.Kind.Consume]: start,
@@ -516,17 +716,33 @@ const unstarted: { readonly [K in Request.Kind]: Unstarted<K> } = {
     return Exit.succeed(decision(policy.rule.peek(policy.rule.initial(at), at, cost), limiter.clock.behind))
   },
   [Request.Kind.Reset]: () => Exit.void,
-  [Request.Kind.Release]: (limiter, policy) => {
-    if (policy.rule.release === undefined) {
-      return Exit.fail(new InvalidRequest({ field: "key", value: "(new key)", reason: cannotRelease(policy) }))
-    }
-    const at = limiter.clock.currentTimeMillisUnsafe()
-    return at >= policy.rule.settledAt(policy.rule.initial(at)) ? Exit.void : undefined
-  },
+  [Request.Kind.Release]: releaseUnstarted,
   [Request.Kind.Reconfigure]: () => Exit.void,
   [Request.Kind.Wait]: start,
   [Request.Kind.Reserve]: start,
   [Request.Kind.Poke]: start,
+  [Request.Kind.Force]: start,
+  [Request.Kind.Add]: (limiter, policy) => {
+    if (policy.rule.release === undefined) {
+      return Exit.fail(new InvalidRequest({ field: "key", value: "(new key)", reason: cannotRelease(policy) }))
+    }
+    const at = limiter.clock.currentTimeMillisUnsafe()
+    const fresh = policy.rule.initial(at)
+    // as for a release; a fresh key that starts full is told how it stands
+    return at >= policy.rule.settledAt(fresh)
+      ? Exit.succeed(decision(policy.rule.peek(fresh, at, 1), limiter.clock.behind))
+      : undefined
+  },
+  [Request.Kind.ForceAdd]: (_, policy) =>
+    policy.rule.forceAdd === undefined
+      ? Exit.fail(new InvalidRequest({ field: "key", value: "(new key)", reason: cannotHoldMore(policy) }))
+      : undefined,
+  [Request.Kind.Fill]: start,
+  [Request.Kind.TakeUpTo]: start,
+  [Request.Kind.Get]: () => Exit.succeed(Option.none()),
+  [Request.Kind.Set]: start,
+  [Request.Kind.Delete]: () => Exit.succeed(false),
+  [Request.Kind.Block]: start,
   [Request.Kind.Hold]: start,
   [Request.Kind.HoldWait]: start,
   [Request.Kind.Feedback]: (_, policy) =>

@@ -20,7 +20,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Deferred, Duration, Effect, Exit, Result } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Option, Result } from "effect"
 import type * as Decision from "../../Decision.ts"
 import { BucketFailed, InvalidRequest } from "../../Errors.ts"
 import { applyAllOps, applyOps } from "../../MemoryStore.ts"
@@ -85,6 +85,13 @@ interface Out {
 
 const isWait = (kind: Request.Kind): boolean => kind === Request.Kind.Wait || kind === Request.Kind.Reserve
 
+// Requests that change the key's state for whoever waits: the head asks again.
+const changesUnderLine = (kind: Request.Kind): boolean =>
+  kind === Request.Kind.Reconfigure || kind === Request.Kind.Reset || kind === Request.Kind.Release ||
+  kind === Request.Kind.Add || kind === Request.Kind.ForceAdd || kind === Request.Kind.Fill ||
+  kind === Request.Kind.Set || kind === Request.Kind.Delete || kind === Request.Kind.Block ||
+  kind === Request.Kind.Force || kind === Request.Kind.Feedback
+
 // The most common operations, shared (ops are never mutated).
 const takeOne: Op = { kind: OpKind.Take, cost: 1, queued: 0 }
 const takeOneOps: ReadonlyArray<Op> = [takeOne]
@@ -92,13 +99,18 @@ const resetOp: Op = { kind: OpKind.Reset, cost: 0, queued: 0 }
 
 const signalCodes = { ok: 0, throttled: 1, latency: 2 } as const
 
+// The window a request carries (a duration per call, a block's length), or 0.
+const windowOf = (payload: Request.Payload | undefined): number =>
+  payload !== undefined && "window" in payload ? payload.window : 0
+
 // The op a decide-now request becomes. While anyone waits, acquire/consume/
-// peek are denied behind the line: the store answers how long that is.
+// peek (and a partial take) are denied behind the line: the store answers
+// how long that is.
 const opFor = (
   line: Line.Line | undefined,
   kind: Request.Kind,
   cost: number,
-  payload?: Request.Payload | undefined
+  payload: Request.Payload | undefined
 ): Op => {
   const behind = line !== undefined && line.waiters.length > 0
   switch (kind) {
@@ -107,41 +119,79 @@ const opFor = (
         ? { kind: OpKind.Adapt, cost: signalCodes[payload.signal], queued: payload.millis }
         : { kind: OpKind.Peek, cost: 0, queued: 0 }
     case Request.Kind.Reset:
-    case Request.Kind.Reconfigure:
-      // A shared store keeps no carry-over: a reconfigured key starts afresh.
       return resetOp
+    case Request.Kind.Reconfigure: {
+      // A change of rate only carries the key over by the algorithm's rate
+      // rule (Guava's setRate); any other reconfigure starts it afresh: a
+      // shared store keeps no other carry-over.
+      const rate = payload !== undefined && "policy" in payload ? payload.rate : undefined
+      return rate === undefined ? resetOp : { kind: OpKind.SetRate, cost: rate[0], queued: rate[1] }
+    }
     case Request.Kind.Release:
+    case Request.Kind.Add:
       return { kind: OpKind.Release, cost, queued: 0 }
     case Request.Kind.Peek:
       return behind
         ? { kind: OpKind.WaitTime, cost, queued: line.cost }
         : { kind: OpKind.Peek, cost, queued: 0 }
+    case Request.Kind.Force:
+      return { kind: OpKind.Force, cost, queued: 0, window: windowOf(payload) }
+    case Request.Kind.ForceAdd:
+      return { kind: OpKind.ForceAdd, cost, queued: 0 }
+    case Request.Kind.Fill:
+      return { kind: OpKind.Fill, cost: 0, queued: 0 }
+    case Request.Kind.TakeUpTo:
+      return behind ? { kind: OpKind.WaitTime, cost: 1, queued: line.cost } : { kind: OpKind.TakeUpTo, cost, queued: 0 }
+    case Request.Kind.Get:
+      return { kind: OpKind.Get, cost: 0, queued: 0 }
+    case Request.Kind.Set:
+      return { kind: OpKind.Set, cost, queued: 0, window: windowOf(payload) }
+    case Request.Kind.Delete:
+      return { kind: OpKind.Delete, cost: 0, queued: 0 }
+    case Request.Kind.Block:
+      return { kind: OpKind.Block, cost: windowOf(payload), queued: 0 }
     default:
       return behind
         ? { kind: OpKind.WaitTime, cost, queued: line.cost }
-        : cost === 1
+        : cost === 1 && payload === undefined
         ? takeOne
-        : { kind: OpKind.Take, cost, queued: 0 }
+        : { kind: OpKind.Take, cost, queued: 0, window: windowOf(payload) }
   }
 }
 
+const durationOf = (ms: number): Duration.Duration => ms === Infinity ? Duration.infinity : Duration.millis(ms)
+
 const decisionOf = (op: Op, r: Reply, degraded: boolean): Decision.Decision => {
   const behind = op.kind === OpKind.WaitTime
-  return {
+  const d: Decision.Decision = {
     allowed: !behind && r.allowed,
     remaining: behind ? 0 : r.remaining,
-    retryAfter: r.retryAfter === Infinity ? Duration.infinity : Duration.millis(r.retryAfter),
-    resetAfter: Duration.millis(r.resetAfter),
+    retryAfter: durationOf(r.retryAfter),
+    resetAfter: durationOf(r.resetAfter),
     limit: r.limit,
     ...(degraded ? { degraded: true } : {})
   }
+  // a shaper's delay, as in-process
+  return !behind && r.delay !== undefined && r.delay > 0 ? { ...d, delay: Duration.millis(r.delay) } : d
 }
+
+// How long an admitted request sleeps before it proceeds: a shaper's delay
+// (none under a dry run, as in-process).
+const shaping = (r: Reply, policy: Policy.Valid): number => policy.dryRun || r.delay === undefined ? 0 : r.delay
 
 const counted = (limiter: Bucket.Limiter, op: Op, r: Reply): boolean => {
   const allowed = op.kind !== OpKind.WaitTime && r.allowed
   if (allowed) limiter.recorder.allowed++
   else limiter.recorder.denied++
   return allowed
+}
+
+// A dry-run policy lets a refusal through, counted (nginx's limit_req_dry_run):
+// the store decided and counted as usual.
+const dryRun = (limiter: Bucket.Limiter, policy: Policy.Valid): boolean => {
+  if (!policy.dryRun) return false
+  limiter.recorder.dryRun++
+  return true
 }
 
 const exitTrue = Exit.succeed(true)
@@ -151,20 +201,48 @@ type AnswerOf<K extends Request.DecideKind> = (
   limiter: Bucket.Limiter,
   op: Op,
   reply: Reply,
-  degraded: boolean
+  degraded: boolean,
+  policy: Policy.Valid
 ) => Request.Answer<K>
+
+const standing = (_: Bucket.Limiter, op: Op, r: Reply, degraded: boolean) => Exit.succeed(decisionOf(op, r, degraded))
 
 // How each decide-now kind is answered from the store's reply to its op.
 const answers: { readonly [K in Request.DecideKind]: AnswerOf<K> } = {
-  [Request.Kind.Acquire]: (limiter, op, r) => counted(limiter, op, r) ? exitTrue : exitFalse,
-  [Request.Kind.Consume]: (limiter, op, r, degraded) => {
-    counted(limiter, op, r)
-    return Exit.succeed(decisionOf(op, r, degraded))
+  [Request.Kind.Acquire]: (limiter, op, r, _, policy) => {
+    if (!counted(limiter, op, r)) return dryRun(limiter, policy) ? exitTrue : exitFalse
+    // a shaper admits now and spaces the caller out: it proceeds after the delay
+    const delay = shaping(r, policy)
+    return delay > 0 ? Effect.as(Effect.sleep(Duration.millis(delay)), true) : exitTrue
   },
-  [Request.Kind.Peek]: (_, op, r, degraded) => Exit.succeed(decisionOf(op, r, degraded)),
+  [Request.Kind.Consume]: (limiter, op, r, degraded, policy) => {
+    const d = decisionOf(op, r, degraded)
+    if (counted(limiter, op, r) || !dryRun(limiter, policy)) return Exit.succeed(d)
+    return Exit.succeed({ ...d, allowed: true, dryRun: true })
+  },
+  [Request.Kind.Peek]: standing,
   [Request.Kind.Reset]: () => Exit.void,
   [Request.Kind.Release]: () => Exit.void,
   [Request.Kind.Reconfigure]: () => Exit.void,
+  [Request.Kind.Force]: (_, op, r, degraded) => {
+    // the store answers the debt's length in retryAfter
+    const d = { ...decisionOf(op, r, degraded), allowed: true, retryAfter: Duration.zero }
+    return Exit.succeed(r.retryAfter > 0 ? { ...d, delay: durationOf(r.retryAfter) } : d)
+  },
+  [Request.Kind.Add]: standing,
+  [Request.Kind.ForceAdd]: standing,
+  [Request.Kind.Fill]: standing,
+  [Request.Kind.TakeUpTo]: (limiter, op, r, degraded) => {
+    const taken = op.kind === OpKind.TakeUpTo ? r.value ?? 0 : 0
+    if (taken > 0) limiter.recorder.allowed++
+    else limiter.recorder.denied++
+    return Exit.succeed({ ...decisionOf(op, r, degraded), allowed: taken > 0, taken })
+  },
+  [Request.Kind.Get]: (_, op, r, degraded) =>
+    Exit.succeed(r.value === 1 ? Option.some(decisionOf(op, r, degraded)) : Option.none()),
+  [Request.Kind.Set]: standing,
+  [Request.Kind.Delete]: (_, __, r) => Exit.succeed(r.value === 1),
+  [Request.Kind.Block]: standing,
   [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
   [Request.Kind.Feedback]: () => Exit.void,
   [Request.Kind.Transact]: () => Exit.fail(inProcessOnly("a transaction"))
@@ -212,12 +290,14 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         const allowed = fallback.mode === "allow"
         const retryAfter = allowed ? 0 : fallback.retryMillis
         return {
-          replies: ops.map(() => ({
+          replies: ops.map((op) => ({
             allowed,
             remaining: allowed ? limit : 0,
             retryAfter,
             resetAfter: retryAfter,
-            limit
+            limit,
+            // a partial take takes all it asks for, or nothing; nothing is known of a key's state
+            ...(op.kind === OpKind.TakeUpTo ? { value: allowed ? op.cost : 0 } : {})
           })),
           degraded: true,
           error: undefined
@@ -299,41 +379,55 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     limiter: Bucket.Limiter,
     bucket: Bucket.Bucket,
     kind: K,
-    cost: number
+    cost: number,
+    payload: Request.Payload | undefined
   ): Request.Answer<K> | undefined => {
     if (outs.has(bucket) || bucket.actor?.mailbox !== undefined) return undefined
     const now = limiter.clock.currentTimeMillisUnsafe()
     const out: Out = { since: now, idle: undefined }
     outs.set(bucket, out)
     Bucket.touch(limiter, bucket, now)
-    const op = opFor(undefined, kind, cost)
-    return Effect.onExit(
-      Effect.flatMap(call(limiter, bucket, op === takeOne ? takeOneOps : [op]), (result): Request.Answer<K> => {
+    const op = opFor(undefined, kind, cost, payload)
+    // (the answer runs after the call is settled: a shaper's sleep holds nothing)
+    return Effect.flatten(Effect.onExit(
+      Effect.map(call(limiter, bucket, op === takeOne ? takeOneOps : [op]), (result): Request.Answer<K> => {
         Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
         return result.error !== undefined
           ? Exit.fail(result.error)
-          : answers[kind](limiter, op, result.replies[0], result.degraded)
+          : answers[kind](limiter, op, result.replies[0], result.degraded, bucket.policy)
       }),
       () => Effect.sync(() => settle(bucket, out))
-    )
+    ))
   }
 
   type Now<K extends Request.Kind> = (
     limiter: Bucket.Limiter,
     bucket: Bucket.Bucket,
-    cost: number
+    cost: number,
+    payload: Request.Payload | undefined
   ) => Request.Answer<K> | undefined
   const queue = () => undefined
+  const directly = <K extends Request.DecideKind>(kind: K): Now<K> => (limiter, bucket, cost, payload) =>
+    direct(limiter, bucket, kind, cost, payload)
   const nowTable: { readonly [K in Request.Kind]: Now<K> } = {
-    [Request.Kind.Acquire]: (limiter, bucket, cost) => direct(limiter, bucket, Request.Kind.Acquire, cost),
-    [Request.Kind.Consume]: (limiter, bucket, cost) => direct(limiter, bucket, Request.Kind.Consume, cost),
-    [Request.Kind.Peek]: (limiter, bucket, cost) => direct(limiter, bucket, Request.Kind.Peek, cost),
-    [Request.Kind.Reset]: (limiter, bucket, cost) => direct(limiter, bucket, Request.Kind.Reset, cost),
-    [Request.Kind.Release]: (limiter, bucket, cost) => direct(limiter, bucket, Request.Kind.Release, cost),
+    [Request.Kind.Acquire]: directly(Request.Kind.Acquire),
+    [Request.Kind.Consume]: directly(Request.Kind.Consume),
+    [Request.Kind.Peek]: directly(Request.Kind.Peek),
+    [Request.Kind.Reset]: directly(Request.Kind.Reset),
+    [Request.Kind.Release]: directly(Request.Kind.Release),
     [Request.Kind.Reconfigure]: queue,
     [Request.Kind.Wait]: queue,
     [Request.Kind.Reserve]: queue,
     [Request.Kind.Poke]: queue,
+    [Request.Kind.Force]: directly(Request.Kind.Force),
+    [Request.Kind.Add]: directly(Request.Kind.Add),
+    [Request.Kind.ForceAdd]: directly(Request.Kind.ForceAdd),
+    [Request.Kind.Fill]: directly(Request.Kind.Fill),
+    [Request.Kind.TakeUpTo]: directly(Request.Kind.TakeUpTo),
+    [Request.Kind.Get]: directly(Request.Kind.Get),
+    [Request.Kind.Set]: directly(Request.Kind.Set),
+    [Request.Kind.Delete]: directly(Request.Kind.Delete),
+    [Request.Kind.Block]: directly(Request.Kind.Block),
     [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
     [Request.Kind.HoldWait]: () => Exit.fail(inProcessOnly("a hold")),
     // a feedback changes the rate waiters are timed by: in order, by the
@@ -386,12 +480,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         Bucket.write(bucket, undefined)
       }
       // The key's state changes under the line: the head asks again now.
-      if (
-        r.kind === Request.Kind.Reconfigure || r.kind === Request.Kind.Reset || r.kind === Request.Kind.Release ||
-        r.kind === Request.Kind.Feedback
-      ) {
-        line.wakeAt = 0
-      }
+      if (changesUnderLine(r.kind)) line.wakeAt = 0
     }
     const result = yield* call(limiter, bucket, ops)
     Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
@@ -403,7 +492,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         kind !== Request.Kind.Wait && kind !== Request.Kind.Reserve && kind !== Request.Kind.Poke &&
         kind !== Request.Kind.HoldWait
       ) {
-        Request.reply(request, answers[kind](limiter, ops[i], result.replies[i], result.degraded))
+        Request.reply(request, answers[kind](limiter, ops[i], result.replies[i], result.degraded, bucket.policy))
       }
     }
   })
@@ -433,8 +522,10 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     if (result.error !== undefined) return Request.reply(request, Exit.fail(result.error))
     if (empty && result.replies[0].allowed) {
       limiter.recorder.allowed++
-      return Request.reply(request, Line.admittedAtOnce(request, 0))
+      return Request.reply(request, Line.admittedAtOnce(request, shaping(result.replies[0], bucket.policy)))
     }
+    // a dry run never keeps a caller waiting: it goes now, counted
+    if (empty && dryRun(limiter, bucket.policy)) return Request.reply(request, Line.admittedAtOnce(request, 0))
     const wait = result.replies[empty ? 1 : 0].retryAfter
     Line.join(
       line,
@@ -488,7 +579,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       }
       Line.shift(line)
       limiter.recorder.allowed++
-      Request.reply(head, Exit.void)
+      Request.reply(head, Line.admitted(shaping(reply, bucket.policy)))
       line.wakeAt = 0
     }
   })
@@ -539,7 +630,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
   return {
     // The state a store-backed bucket keeps is the local fallback's: none yet.
     initial: () => undefined,
-    now: (limiter, bucket, kind, cost) => nowTable[kind](limiter, bucket, cost),
+    now: (limiter, bucket, kind, cost, _, payload) => nowTable[kind](limiter, bucket, cost, payload),
     // A key with no bucket still goes through one: the store holds its state.
     unstarted: () => undefined,
     serve,

@@ -11,8 +11,8 @@
  *
  * @since 0.2.0
  */
-import { Deferred, type Effect } from "effect"
-import type { Decision } from "../../Decision.ts"
+import { Deferred, type Effect, type Option } from "effect"
+import type { Decision, Taken } from "../../Decision.ts"
 import type { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../../Errors.ts"
 import type * as Policy from "../../Policy.ts"
 import type { StoreUnavailable } from "../../Store.ts"
@@ -43,6 +43,24 @@ export const Kind = {
   Reserve: 7,
   /** No request: wakes the actor to re-time its line (a waiter left). */
   Poke: 8,
+  /** Take `cost` whatever the limit, into debt; reply `Decision` (the debt's wait in `delay`). */
+  Force: 9,
+  /** Give `cost` units back, capped (a refund that reports); reply `Decision`. */
+  Add: 10,
+  /** Add `cost` units with no cap; reply `Decision`. */
+  ForceAdd: 11,
+  /** Back to a full key (nothing used); reply `Decision`. */
+  Fill: 12,
+  /** Take as much as there is, at most `cost`; reply {@link Taken}. */
+  TakeUpTo: 13,
+  /** The key as it stands; reply `Option<Decision>` (none: no state). */
+  Get: 14,
+  /** The key as if `cost` units had been used from full; reply `Decision`. */
+  Set: 15,
+  /** Forget the key; reply whether it had state. */
+  Delete: 16,
+  /** Refuse everything until `payload.window` from now; reply `Decision`. */
+  Block: 17,
   // Several keys at once, fairness and adaptive rates: 20 and up.
   /**
    * Decide now as `Consume` would, and if admitted hold `cost` units for an
@@ -75,6 +93,15 @@ export type DecideKind =
   | typeof Kind.Reset
   | typeof Kind.Release
   | typeof Kind.Reconfigure
+  | typeof Kind.Force
+  | typeof Kind.Add
+  | typeof Kind.ForceAdd
+  | typeof Kind.Fill
+  | typeof Kind.TakeUpTo
+  | typeof Kind.Get
+  | typeof Kind.Set
+  | typeof Kind.Delete
+  | typeof Kind.Block
   | typeof Kind.Hold
   | typeof Kind.Feedback
   | typeof Kind.Transact
@@ -101,6 +128,15 @@ export interface Replies {
   readonly [Kind.Wait]: void
   readonly [Kind.Reserve]: Reserved
   readonly [Kind.Poke]: void
+  readonly [Kind.Force]: Decision
+  readonly [Kind.Add]: Decision
+  readonly [Kind.ForceAdd]: Decision
+  readonly [Kind.Fill]: Decision
+  readonly [Kind.TakeUpTo]: Taken
+  readonly [Kind.Get]: Option.Option<Decision>
+  readonly [Kind.Set]: Decision
+  readonly [Kind.Delete]: boolean
+  readonly [Kind.Block]: Decision
   readonly [Kind.Hold]: Held
   readonly [Kind.HoldWait]: Held
   readonly [Kind.Feedback]: void
@@ -138,13 +174,26 @@ export type FailureOf<K extends Kind> = Failure | (K extends WaitKind ? RateLimi
 export type Answer<K extends Kind = Kind> = Effect.Effect<Reply<K>, FailureOf<K>>
 
 /**
- * A new policy for a key and how its usage carries over.
+ * A new policy for a key and how its usage carries over. A change of rate
+ * only (`setRate`) says what the old rate was (the algorithm's `rateOf`):
+ * its state is carried by the algorithm's own rate rule, in a store too.
  *
  * @since 0.1.0
  */
 export interface Reconfiguration {
   readonly policy: Policy.Valid
   readonly carry: Carry
+  readonly rate?: readonly [number, number] | undefined
+}
+
+/**
+ * A length of time a request carries: the window a call opens (a duration
+ * per call), or how long a block lasts. Milliseconds, `Infinity` for ever.
+ *
+ * @since 0.2.0
+ */
+export interface Window {
+  readonly window: number
 }
 
 /**
@@ -174,12 +223,13 @@ export interface Transaction {
 }
 
 /**
- * What a request may carry besides its cost: a new policy, a signal, a
- * transaction, or (for a waiter) its place in line.
+ * What a request may carry besides its cost: a new policy, a length of
+ * time (`Window`), a signal, a transaction, or (for a waiter) its place in
+ * line.
  *
  * @since 0.2.0
  */
-export type Payload = Reconfiguration | Signal | Transaction | Order
+export type Payload = Reconfiguration | Window | Signal | Transaction | Order
 
 /**
  * The reply to `Hold` and `HoldWait`: the decision (what a take would have

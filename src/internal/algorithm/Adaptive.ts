@@ -208,6 +208,19 @@ export const release = (c: Config, s: State, now: number, amount: number): State
 })
 
 /**
+ * Takes `cost` whatever the level: the level may go below zero (a debt the
+ * refill pays off before anything else is admitted).
+ *
+ * @since 0.2.0
+ */
+export const force = (c: Config, s: State, now: number, cost: number): State => ({
+  level: levelAt(c, s, now) - cost * c.periodMillis,
+  at: now > s.at ? now : s.at,
+  rate: s.rate,
+  cut: s.cut
+})
+
+/**
  * The state after a signal from upstream (see the module's description).
  *
  * @example
@@ -274,5 +287,6 @@ export const algorithm: Algorithm<Config, State> = {
   takeInPlace,
   release,
   reconfigure,
-  adapt
+  adapt,
+  force
 }

@@ -90,6 +90,42 @@ export interface Algorithm<C, S> {
    * it have a fixed rate.
    */
   readonly adapt?: ((config: C, state: S, now: number, signal: Signal, millis: number) => S) | undefined
+  /**
+   * Takes `cost` units now whatever the limit (Bucket4j's
+   * `consumeIgnoringRateLimits`, rate-limiter-flexible's `penalty`): the
+   * state after, which may be over the limit (in debt). A request decided
+   * afterwards is refused until the debt is paid.
+   */
+  readonly force: (config: C, state: S, now: number, cost: number) => S
+  /**
+   * Adds `amount` units with no cap (Bucket4j's `forceAddTokens`): the key
+   * may then hold more than a fresh one. Absent: the algorithm has no
+   * meaning for units above its limit, and refuses.
+   */
+  readonly forceAdd?: ((config: C, state: S, now: number, amount: number) => S) | undefined
+  /**
+   * The state of a key with nothing used (Bucket4j's `reset`: a full
+   * bucket, whatever it starts with). Absent: `initial`.
+   */
+  readonly full?: ((config: C, now: number) => S) | undefined
+  /**
+   * The configuration with windows of `millis` (a window opened by a call
+   * that gives its own duration, rate-limiter-flexible's `customDuration`);
+   * absent, or `undefined`: the algorithm has no window of its own to set.
+   */
+  readonly withWindow?: ((config: C, millis: number) => C | undefined) | undefined
+  /**
+   * A change of rate only (Guava's `setRate`, x/time/rate's `SetLimit`):
+   * the numbers that identify this configuration's rate (`rateOf`), the
+   * configuration at a rate of `count` units per `periodMillis`
+   * (`withRate`), and the state carried over from the rate `from` (two
+   * numbers from `rateOf`) to `to` by the peer's own rule (`carryRate`).
+   */
+  readonly rate?: {
+    readonly rateOf: (config: C) => readonly [number, number]
+    readonly withRate: (config: C, count: number, periodMillis: number) => C
+    readonly carryRate: (to: C, from: readonly [number, number], state: S, now: number) => S
+  } | undefined
 }
 
 /**
@@ -187,6 +223,92 @@ export interface Rule {
   readonly reconfigure: (state: unknown, next: Rule, now: number, carry: Carry) => unknown
   /** The algorithm's adaptive rate, if it has one (see {@link Algorithm}). */
   readonly adapt: ((state: unknown, now: number, signal: Signal, millis: number) => unknown) | undefined
+  /** Takes `cost` whatever the limit (see {@link Algorithm}): the state after, maybe in debt. */
+  readonly force: (state: unknown, now: number, cost: number) => unknown
+  /** Adds units with no cap, if the algorithm can hold more than its limit. */
+  readonly forceAdd: ((state: unknown, now: number, amount: number) => unknown) | undefined
+  /** The state of a key with nothing used (see {@link Algorithm}). */
+  readonly full: (now: number) => unknown
+  /**
+   * Takes as many units as it can now, at most `most` (Bucket4j's
+   * `tryConsumeAsMuchAsPossible`): see {@link takeUpTo}.
+   */
+  readonly takeUpTo: (state: unknown, now: number, most: number) => Partial
+  /** The rule with windows of `millis`, or `undefined` when it has no window of its own to set. */
+  readonly withWindow: (millis: number) => Rule | undefined
+  /**
+   * For a rate change only (see {@link Algorithm}): this rule's rate as two
+   * numbers, and the state carried over from another rate to this one.
+   */
+  readonly rate:
+    | {
+      readonly of: readonly [number, number]
+      readonly carry: (from: readonly [number, number], state: unknown, now: number) => unknown
+    }
+    | undefined
+}
+
+/**
+ * What a partial take answers: the units taken (0 to `most`), and the
+ * outcome: the step that took them, or, when none could be taken, the key as
+ * it stands (`allowed: false`, `retryAfter` until one unit could be).
+ *
+ * @since 0.2.0
+ */
+export interface Partial {
+  readonly taken: number
+  readonly outcome: Outcome<unknown>
+}
+
+/**
+ * Takes as many whole units as the key admits now, at most `most`: the
+ * largest cost, up to what `remaining` says is there, that one step admits
+ * (the first try, `min(most, remaining)`, is it for every algorithm but a
+ * burst policy, whose `remaining` adds up two limits a single request cannot
+ * both use; a sliding log with a `minGap` to run admits none). Taking none
+ * takes nothing, logs nothing, and answers with the figures of a unit
+ * request.
+ *
+ * @example
+ * ```ts
+ * import { takeUpTo } from "./Algorithm.ts"
+ * import * as TokenBucket from "./TokenBucket.ts"
+ *
+ * const c = TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000, initialTokens: 4 })
+ * takeUpTo(TokenBucket.algorithm, c, TokenBucket.initial(c, 0), 0, 5).taken // 4
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const takeUpTo = <C, S>(
+  algorithm: Algorithm<C, S>,
+  config: C,
+  state: S,
+  now: number,
+  most: number
+): Partial => {
+  // A step of no units reads what is there; its state is not kept (a sliding
+  // log's minGap clock would move).
+  const there = algorithm.step(config, state, now, 0).remaining
+  let hi = Math.floor(Math.min(most, there))
+  if (hi >= 1) {
+    const outcome = algorithm.step(config, state, now, hi)
+    if (outcome.allowed) return { taken: hi, outcome }
+    // Admitting a cost admits every smaller one: the largest that fits, by halves.
+    let lo = 0
+    let best: Outcome<S> | undefined = undefined
+    while (lo + 1 < hi) {
+      const mid = Math.floor((lo + hi) / 2)
+      const o = algorithm.step(config, state, now, mid)
+      if (o.allowed) {
+        lo = mid
+        best = o
+      } else hi = mid
+    }
+    if (best !== undefined) return { taken: lo, outcome: best }
+  }
+  const probe = peekOutcome(algorithm, config, state, now, 1)
+  return { taken: 0, outcome: { ...probe, allowed: false } }
 }
 
 class Bound<C, S> implements Rule {
@@ -195,6 +317,8 @@ class Bound<C, S> implements Rule {
   readonly takeInPlace: Rule["takeInPlace"]
   readonly release: Rule["release"]
   readonly adapt: Rule["adapt"]
+  readonly forceAdd: Rule["forceAdd"]
+  readonly rate: Rule["rate"]
   readonly algorithm: Algorithm<C, S>
   readonly config: C
   constructor(algorithm: Algorithm<C, S>, config: C) {
@@ -202,7 +326,7 @@ class Bound<C, S> implements Rule {
     this.config = config
     this.name = algorithm.name
     this.maxCost = algorithm.maxCost(config)
-    const { adapt, release, takeInPlace } = algorithm
+    const { adapt, forceAdd, rate, release, takeInPlace } = algorithm
     // Every `as S` below: a state only ever comes from this rule (see Rule).
     this.takeInPlace = takeInPlace === undefined
       ? undefined
@@ -211,6 +335,13 @@ class Bound<C, S> implements Rule {
     this.adapt = adapt === undefined
       ? undefined
       : (state, now, signal, millis) => adapt(config, state as S, now, signal, millis)
+    this.forceAdd = forceAdd === undefined
+      ? undefined
+      : (state, now, amount) => forceAdd(config, state as S, now, amount)
+    this.rate = rate === undefined ? undefined : {
+      of: rate.rateOf(config),
+      carry: (from, state, now) => rate.carryRate(config, from, state as S, now)
+    }
   }
   initial(now: number): unknown {
     return this.algorithm.initial(this.config, now)
@@ -232,6 +363,20 @@ class Bound<C, S> implements Rule {
     if (own === undefined || !(next instanceof Bound) || next.algorithm !== this.algorithm) return undefined
     // The same algorithm object: its configuration is a C as well.
     return own(this.config, state as S, next.config as C, now, carry)
+  }
+  force(state: unknown, now: number, cost: number): unknown {
+    return this.algorithm.force(this.config, state as S, now, cost)
+  }
+  full(now: number): unknown {
+    const full = this.algorithm.full
+    return full === undefined ? this.algorithm.initial(this.config, now) : full(this.config, now)
+  }
+  takeUpTo(state: unknown, now: number, most: number): Partial {
+    return takeUpTo(this.algorithm, this.config, state as S, now, most)
+  }
+  withWindow(millis: number): Rule | undefined {
+    const config = this.algorithm.withWindow?.(this.config, millis)
+    return config === undefined ? undefined : new Bound(this.algorithm, config)
   }
 }
 

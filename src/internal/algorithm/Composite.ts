@@ -31,6 +31,9 @@
  *   without `release`, such as the warm-up limiter, keeps its state).
  * - With no parts everything is admitted (`limit` and `remaining` are
  *   `Infinity`, `binding` is -1); the caller should not build that.
+ * - `force` takes the units from every part; `forceAdd` adds them to every
+ *   part that can hold more than its limit (the others keep their state, as
+ *   with `release`); `full` is every part full.
  *
  * @since 0.1.0
  */
@@ -299,6 +302,52 @@ export const release = (c: Config, s: State, now: number, amount: number): State
 }
 
 /**
+ * Takes `cost` from every part whatever their limits.
+ *
+ * @example
+ * ```ts
+ * import * as Composite from "./Composite.ts"
+ * import * as FixedWindow from "./FixedWindow.ts"
+ *
+ * const c = Composite.config([Composite.part(FixedWindow.algorithm, FixedWindow.config({ limit: 1, windowMillis: 1000 }))])
+ * Composite.force(c, Composite.initial(c, 0), 0, 3) // [{ start: 0, count: 3, end: 1000 }]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const force = (c: Config, s: State, now: number, cost: number): State =>
+  c.parts.map((p, i) => p.algorithm.force(p.config, s[i], now, cost) as unknown)
+
+/**
+ * Adds `amount` with no cap to every part that can hold more than its limit.
+ *
+ * @example
+ * ```ts
+ * import * as Composite from "./Composite.ts"
+ * import * as Gcra from "./Gcra.ts"
+ *
+ * const c = Composite.config([Composite.part(Gcra.algorithm, Gcra.config({ maxBurst: 0, count: 1, periodMillis: 1000 }))])
+ * Composite.forceAdd(c, Composite.initial(c, 0), 0, 2) // [{ ahead: -2000, at: 0 }]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const forceAdd = (c: Config, s: State, now: number, amount: number): State =>
+  c.parts.map((p, i) =>
+    p.algorithm.forceAdd === undefined ? s[i] : p.algorithm.forceAdd(p.config, s[i], now, amount) as unknown
+  )
+
+/**
+ * Every part full.
+ *
+ * @since 0.2.0
+ */
+export const full = (c: Config, now: number): State =>
+  c.parts.map((p) =>
+    (p.algorithm.full === undefined ? p.algorithm.initial(p.config, now) : p.algorithm.full(p.config, now)) as unknown
+  )
+
+/**
  * The composite as an {@link Algorithm}; its `step` returns {@link Bound}
  * outcomes.
  *
@@ -320,5 +369,8 @@ export const algorithm: Algorithm<Config, State> = {
   waitTime,
   settledAt,
   maxCost,
-  release
+  release,
+  force,
+  forceAdd,
+  full
 }

@@ -31,6 +31,9 @@
  *   a new one.
  * - Time that goes backwards stands still at the anchor `at` (the latest
  *   time the state changed): nothing is replenished.
+ * - Beyond the limit: `force` takes units that are not there (more out than
+ *   `capacity`: releases pay the debt first). There is no `forceAdd`: units
+ *   nobody took cannot be given back, and a permit is never minted.
  * - A huge jump just completes any replenishing: no overflow, no NaN.
  *
  * @since 0.1.0
@@ -191,7 +194,7 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
   return {
     allowed: false,
     state: s,
-    remaining: Math.floor(m.level / c.periodMillis),
+    remaining: m.level > 0 ? Math.floor(m.level / c.periodMillis) : 0,
     retryAfter: cost > c.capacity ? Infinity : millisFor(c, s, m, now, need - m.level),
     resetAfter: resetMillis(c, s, m, now),
     limit: c.capacity
@@ -260,6 +263,24 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
 export const settledAt = (c: Config, s: State): number => s.at + resetMillis(c, s, s, s.at)
 
 /**
+ * Takes `cost` units whatever is available (more out than `capacity`).
+ *
+ * @example
+ * ```ts
+ * import * as Concurrency from "./Concurrency.ts"
+ *
+ * const c = Concurrency.config({ capacity: 2 })
+ * Concurrency.force(c, Concurrency.initial(c, 0), 0, 3) // { level: -1, pending: 0, at: 0 }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const force = (c: Config, s: State, now: number, cost: number): State => {
+  const m = stateAt(c, s, now)
+  return { level: m.level - cost * c.periodMillis, pending: m.pending, at: m.at }
+}
+
+/**
  * The concurrency limit as an {@link Algorithm}, with its {@link release}.
  *
  * @example
@@ -279,5 +300,6 @@ export const algorithm: Algorithm<Config, State> = {
   waitTime,
   settledAt,
   maxCost: (c) => c.capacity,
-  release
+  release,
+  force
 }

@@ -15,11 +15,27 @@
  * window and the start of the next); the sliding window and the sliding log
  * exist to avoid that, and the tests pin the bound.
  *
+ * Options from rate-limiter-flexible, whose limiter is a first-hit fixed
+ * window:
+ *
+ * - `countBlocked`: a denied request is counted too (its cost is added to
+ *   the window), as rate-limiter-flexible always does: a caller who keeps
+ *   hammering stays over the limit until the window ends. The one denial
+ *   that changes the state. A cost above `limit` is never counted.
+ * - `execEvenly`: an admitted request is told to wait (`delay`) so that the
+ *   window's requests are spread over it, by rate-limiter-flexible's rule:
+ *   no wait for the window's first request; otherwise
+ *   `⌈(end − now) / (remaining + 2)⌉`, or `count × minDelay` when that is
+ *   below `minDelay` (`⌈window / limit⌉` by default).
+ * - A window's own duration (`withWindow`, rate-limiter-flexible's
+ *   `customDuration`): a window is as long as the call that opened it said;
+ *   the state keeps its end.
+ *
  * Edge cases:
  *
  * - A new key starts with a count of 0 (a full window's allowance).
  * - A denial takes nothing and leaves the state as it was (rate-limiter-flexible
- *   counts denials; the sliding log's `countBlocked` offers that instead).
+ *   counts denials: `countBlocked` does that).
  * - A cost above `limit` can never succeed: `retryAfter` is `Infinity` and
  *   `maxCost` is `limit`. Costs are whole units; a fractional `limit` then
  *   admits `floor(limit)` units per window.
@@ -32,6 +48,10 @@
  * - `waitTime` with waiters ahead assumes their units fill each window to the
  *   limit (they are not split at window ends in reality, so the figure is a
  *   lower bound); with no waiters ahead it is exact.
+ * - Beyond the limit: `force` counts units above the limit (a debt that the
+ *   window's end forgives, as rate-limiter-flexible's `penalty` does);
+ *   `forceAdd` counts below zero (a credit for the rest of the window, as its
+ *   `reward` does). Either ends with the window.
  *
  * @since 0.1.0
  */
@@ -49,16 +69,24 @@ export interface Config {
   readonly windowMillis: number
   /** Whether windows are aligned to the clock (`true`) or open at the first hit (`false`). */
   readonly align: boolean
+  /** Whether a denied request is counted too. */
+  readonly countBlocked: boolean
+  /** Whether admitted requests are spread over the window (`delay`). */
+  readonly execEvenly: boolean
+  /** With `execEvenly`: the least delay, in milliseconds. */
+  readonly minDelay: number
 }
 
 /**
- * The state of one key: the current window's start and the units admitted in it.
+ * The state of one key: the current window's start, the units counted in
+ * it, and its end.
  *
  * @since 0.1.0
  */
 export interface State {
   readonly start: number
   readonly count: number
+  readonly end: number
 }
 
 /**
@@ -78,11 +106,23 @@ export const config = (options: {
   readonly limit: number
   readonly windowMillis: number
   readonly align?: boolean | undefined
+  readonly countBlocked?: boolean | undefined
+  readonly execEvenly?: boolean | undefined
+  readonly minDelay?: number | undefined
 }): Config => ({
   limit: options.limit,
   windowMillis: options.windowMillis,
-  align: options.align ?? false
+  align: options.align ?? false,
+  countBlocked: options.countBlocked ?? false,
+  execEvenly: options.execEvenly ?? false,
+  minDelay: options.minDelay ?? Math.ceil(options.windowMillis / options.limit)
 })
+
+// A window opening at `now`.
+const open = (c: Config, now: number): State => {
+  const start = c.align ? alignedStart(c, now) : now
+  return { start, count: 0, end: start + c.windowMillis }
+}
 
 // The start of the aligned window holding `t` (also for negative `t`).
 const alignedStart = (c: Config, t: number): number => t - (((t % c.windowMillis) + c.windowMillis) % c.windowMillis)
@@ -95,12 +135,12 @@ const alignedStart = (c: Config, t: number): number => t - (((t % c.windowMillis
  * import * as FixedWindow from "./FixedWindow.ts"
  *
  * const c = FixedWindow.config({ limit: 10, windowMillis: 1000, align: true })
- * FixedWindow.initial(c, 2500) // { start: 2000, count: 0 }
+ * FixedWindow.initial(c, 2500) // { start: 2000, count: 0, end: 3000 }
  * ```
  *
  * @since 0.1.0
  */
-export const initial = (c: Config, now: number): State => ({ start: c.align ? alignedStart(c, now) : now, count: 0 })
+export const initial = (c: Config, now: number): State => open(c, now)
 
 /**
  * The window in force at `now`: the state's own while it lasts (and for any
@@ -111,16 +151,26 @@ export const initial = (c: Config, now: number): State => ({ start: c.align ? al
  * import * as FixedWindow from "./FixedWindow.ts"
  *
  * const c = FixedWindow.config({ limit: 10, windowMillis: 1000 })
- * FixedWindow.windowAt(c, { start: 0, count: 4 }, 1500) // { start: 1500, count: 0 }
+ * FixedWindow.windowAt(c, { start: 0, count: 4, end: 1000 }, 1500) // { start: 1500, count: 0, end: 2500 }
  * ```
  *
  * @since 0.1.0
  */
 export const windowAt = (c: Config, s: State, now: number): State => {
-  if (now < s.start + c.windowMillis && (c.align || s.count > 0)) return s
-  // Only an empty first-hit window gets here before its start: it opens there.
-  if (now <= s.start) return s
-  return { start: c.align ? alignedStart(c, now) : now, count: 0 }
+  if (now < s.end && (c.align || s.count !== 0)) return s
+  if (c.align) return open(c, now)
+  // First hit, and nothing counted (or the window is over): a window opens
+  // now, as long as this call says (never before the last one's start).
+  const start = now > s.start ? now : s.start
+  return start === s.start && s.end === start + c.windowMillis ? s : { start, count: 0, end: start + c.windowMillis }
+}
+
+// rate-limiter-flexible's execEvenly: how long an admission that leaves
+// `count` counted waits, `end − now` before the window ends.
+const evenly = (c: Config, first: boolean, count: number, left: number): number => {
+  if (!c.execEvenly || first || !(left > 0)) return 0
+  const delay = Math.ceil(left / (Math.max(c.limit - count, 0) + 2))
+  return delay < c.minDelay ? count * c.minDelay : delay
 }
 
 /**
@@ -140,24 +190,27 @@ export const windowAt = (c: Config, s: State, now: number): State => {
 export const step = (c: Config, s: State, now: number, cost: number): Outcome<State> => {
   const w = windowAt(c, s, now)
   const count = w.count + cost
-  if (count <= c.limit) {
-    return {
+  if (count <= c.limit && cost <= c.limit) {
+    const outcome: Outcome<State> = {
       allowed: true,
-      state: count === s.count && w.start === s.start ? s : { start: w.start, count },
+      state: count === s.count && w.start === s.start && w.end === s.end ? s : { start: w.start, count, end: w.end },
       remaining: Math.floor(c.limit - count),
       retryAfter: 0,
-      resetAfter: count > 0 ? w.start + c.windowMillis - now : 0,
+      resetAfter: count !== 0 ? w.end - now : 0,
       limit: c.limit
     }
+    return c.execEvenly ? { ...outcome, delay: evenly(c, w.count === 0, count, w.end - now) } : outcome
   }
-  // Denied: `w.count > 0` here unless the cost alone is above the limit, so
-  // the window is live and ends at `w.start + windowMillis`, after `now`.
+  // Denied: the window is live unless the cost alone is above the limit, so
+  // it ends at `w.end`, after `now`. With countBlocked the attempt counts.
+  const counted = c.countBlocked && !(cost > c.limit)
+  const after = counted ? count : w.count
   return {
     allowed: false,
-    state: s,
-    remaining: Math.floor(c.limit - w.count),
-    retryAfter: cost > c.limit ? Infinity : w.start + c.windowMillis - now,
-    resetAfter: w.count > 0 ? w.start + c.windowMillis - now : 0,
+    state: counted ? { start: w.start, count, end: w.end } : s,
+    remaining: after < c.limit ? Math.floor(c.limit - after) : 0,
+    retryAfter: cost > c.limit ? Infinity : w.end - now,
+    resetAfter: after !== 0 ? w.end - now : 0,
     limit: c.limit
   }
 }
@@ -182,12 +235,12 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
   const free = c.limit - w.count
   if (queued + cost <= free) return 0
   // Windows after the current one that the waiters fill completely, and the
-  // units they leave in the next one.
-  const spill = Math.max(0, queued - free)
+  // units they leave in the next one (a debt ends with the current window).
+  const spill = Math.max(0, queued - Math.max(0, free))
   const full = Math.floor(spill / c.limit)
   const left = spill - full * c.limit
-  const windows = 1 + full + (left + cost > c.limit ? 1 : 0)
-  return w.start + windows * c.windowMillis - now
+  const windows = full + (left + cost > c.limit ? 1 : 0)
+  return w.end + windows * c.windowMillis - now
 }
 
 /**
@@ -199,12 +252,12 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
  * import * as FixedWindow from "./FixedWindow.ts"
  *
  * const c = FixedWindow.config({ limit: 10, windowMillis: 1000 })
- * FixedWindow.settledAt(c, { start: 300, count: 2 }) // 1300
+ * FixedWindow.settledAt(c, { start: 300, count: 2, end: 1300 }) // 1300
  * ```
  *
  * @since 0.1.0
  */
-export const settledAt = (c: Config, s: State): number => s.count > 0 ? s.start + c.windowMillis : s.start
+export const settledAt = (_c: Config, s: State): number => s.count !== 0 ? s.end : s.start
 
 /**
  * Gives `amount` units back to the window in force (a refund), never below 0.
@@ -214,7 +267,7 @@ export const settledAt = (c: Config, s: State): number => s.count > 0 ? s.start 
  * import * as FixedWindow from "./FixedWindow.ts"
  *
  * const c = FixedWindow.config({ limit: 10, windowMillis: 1000, align: true })
- * FixedWindow.release(c, { start: 0, count: 4 }, 500, 3) // { start: 0, count: 1 }
+ * FixedWindow.release(c, { start: 0, count: 4, end: 1000 }, 500, 3) // { start: 0, count: 1, end: 1000 }
  * ```
  *
  * @since 0.1.0
@@ -222,8 +275,64 @@ export const settledAt = (c: Config, s: State): number => s.count > 0 ? s.start 
 export const release = (c: Config, s: State, now: number, amount: number): State => {
   if (!(amount > 0)) return s
   const w = windowAt(c, s, now)
-  return { start: w.start, count: Math.max(0, w.count - amount) }
+  // never below 0; a credit (a forced add) is kept as it is
+  return { start: w.start, count: w.count <= 0 ? w.count : Math.max(0, w.count - amount), end: w.end }
 }
+
+/**
+ * Counts `cost` units whatever the limit (rate-limiter-flexible's
+ * `penalty`): the window may hold more than `limit`, until it ends.
+ *
+ * @example
+ * ```ts
+ * import * as FixedWindow from "./FixedWindow.ts"
+ *
+ * const c = FixedWindow.config({ limit: 3, windowMillis: 1000 })
+ * FixedWindow.force(c, FixedWindow.initial(c, 0), 0, 5) // { start: 0, count: 5, end: 1000 }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const force = (c: Config, s: State, now: number, cost: number): State => {
+  const w = windowAt(c, s, now)
+  return { start: w.start, count: w.count + cost, end: w.end }
+}
+
+/**
+ * Takes `amount` units off the count with no floor (rate-limiter-flexible's
+ * `reward` below zero): a credit until the window ends.
+ *
+ * @example
+ * ```ts
+ * import * as FixedWindow from "./FixedWindow.ts"
+ *
+ * const c = FixedWindow.config({ limit: 3, windowMillis: 1000, align: true })
+ * FixedWindow.forceAdd(c, FixedWindow.initial(c, 0), 0, 2) // { start: 0, count: -2, end: 1000 }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const forceAdd = (c: Config, s: State, now: number, amount: number): State => {
+  const w = windowAt(c, s, now)
+  return { start: w.start, count: w.count - amount, end: w.end }
+}
+
+/**
+ * The configuration with windows of `millis` (for the window a call opens);
+ * `undefined` for aligned windows, whose length is the clock's.
+ *
+ * @example
+ * ```ts
+ * import * as FixedWindow from "./FixedWindow.ts"
+ *
+ * const c = FixedWindow.config({ limit: 3, windowMillis: 1000 })
+ * FixedWindow.withWindow(c, 5000)?.windowMillis // 5000
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const withWindow = (c: Config, millis: number): Config | undefined =>
+  c.align ? undefined : { ...c, windowMillis: millis }
 
 /**
  * The fixed window as an {@link Algorithm}.
@@ -245,5 +354,8 @@ export const algorithm: Algorithm<Config, State> = {
   waitTime,
   settledAt,
   maxCost: (c) => c.limit,
-  release
+  release,
+  force,
+  forceAdd,
+  withWindow
 }

@@ -44,6 +44,11 @@
  * - A huge jump just drains `ahead` to 0: no overflow, no NaN.
  * - `release` (a refund) moves the TAT back by `amount × T`, never before
  *   "now": exactly what the refunded request took, never more than fresh.
+ * - Beyond the limit: `force` moves the TAT past the tolerance (a debt that
+ *   drains before anything else is admitted); `forceAdd` moves it before
+ *   "now" (`ahead` below zero: more than `maxBurst + 1` at once), a credit
+ *   that does not drain further and is only spent by requests. A key with a
+ *   credit never settles.
  *
  * @since 0.1.0
  */
@@ -134,7 +139,7 @@ export const initial = (_c: Config, now: number): State => ({ ahead: 0, at: now 
  * @since 0.1.0
  */
 export const aheadAt = (c: Config, s: State, now: number): number =>
-  now <= s.at ? s.ahead : Math.max(0, s.ahead - (now - s.at) * c.count)
+  now <= s.at || s.ahead <= 0 ? s.ahead : Math.max(0, s.ahead - (now - s.at) * c.count)
 
 /**
  * The theoretical arrival time in milliseconds (fractional when `T` is), for
@@ -175,7 +180,7 @@ const millisFor = (c: Config, s: State, now: number, excess: number): number =>
 export const step = (c: Config, s: State, now: number, cost: number): Outcome<State> => {
   const ahead = aheadAt(c, s, now)
   const need = cost * c.periodMillis
-  if (ahead + need <= c.tolerance) {
+  if (ahead + need <= c.tolerance && need <= c.tolerance) {
     const next = ahead + need
     return {
       allowed: true,
@@ -189,7 +194,7 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
   return {
     allowed: false,
     state: s,
-    remaining: Math.floor((c.tolerance - ahead) / c.periodMillis),
+    remaining: ahead < c.tolerance ? Math.floor((c.tolerance - ahead) / c.periodMillis) : 0,
     retryAfter: need > c.tolerance ? Infinity : millisFor(c, s, now, ahead + need - c.tolerance),
     resetAfter: millisFor(c, s, now, ahead),
     limit: c.limit
@@ -227,7 +232,7 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
  *
  * @since 0.1.0
  */
-export const settledAt = (c: Config, s: State): number => s.at + millisFor(c, s, s.at, s.ahead)
+export const settledAt = (c: Config, s: State): number => s.ahead < 0 ? Infinity : s.at + millisFor(c, s, s.at, s.ahead)
 
 /**
  * Gives `amount` units back (a refund): the TAT moves back by `amount × T`,
@@ -244,8 +249,50 @@ export const settledAt = (c: Config, s: State): number => s.at + millisFor(c, s,
  *
  * @since 0.1.0
  */
-export const release = (c: Config, s: State, now: number, amount: number): State =>
-  amount > 0 ? { ahead: Math.max(0, aheadAt(c, s, now) - amount * c.periodMillis), at: now > s.at ? now : s.at } : s
+export const release = (c: Config, s: State, now: number, amount: number): State => {
+  if (!(amount > 0)) return s
+  const ahead = aheadAt(c, s, now)
+  // never before "now"; a credit (a forced add) is kept as it is
+  return { ahead: ahead <= 0 ? ahead : Math.max(0, ahead - amount * c.periodMillis), at: now > s.at ? now : s.at }
+}
+
+/**
+ * Takes `cost` units whatever the TAT (a debt: the TAT may end up past the
+ * tolerance).
+ *
+ * @example
+ * ```ts
+ * import * as Gcra from "./Gcra.ts"
+ *
+ * const c = Gcra.config({ maxBurst: 0, count: 1, periodMillis: 1000 })
+ * Gcra.force(c, Gcra.initial(c, 0), 0, 3) // { ahead: 3000, at: 0 }: two units past the tolerance
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const force = (c: Config, s: State, now: number, cost: number): State => ({
+  ahead: aheadAt(c, s, now) + cost * c.periodMillis,
+  at: now > s.at ? now : s.at
+})
+
+/**
+ * Adds `amount` units with no cap: the TAT moves back by `amount × T`, also
+ * before "now" (a credit beyond `maxBurst + 1`).
+ *
+ * @example
+ * ```ts
+ * import * as Gcra from "./Gcra.ts"
+ *
+ * const c = Gcra.config({ maxBurst: 0, count: 1, periodMillis: 1000 })
+ * Gcra.forceAdd(c, Gcra.initial(c, 0), 0, 2) // { ahead: -2000, at: 0 }: 3 at once
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const forceAdd = (c: Config, s: State, now: number, amount: number): State => ({
+  ahead: aheadAt(c, s, now) - amount * c.periodMillis,
+  at: now > s.at ? now : s.at
+})
 
 /**
  * GCRA as an {@link Algorithm}.
@@ -267,5 +314,7 @@ export const algorithm: Algorithm<Config, State> = {
   waitTime,
   settledAt,
   maxCost: (c) => c.limit,
-  release
+  release,
+  force,
+  forceAdd
 }

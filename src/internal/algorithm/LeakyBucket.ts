@@ -42,6 +42,11 @@
  * - A huge jump just empties the bucket: no overflow, no NaN.
  * - `release` (a refund, say a request that gave up while delayed) takes
  *   `amount` units out of the bucket, never below empty.
+ * - Beyond the limit: `force` fills the bucket past `burst + 1` (a debt that
+ *   leaks out before anything else is admitted); `forceAdd` takes units out
+ *   below empty (a credit: more than `burst + 1` admitted at once), which
+ *   does not leak further and is only spent by requests. A key with a credit
+ *   never settles.
  *
  * @since 0.1.0
  */
@@ -151,7 +156,7 @@ export const initial = (_c: Config, now: number): State => ({ level: 0, at: now 
  * @since 0.1.0
  */
 export const levelAt = (c: Config, s: State, now: number): number =>
-  now <= s.at ? s.level : Math.max(0, s.level - (now - s.at) * c.tokens)
+  now <= s.at || s.level <= 0 ? s.level : Math.max(0, s.level - (now - s.at) * c.tokens)
 
 // Milliseconds from `now` until the level has leaked by `excess`. Leaking
 // starts at `s.at`, later than `now` only when the clock went backwards.
@@ -176,7 +181,7 @@ const millisFor = (c: Config, s: State, now: number, excess: number): number =>
 export const step = (c: Config, s: State, now: number, cost: number): Shaped<State> => {
   const level = levelAt(c, s, now)
   const need = cost * c.periodMillis
-  if (level + need <= c.full) {
+  if (level + need <= c.full && need <= c.full) {
     const next = level + need
     return {
       allowed: true,
@@ -192,7 +197,7 @@ export const step = (c: Config, s: State, now: number, cost: number): Shaped<Sta
   return {
     allowed: false,
     state: s,
-    remaining: Math.floor((c.full - level) / c.periodMillis),
+    remaining: level < c.full ? Math.floor((c.full - level) / c.periodMillis) : 0,
     retryAfter: need > c.full ? Infinity : millisFor(c, s, now, level + need - c.full),
     resetAfter: millisFor(c, s, now, level),
     limit: c.capacity,
@@ -232,7 +237,7 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
  *
  * @since 0.1.0
  */
-export const settledAt = (c: Config, s: State): number => s.at + millisFor(c, s, s.at, s.level)
+export const settledAt = (c: Config, s: State): number => s.level < 0 ? Infinity : s.at + millisFor(c, s, s.at, s.level)
 
 /**
  * Gives `amount` units back (a refund): they leave the bucket, never below empty.
@@ -247,8 +252,49 @@ export const settledAt = (c: Config, s: State): number => s.at + millisFor(c, s,
  *
  * @since 0.1.0
  */
-export const release = (c: Config, s: State, now: number, amount: number): State =>
-  amount > 0 ? { level: Math.max(0, levelAt(c, s, now) - amount * c.periodMillis), at: now > s.at ? now : s.at } : s
+export const release = (c: Config, s: State, now: number, amount: number): State => {
+  if (!(amount > 0)) return s
+  const level = levelAt(c, s, now)
+  // never below empty; a credit (a forced add) is kept as it is
+  return { level: level <= 0 ? level : Math.max(0, level - amount * c.periodMillis), at: now > s.at ? now : s.at }
+}
+
+/**
+ * Puts `cost` units in the bucket whatever its level (a debt: it may hold
+ * more than `burst + 1`).
+ *
+ * @example
+ * ```ts
+ * import * as LeakyBucket from "./LeakyBucket.ts"
+ *
+ * const c = LeakyBucket.config({ tokens: 1, periodMillis: 1000, burst: 1 })
+ * LeakyBucket.force(c, LeakyBucket.initial(c, 0), 0, 4) // { level: 4000, at: 0 }: two units over
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const force = (c: Config, s: State, now: number, cost: number): State => ({
+  level: levelAt(c, s, now) + cost * c.periodMillis,
+  at: now > s.at ? now : s.at
+})
+
+/**
+ * Takes `amount` units out with no floor (a credit below empty).
+ *
+ * @example
+ * ```ts
+ * import * as LeakyBucket from "./LeakyBucket.ts"
+ *
+ * const c = LeakyBucket.config({ tokens: 1, periodMillis: 1000, burst: 1 })
+ * LeakyBucket.forceAdd(c, LeakyBucket.initial(c, 0), 0, 2) // { level: -2000, at: 0 }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const forceAdd = (c: Config, s: State, now: number, amount: number): State => ({
+  level: levelAt(c, s, now) - amount * c.periodMillis,
+  at: now > s.at ? now : s.at
+})
 
 /**
  * The leaky bucket as an {@link Algorithm}; its `step` returns {@link Shaped}
@@ -271,5 +317,7 @@ export const algorithm: Algorithm<Config, State> = {
   waitTime,
   settledAt,
   maxCost: (c) => c.capacity,
-  release
+  release,
+  force,
+  forceAdd
 }

@@ -46,6 +46,10 @@
  * - `waitTime` with waiters ahead assumes each of their units takes the next
  *   slot to free up; that is exact for waiters of one unit and a lower bound
  *   otherwise (and it ignores `minGap` between the waiters).
+ * - `force` logs `cost` units now whatever the limit (and starts the
+ *   `minGap` clock): the log keeps its newest `limit` units, so a debt is at
+ *   most a full window from now. There is no `forceAdd`: a log has no units
+ *   below empty.
  *
  * @since 0.1.0
  */
@@ -314,6 +318,24 @@ export const release = (c: Config, s: State, now: number, amount: number): State
 }
 
 /**
+ * Logs `cost` units now whatever the limit (a debt; the newest `limit` are kept).
+ *
+ * @example
+ * ```ts
+ * import * as SlidingLog from "./SlidingLog.ts"
+ *
+ * const c = SlidingLog.config({ limit: 2, windowMillis: 1000 })
+ * SlidingLog.force(c, SlidingLog.initial(c, 0), 0, 3) // { log: [0, 0], last: 0, at: 0 }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const force = (c: Config, s: State, now: number, cost: number): State => {
+  const e = now > s.at ? now : s.at
+  return { log: append(c, s.log, firstLive(c, s.log, e), e, cost), last: e, at: e }
+}
+
+/**
  * The sliding log as an {@link Algorithm}.
  *
  * @example
@@ -333,5 +355,6 @@ export const algorithm: Algorithm<Config, State> = {
   waitTime,
   settledAt,
   maxCost: (c) => c.limit,
-  release
+  release,
+  force
 }

@@ -32,6 +32,9 @@
  * - A huge jump lands in a window with no history: no overflow, no NaN.
  * - `release` (a refund) takes `amount` off the current window's count, then
  *   off the previous one's (the newest units first), never below 0.
+ * - `force` counts units above the limit (a debt, weighed like any count as
+ *   it slides out). There is no `forceAdd`: a count below zero would weigh
+ *   the next window by a negative share, which has no meaning here.
  * - `waitTime` with waiters ahead assumes their units are admitted as early as
  *   the estimate allows and, once they spill into later windows, that those
  *   windows fill evenly (a slight over-estimate there); with no waiters ahead
@@ -218,7 +221,7 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, cost:
   if (cost > c.limit) return Infinity
   const r = rollTo(c, s, now)
   const room = c.limit - r.current
-  const at = queued <= room
+  const at = queued <= Math.max(room, 0)
     // The waiters' units all land in this window, admitted as early as they
     // fit; by the time this request fits they count as if admitted now.
     ? earliest(c, { start: r.start, current: r.current + queued, previous: r.previous, at: r.at }, cost)
@@ -267,6 +270,24 @@ export const release = (c: Config, s: State, now: number, amount: number): State
 }
 
 /**
+ * Counts `cost` units in the current window whatever the limit (a debt).
+ *
+ * @example
+ * ```ts
+ * import * as SlidingWindow from "./SlidingWindow.ts"
+ *
+ * const c = SlidingWindow.config({ limit: 2, windowMillis: 1000 })
+ * SlidingWindow.force(c, SlidingWindow.initial(c, 0), 0, 3) // current 3: one over
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const force = (c: Config, s: State, now: number, cost: number): State => {
+  const r = rollTo(c, s, now)
+  return { start: r.start, current: r.current + cost, previous: r.previous, at: r.at }
+}
+
+/**
  * The sliding window counter as an {@link Algorithm}.
  *
  * @example
@@ -286,5 +307,6 @@ export const algorithm: Algorithm<Config, State> = {
   waitTime,
   settledAt,
   maxCost: (c) => c.limit,
-  release
+  release,
+  force
 }

@@ -42,9 +42,16 @@
  *   so a fully cooled limiter is exactly a new one.
  * - Guava's clock is monotonic; here time that goes backwards stands still at
  *   the anchor `at` (the latest admitted time) and stores nothing.
- * - `setRate` (rescaling the store) is not modelled: a new rate is a new policy.
  * - There is no `release` (refund): Guava has none, and with "pay later" a
- *   refund would have to guess which reservation it undoes.
+ *   refund would have to guess which reservation it undoes. Nor `forceAdd`.
+ *
+ * Guava's `setRate` (`rate.carryRate`, and `reconfigure` with carry
+ * `"proportional"`): the store first resyncs at the old rate, `nextFree`
+ * stays where the old rate put it (the next request pays the previous one's
+ * cost at the old rate), and the stored permits are rescaled by
+ * `newMaxPermits / oldMaxPermits` (bursty: none if the old maximum was 0;
+ * warming up: the new maximum). `force` is Guava's `reserve`: the request
+ * is taken now whatever `nextFree` says, and its cost moves `nextFree` on.
  *
  * Edge cases:
  *
@@ -62,7 +69,7 @@
  *
  * @since 0.1.0
  */
-import type { Algorithm, Outcome } from "./Algorithm.ts"
+import type { Algorithm, Carry, Outcome } from "./Algorithm.ts"
 
 /**
  * A validated smooth rate limiter configuration, with Guava's derived values.
@@ -351,6 +358,101 @@ export const waitTime = (c: Config, s: State, now: number, queued: number, _cost
 export const settledAt = (c: Config, s: State): number => s.at + Math.ceil(freshIn(c, s))
 
 /**
+ * Takes `cost` now whatever `nextFree` says (Guava's `reserve`): stored
+ * permits first, the rest at the stable interval, `nextFree` moved on by
+ * their cost.
+ *
+ * @example
+ * ```ts
+ * import * as WarmUp from "./WarmUp.ts"
+ *
+ * const c = WarmUp.config({ permits: 1, periodMillis: 1000 })
+ * const s = WarmUp.force(c, WarmUp.force(c, WarmUp.initial(c, 0), 0, 2), 0, 1) // nextFree 3000
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const force = (c: Config, s: State, now: number, cost: number): State => {
+  const r = resync(c, s, now > s.at ? now : s.at)
+  const spend = Math.min(cost, r.stored)
+  const wait = storedPermitsToWaitTime(c, r.stored, spend) + (cost - spend) * c.stableInterval
+  return { stored: r.stored - spend, ahead: r.ahead + wait, at: r.at }
+}
+
+/**
+ * A key with its store full and nothing owed (bursty: a full burst; warming
+ * up: cold).
+ *
+ * @since 0.2.0
+ */
+export const full = (c: Config, now: number): State => ({ stored: c.maxPermits, ahead: 0, at: now })
+
+// Guava's doSetRate: resync at the old rate (its store limit and cool-down),
+// keep nextFree, rescale the stored permits to the new store.
+const carryStore = (
+  to: Config,
+  fromMax: number,
+  fromCoolDown: number,
+  s: State,
+  now: number,
+  proportional: boolean
+): State => {
+  const r = resync({ ...to, maxPermits: fromMax, coolDownInterval: fromCoolDown }, s, now > s.at ? now : s.at)
+  const stored = !proportional
+    ? Math.min(r.stored, to.maxPermits)
+    : fromMax === 0
+    ? (to.warmupMillis > 0 ? to.maxPermits : 0)
+    : r.stored * to.maxPermits / fromMax
+  return { stored, ahead: r.ahead, at: r.at }
+}
+
+/**
+ * Guava's `setRate`: the rate as the numbers a carry needs (the most
+ * permits stored and the cool-down interval), the configuration at another
+ * rate, and the store carried over (see the module's description).
+ *
+ * @since 0.2.0
+ */
+export const rate: NonNullable<Algorithm<Config, State>["rate"]> = {
+  rateOf: (c) => [c.maxPermits, c.coolDownInterval],
+  withRate: (c, permits, periodMillis) => {
+    const next = config({
+      permits,
+      periodMillis,
+      warmupMillis: c.warmupMillis > 0 ? c.warmupMillis : undefined,
+      coldFactor: c.coldFactor,
+      maxBurstMillis: c.maxBurstMillis
+    })
+    // an initialPermits of its own is kept (within the new store)
+    const own = c.initialPermits !== (c.warmupMillis > 0 ? c.maxPermits : 0)
+    return own ? { ...next, initialPermits: Math.min(c.initialPermits, next.maxPermits) } : next
+  },
+  carryRate: (to, [fromMax, fromCoolDown], s, now) => carryStore(to, fromMax, fromCoolDown, s, now, true)
+}
+
+/**
+ * Carries a key over to a new smooth configuration: `"proportional"` is
+ * Guava's `setRate` (the store rescaled), `"as-is"` keeps the stored permits
+ * (capped by the new store), `"reset"` starts afresh; `nextFree` is kept
+ * by the first two.
+ *
+ * @example
+ * ```ts
+ * import * as WarmUp from "./WarmUp.ts"
+ *
+ * const one = WarmUp.config({ permits: 1, periodMillis: 1000 })
+ * const two = WarmUp.config({ permits: 2, periodMillis: 1000 })
+ * WarmUp.reconfigure(one, { stored: 1, ahead: 0, at: 0 }, two, 0, "proportional") // { stored: 2, ahead: 0, at: 0 }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const reconfigure = (from: Config, s: State, to: Config, now: number, carry: Carry): State =>
+  carry === "reset"
+    ? initial(to, now)
+    : carryStore(to, from.maxPermits, from.coolDownInterval, s, now, carry === "proportional")
+
+/**
  * The smooth rate limiter as an {@link Algorithm}.
  *
  * @example
@@ -369,5 +471,9 @@ export const algorithm: Algorithm<Config, State> = {
   step,
   waitTime,
   settledAt,
-  maxCost: () => Infinity
+  maxCost: () => Infinity,
+  force,
+  full,
+  reconfigure,
+  rate
 }

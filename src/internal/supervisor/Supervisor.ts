@@ -71,6 +71,8 @@ export interface Supervisor {
   readonly ensure: (key: string, cost: number) => Bucket.Bucket | SubmitError | InvalidRequest
   /** What the limiter's buckets share (its clock, metrics and backend). */
   readonly limiter: Bucket.Limiter
+  /** The policy a key runs now: the one it was reconfigured to, or its own. */
+  readonly policyOf: (key: string) => Policy.Valid | InvalidPolicy
   /** One full pass of the sweep, now (it also runs by itself). */
   readonly sweep: Effect.Effect<number>
   readonly stats: Effect.Effect<Stats>
@@ -167,7 +169,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       if (bucket === undefined) {
         const policy = overrides.get(key) ?? options.policyFor(key)
         if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
-        const refused = Bucket.refuse(policy, kind, cost)
+        const refused = Bucket.refuse(policy, kind, cost, payload)
         if (refused !== undefined) return Effect.fail(refused)
         const answer = limiter.backend.unstarted(limiter, key, policy, kind, cost)
         if (answer !== undefined) return answer
@@ -253,6 +255,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     bucket: (key: string) => buckets.get(key),
     ensure,
     limiter,
+    policyOf: (key: string) => overrides.get(key) ?? options.policyFor(key),
     sweep,
     stats
   }

@@ -287,5 +287,6 @@ export const algorithm: Algorithm<undefined, State<unknown>> = {
   step: (_, state) => ({ allowed: true, state, remaining: 0, retryAfter: 0, resetAfter: 0, limit: 0 }),
   waitTime: () => 0,
   settledAt: (_, state) => state.settledAt,
-  maxCost: () => Infinity
+  maxCost: () => Infinity,
+  force: (_, state) => state
 }

@@ -15,12 +15,12 @@ import { drainMillis, type Lean, max, min, pack, readFixed } from "./lean.ts"
  * ```ts
  * import { code } from "./adaptive.ts"
  *
- * code // 10
+ * code // 20
  * ```
  *
  * @since 0.2.0
  */
-export const code = 10
+export const code = 20
 
 /**
  * The configuration as the numbers the Lua module reads.
@@ -48,13 +48,13 @@ export const config = (c: Adaptive.Config): ReadonlyArray<number> => [
 ]
 
 /**
- * The Lua module: registers `ALG[10]`. State: `level at rate cut`.
+ * The Lua module: registers `ALG[20]`. State: `level at rate cut`.
  *
  * @example
  * ```ts
  * import { lua } from "./adaptive.ts"
  *
- * lua.includes("ALG[10] = AD") // true
+ * lua.includes("ALG[20] = AD") // true
  * ```
  *
  * @since 0.2.0
@@ -115,6 +115,9 @@ end
 function AD.release(c, s, now, amount)
   return { level = jmin(c.full, adLevelAt(c, s, now) + amount * c.period), at = adLater(s, now), rate = s.rate, cut = s.cut }
 end
+function AD.force(c, s, now, cost)
+  return { level = adLevelAt(c, s, now) - cost * c.period, at = adLater(s, now), rate = s.rate, cut = s.cut }
+end
 -- signal: 0 ok, 1 throttled, 2 latency (millis: the wait asked for, or the latency)
 function AD.adapt(c, s, now, signal, millis)
   local level = adLevelAt(c, s, now)
@@ -143,7 +146,7 @@ function AD.encode(c, s, out)
   out[#out + 1] = s.rate
   out[#out + 1] = s.cut
 end
-ALG[10] = AD
+ALG[20] = AD
 `
 
 /**

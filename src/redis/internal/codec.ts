@@ -24,27 +24,35 @@ export const show = (n: number): string =>
   n === Infinity ? "inf" : n === -Infinity ? "-inf" : Object.is(n, -0) ? "-0" : String(n)
 
 /**
- * A batch's operations: `kind cost queued times` for each run of equal
- * operations (a hot key's batch is mostly the same Take, over and over).
+ * A batch's operations: `kind cost queued window times` for each run of
+ * equal operations (a hot key's batch is mostly the same Take, over and
+ * over); `window` is 0 for an operation that opens no window of its own.
  *
  * @example
  * ```ts
  * import { encodeOps } from "./codec.ts"
  *
- * encodeOps([{ kind: 0, cost: 1, queued: 0 }, { kind: 0, cost: 1, queued: 0 }]) // "0 1 0 2"
+ * encodeOps([{ kind: 0, cost: 1, queued: 0 }, { kind: 0, cost: 1, queued: 0 }]) // "0 1 0 0 2"
  * ```
  *
  * @since 0.2.0
  */
 export const encodeOps = (ops: ReadonlyArray<Op>): string => {
   // the most common call by far: one Take of 1
-  if (ops.length === 1 && ops[0].kind === 0 && ops[0].cost === 1 && ops[0].queued === 0) return "0 1 0 1"
+  if (ops.length === 1 && ops[0].kind === 0 && ops[0].cost === 1 && ops[0].queued === 0 && !ops[0].window) {
+    return "0 1 0 0 1"
+  }
   let out = ""
   for (let i = 0; i < ops.length;) {
     const op = ops[i]
+    const window = op.window ?? 0
     let j = i + 1
-    while (j < ops.length && ops[j].kind === op.kind && ops[j].cost === op.cost && ops[j].queued === op.queued) j++
-    out += (i === 0 ? "" : " ") + op.kind + " " + op.cost + " " + op.queued + " " + (j - i)
+    while (
+      j < ops.length && ops[j].kind === op.kind && ops[j].cost === op.cost && ops[j].queued === op.queued &&
+      (ops[j].window ?? 0) === window
+    ) j++
+    out += (i === 0 ? "" : " ") + op.kind + " " + show(op.cost) + " " + show(op.queued) + " " + show(window) + " " +
+      (j - i)
     i = j
   }
   return out
@@ -54,8 +62,9 @@ const number = (s: string): number => s === "inf" ? Infinity : s === "-inf" ? -I
 
 /**
  * One key's reply from the batch entry point: `allowed remaining retryAfter
- * resetAfter limit` per op, `*n` after one that answers n ops in a row;
- * `undefined` if it is not one for `count` ops.
+ * resetAfter limit` per op, then `=value` for an op that answers one (a
+ * partial take, get, delete), `~delay` for an admission a shaper delays,
+ * and `*n` after one that answers n ops in a row; `undefined` if it is not one for `count` ops.
  *
  * @example
  * ```ts
@@ -72,7 +81,7 @@ export const decodeBatch = (raw: unknown, count: number): ReadonlyArray<Reply> |
   const replies: Array<Reply> = []
   for (let i = 0; i < fields.length;) {
     if (i + 5 > fields.length) return undefined
-    const reply: Reply = {
+    let reply: Reply = {
       allowed: fields[i] === "1",
       remaining: number(fields[i + 1]),
       retryAfter: number(fields[i + 2]),
@@ -80,6 +89,14 @@ export const decodeBatch = (raw: unknown, count: number): ReadonlyArray<Reply> |
       limit: number(fields[i + 4])
     }
     i += 5
+    if (i < fields.length && fields[i].startsWith("=")) {
+      reply = { ...reply, value: number(fields[i].slice(1)) }
+      i++
+    }
+    if (i < fields.length && fields[i].startsWith("~")) {
+      reply = { ...reply, delay: number(fields[i].slice(1)) }
+      i++
+    }
     let times = 1
     if (i < fields.length && fields[i].startsWith("*")) {
       times = Number(fields[i].slice(1))
@@ -95,8 +112,25 @@ export const decodeBatch = (raw: unknown, count: number): ReadonlyArray<Reply> |
 const value = (v: unknown): number => typeof v === "number" ? v : typeof v === "string" ? number(v) : NaN
 
 /**
- * The i-th key's reply from the lean entry point (five values per key), or
- * `undefined` if the reply is not one for `keys` keys.
+ * What the lean entry point answers for a key it leaves to the batch entry
+ * point (a key blocked: `allowed` is -1).
+ *
+ * @example
+ * ```ts
+ * import { decodeLean, deferred } from "./codec.ts"
+ *
+ * decodeLean([-1, 0, 0, 0, 0], 0, 1) === deferred // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const deferred: ReadonlyArray<Reply> = []
+
+/**
+ * The i-th key's reply from the lean entry point (five values per key, six
+ * with a shaper's delay: `width`), or
+ * `undefined` if the reply is not one for `keys` keys; {@link deferred} for a
+ * key to send to the batch entry point.
  *
  * @example
  * ```ts
@@ -107,16 +141,20 @@ const value = (v: unknown): number => typeof v === "number" ? v : typeof v === "
  *
  * @since 0.2.0
  */
-export const decodeLean = (raw: unknown, i: number, keys: number): ReadonlyArray<Reply> | undefined => {
-  if (!Array.isArray(raw) || raw.length !== 5 * keys) return undefined
-  const at = 5 * i
-  return [{
+export const decodeLean = (raw: unknown, i: number, keys: number, width = 5): ReadonlyArray<Reply> | undefined => {
+  if (!Array.isArray(raw) || raw.length !== width * keys) return undefined
+  const at = width * i
+  if (raw[at] === -1) return deferred
+  const reply: Reply = {
     allowed: raw[at] === 1,
     remaining: value(raw[at + 1]),
     retryAfter: value(raw[at + 2]),
     resetAfter: value(raw[at + 3]),
     limit: value(raw[at + 4])
-  }]
+  }
+  // a shaper's sixth value: its delay
+  const delay = width === 6 ? value(raw[at + 5]) : 0
+  return [delay > 0 && reply.allowed ? { ...reply, delay } : reply]
 }
 
 /**

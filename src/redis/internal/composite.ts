@@ -35,19 +35,49 @@ export const code = 9
  * @since 0.1.0
  */
 export const lua = `
+-- A part of a composite or a burst policy: \`code canRelease config…\` from
+-- index i, and the index after it.
+local function partConfig(a, i)
+  local code = a[i]
+  local A = ALG[code]
+  local pc, after = A.config(a, i + 2)
+  return { code = code, A = A, c = pc, canRelease = a[i + 1] == 1 }, after
+end
+-- Parts' states, \`code state…\` each from index i; nil if one does not match.
+local function partsDecode(parts, a, i)
+  local s = {}
+  for k = 1, #parts do
+    local p = parts[k]
+    if a[i] ~= p.code then return nil end
+    local ps
+    ps, i = p.A.decode(p.c, a, i + 1)
+    if ps == nil then return nil end
+    s[k] = ps
+  end
+  return s, i
+end
+local function partsEncode(parts, s, out)
+  for k = 1, #parts do
+    local p = parts[k]
+    out[#out + 1] = p.code
+    p.A.encode(p.c, s[k], out)
+  end
+end
+-- Parts full (nothing used): their own full state, or their initial one.
+local function partsFull(parts, now)
+  local out = {}
+  for k = 1, #parts do
+    local p = parts[k]
+    if p.A.full ~= nil then out[k] = p.A.full(p.c, now) else out[k] = p.A.initial(p.c, now) end
+  end
+  return out
+end
 local CP = {}
 function CP.config(a, i)
   local n = a[i]
   local parts = {}
   i = i + 1
-  for k = 1, n do
-    local code = a[i]
-    local A = ALG[code]
-    local pc
-    local canRelease = a[i + 1] == 1
-    pc, i = A.config(a, i + 2)
-    parts[k] = { code = code, A = A, c = pc, canRelease = canRelease }
-  end
+  for k = 1, n do parts[k], i = partConfig(a, i) end
   return { parts = parts }, i
 end
 function CP.initial(c, now)
@@ -151,27 +181,32 @@ function CP.release(c, s, now, amount)
   end
   return out
 end
-function CP.decode(c, a, i)
-  if a[i] ~= #c.parts then return nil end
-  local s = {}
-  i = i + 1
+function CP.force(c, s, now, cost)
+  local out = {}
   for k = 1, #c.parts do
     local p = c.parts[k]
-    if a[i] ~= p.code then return nil end
-    local ps
-    ps, i = p.A.decode(p.c, a, i + 1)
-    if ps == nil then return nil end
-    s[k] = ps
+    out[k] = p.A.force(p.c, s[k], now, cost)
   end
-  return s, i
+  return out
+end
+function CP.forceAdd(c, s, now, amount)
+  local out = {}
+  for k = 1, #c.parts do
+    local p = c.parts[k]
+    if p.A.forceAdd ~= nil then out[k] = p.A.forceAdd(p.c, s[k], now, amount) else out[k] = s[k] end
+  end
+  return out
+end
+function CP.full(c, now)
+  return partsFull(c.parts, now)
+end
+function CP.decode(c, a, i)
+  if a[i] ~= #c.parts then return nil end
+  return partsDecode(c.parts, a, i + 1)
 end
 function CP.encode(c, s, out)
   out[#out + 1] = #c.parts
-  for k = 1, #c.parts do
-    local p = c.parts[k]
-    out[#out + 1] = p.code
-    p.A.encode(p.c, s[k], out)
-  end
+  partsEncode(c.parts, s, out)
 end
 ALG[9] = CP
 `

@@ -93,7 +93,7 @@ function CC.step(c, s, now, cost)
   local retry = huge
   if not (cost > c.capacity) then retry = ccMillisFor(c, s, m, now, need - m.level) end
   return {
-    allowed = false, state = s, remaining = floor(m.level / c.period), retry = retry,
+    allowed = false, state = s, remaining = m.level > 0 and floor(m.level / c.period) or 0, retry = retry,
     reset = ccResetMillis(c, s, m, now), limit = c.capacity
   }
 end
@@ -104,6 +104,10 @@ function CC.release(c, s, now, units)
   if back <= 0 then return m end
   if c.gradual then return { level = m.level, pending = m.pending + back, at = m.at } end
   return { level = m.level + back, pending = 0, at = m.at }
+end
+function CC.force(c, s, now, cost)
+  local m = ccStateAt(c, s, now)
+  return { level = m.level - cost * c.period, pending = m.pending, at = m.at }
 end
 function CC.waitTime(c, s, now, queued, cost)
   if cost > c.capacity then return huge end
@@ -193,7 +197,8 @@ export const lean: Lean = {
     if not (cost > cCapacity) then
       ${millisFor("retry", "mp", "now", "at", "need - ml")}
     end
-    remaining = floor(ml / cPeriod)
+    remaining = 0
+    if ml > 0 then remaining = floor(ml / cPeriod) end
     ${resetMillis("reset", "ml", "mp", "now", "at")}
   end
   -- a denial changes nothing, so an Admit is a Take

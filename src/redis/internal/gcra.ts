@@ -54,7 +54,8 @@ function GCRA.config(a, i)
   return { count = a[i], period = a[i + 1], limit = a[i + 2], tolerance = a[i + 3] }, i + 4
 end
 local function gcraAheadAt(c, s, now)
-  if now <= s.at then return s.ahead end
+  -- a credit (a forced add) does not drain further
+  if now <= s.at or s.ahead <= 0 then return s.ahead end
   return jmax(0, s.ahead - (now - s.at) * c.count)
 end
 local function gcraMillisFor(c, s, now, excess)
@@ -69,7 +70,7 @@ end
 function GCRA.step(c, s, now, cost)
   local ahead = gcraAheadAt(c, s, now)
   local need = cost * c.period
-  if ahead + need <= c.tolerance then
+  if ahead + need <= c.tolerance and need <= c.tolerance then
     local nxt = ahead + need
     local at = s.at
     if now > s.at then at = now end
@@ -81,7 +82,8 @@ function GCRA.step(c, s, now, cost)
   local retry = huge
   if not (need > c.tolerance) then retry = gcraMillisFor(c, s, now, ahead + need - c.tolerance) end
   return {
-    allowed = false, state = s, remaining = floor((c.tolerance - ahead) / c.period), retry = retry,
+    allowed = false, state = s, remaining = ahead < c.tolerance and floor((c.tolerance - ahead) / c.period) or 0,
+    retry = retry,
     reset = gcraMillisFor(c, s, now, ahead), limit = c.limit
   }
 end
@@ -90,6 +92,7 @@ function GCRA.waitTime(c, s, now, queued, cost)
   return gcraMillisFor(c, s, now, gcraAheadAt(c, s, now) + (queued + cost) * c.period - c.tolerance)
 end
 function GCRA.settledAt(c, s)
+  if s.ahead < 0 then return huge end
   return s.at + gcraMillisFor(c, s, s.at, s.ahead)
 end
 function GCRA.maxCost(c)
@@ -99,7 +102,20 @@ function GCRA.release(c, s, now, amount)
   if not (amount > 0) then return s end
   local at = s.at
   if now > s.at then at = now end
-  return { ahead = jmax(0, gcraAheadAt(c, s, now) - amount * c.period), at = at }
+  local ahead = gcraAheadAt(c, s, now)
+  -- never before now; a credit is kept as it is
+  if ahead > 0 then ahead = jmax(0, ahead - amount * c.period) end
+  return { ahead = ahead, at = at }
+end
+function GCRA.force(c, s, now, cost)
+  local at = s.at
+  if now > s.at then at = now end
+  return { ahead = gcraAheadAt(c, s, now) + cost * c.period, at = at }
+end
+function GCRA.forceAdd(c, s, now, amount)
+  local at = s.at
+  if now > s.at then at = now end
+  return { ahead = gcraAheadAt(c, s, now) - amount * c.period, at = at }
 end
 function GCRA.decode(c, a, i)
   if a[i + 1] == nil then return nil end
@@ -134,14 +150,14 @@ export const lean: Lean = {
   if fresh then ahead, at = 0, now end
   -- aheadAt(now)
   local a = ahead
-  if now > at then
+  if now > at and ahead > 0 then
     local x = ahead - (now - at) * cCount
     ${max("a", "0", "x")}
   end
   local need = cost * cPeriod
   local nx, na = ahead, at
   limit = cLimit
-  if a + need <= cTolerance then
+  if a + need <= cTolerance and need <= cTolerance then
     allowed = true
     nx = a + need
     if now > at then na = now end
@@ -154,14 +170,19 @@ export const lean: Lean = {
     if not (need > cTolerance) then
       ${millisFor("retry", "a + need - cTolerance", "now", "at")}
     end
-    remaining = floor((cTolerance - a) / cPeriod)
+    remaining = 0
+    if a < cTolerance then remaining = floor((cTolerance - a) / cPeriod) end
     ${millisFor("reset", "a", "now", "at")}
   end
   -- a denial changes nothing, so an Admit is a Take
   dirty = fresh or allowed
   if dirty then
-    ${millisFor("settled", "nx", "na", "na")}
-    settled = na + settled
+    if nx < 0 then
+      settled = huge
+    else
+      ${millisFor("settled", "nx", "na", "na")}
+      settled = na + settled
+    end
     packed = ${pack(code, ["nx", "na"])}
   end`
 }

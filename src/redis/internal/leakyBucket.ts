@@ -39,7 +39,8 @@ export const config = (c: LeakyBucket.Config): ReadonlyArray<number> => [
   c.tokens,
   c.periodMillis,
   c.capacity,
-  c.full
+  c.full,
+  c.delay
 ]
 
 /**
@@ -57,10 +58,11 @@ export const config = (c: LeakyBucket.Config): ReadonlyArray<number> => [
 export const lua = `
 local LB = {}
 function LB.config(a, i)
-  return { tokens = a[i], period = a[i + 1], capacity = a[i + 2], full = a[i + 3] }, i + 4
+  return { tokens = a[i], period = a[i + 1], capacity = a[i + 2], full = a[i + 3], delay = a[i + 4] }, i + 5
 end
 local function lbLevelAt(c, s, now)
-  if now <= s.at then return s.level end
+  -- a credit below empty (a forced add) does not leak further
+  if now <= s.at or s.level <= 0 then return s.level end
   return jmax(0, s.level - (now - s.at) * c.tokens)
 end
 local function lbMillisFor(c, s, now, excess)
@@ -75,19 +77,22 @@ end
 function LB.step(c, s, now, cost)
   local level = lbLevelAt(c, s, now)
   local need = cost * c.period
-  if level + need <= c.full then
+  if level + need <= c.full and need <= c.full then
     local nxt = level + need
     local at = s.at
     if now > s.at then at = now end
     return {
       allowed = true, state = { level = nxt, at = at }, remaining = floor((c.full - nxt) / c.period), retry = 0,
-      reset = lbMillisFor(c, s, now, nxt), limit = c.capacity
+      reset = lbMillisFor(c, s, now, nxt), limit = c.capacity,
+      -- nodelay: the delay is Infinity and the excess -Infinity
+      delay = lbMillisFor(c, s, now, level - c.delay * c.period)
     }
   end
   local retry = huge
   if not (need > c.full) then retry = lbMillisFor(c, s, now, level + need - c.full) end
   return {
-    allowed = false, state = s, remaining = floor((c.full - level) / c.period), retry = retry,
+    allowed = false, state = s, remaining = level < c.full and floor((c.full - level) / c.period) or 0,
+    retry = retry,
     reset = lbMillisFor(c, s, now, level), limit = c.capacity
   }
 end
@@ -96,6 +101,7 @@ function LB.waitTime(c, s, now, queued, cost)
   return lbMillisFor(c, s, now, lbLevelAt(c, s, now) + (queued + cost) * c.period - c.full)
 end
 function LB.settledAt(c, s)
+  if s.level < 0 then return huge end
   return s.at + lbMillisFor(c, s, s.at, s.level)
 end
 function LB.maxCost(c)
@@ -105,7 +111,20 @@ function LB.release(c, s, now, amount)
   if not (amount > 0) then return s end
   local at = s.at
   if now > s.at then at = now end
-  return { level = jmax(0, lbLevelAt(c, s, now) - amount * c.period), at = at }
+  local level = lbLevelAt(c, s, now)
+  -- never below empty; a credit is kept as it is
+  if level > 0 then level = jmax(0, level - amount * c.period) end
+  return { level = level, at = at }
+end
+function LB.force(c, s, now, cost)
+  local at = s.at
+  if now > s.at then at = now end
+  return { level = lbLevelAt(c, s, now) + cost * c.period, at = at }
+end
+function LB.forceAdd(c, s, now, amount)
+  local at = s.at
+  if now > s.at then at = now end
+  return { level = lbLevelAt(c, s, now) - amount * c.period, at = at }
 end
 function LB.decode(c, a, i)
   if a[i + 1] == nil then return nil end
@@ -135,39 +154,46 @@ const millisFor = (out: string, excess: string, now: string, at: string): string
  * @since 0.2.0
  */
 export const lean: Lean = {
-  config: ["cTokens", "cPeriod", "cCapacity", "cFull"],
+  config: ["cTokens", "cPeriod", "cCapacity", "cFull", "cDelay"],
+  delay: true,
   step: `${readFixed(code, ["level", "at"])}
   if fresh then level, at = 0, now end
   -- levelAt(now)
   local lvl = level
-  if now > at then
+  if now > at and level > 0 then
     local x = level - (now - at) * cTokens
     ${max("lvl", "0", "x")}
   end
   local need = cost * cPeriod
   local nl, na = level, at
   limit = cCapacity
-  if lvl + need <= cFull then
+  if lvl + need <= cFull and need <= cFull then
     allowed = true
     nl = lvl + need
     if now > at then na = now end
     remaining = floor((cFull - nl) / cPeriod)
     retry = 0
     ${millisFor("reset", "nl", "now", "at")}
+    ${millisFor("delay", "lvl - cDelay * cPeriod", "now", "at")}
   else
     allowed = false
     retry = huge
     if not (need > cFull) then
       ${millisFor("retry", "lvl + need - cFull", "now", "at")}
     end
-    remaining = floor((cFull - lvl) / cPeriod)
+    remaining = 0
+    if lvl < cFull then remaining = floor((cFull - lvl) / cPeriod) end
     ${millisFor("reset", "lvl", "now", "at")}
   end
   -- a denial changes nothing, so an Admit is a Take
   dirty = fresh or allowed
   if dirty then
-    ${millisFor("settled", "nl", "na", "na")}
-    settled = na + settled
+    if nl < 0 then
+      settled = huge
+    else
+      ${millisFor("settled", "nl", "na", "na")}
+      settled = na + settled
+    end
     packed = ${pack(code, ["nl", "na"])}
   end`
 }

@@ -18,7 +18,13 @@
  * - `ARGV[3 …]`: the policy's numbers (the module's `config`), then for each
  *   key its operation, `kind cost` (0 Take, 5 Admit).
  *
- * The reply is a flat array, five values per key: `allowed` (1 or 0),
+ * A key with a block (its state after `0 until`, see `batch.ts`) is left to
+ * the batch entry point: its `allowed` is -1 and nothing is written (the
+ * batch entry point drops a block that is over, so this happens once after
+ * a block).
+ *
+ * The reply is a flat array, five values per key (six for a shaper, its
+ * `delay` last): `allowed` (1 or 0),
  * `remaining`, `retryAfter`, `resetAfter`, `limit`. A value is an integer
  * reply when it is a whole number that survives one exactly (not −0, within
  * ±2^53); otherwise text (`%.17g`, `inf`, `-inf`, `-0`).
@@ -44,6 +50,11 @@ import * as Prelude from "./prelude.ts"
 export interface Lean {
   /** Lua names of the configuration's numbers, in the order of the module's `config`. */
   readonly config: ReadonlyArray<string>
+  /**
+   * A shaper: the step also sets `delay` (ms an admitted request waits),
+   * answered as a sixth value per key.
+   */
+  readonly delay?: boolean | undefined
   /** The step, in Lua. */
   readonly step: string
 }
@@ -197,7 +208,12 @@ local spack, sunpack, sub, srep = struct.pack, struct.unpack, string.sub, string
 local now
 ${Prelude.readNow("now")}
 local keep = tonumber(ARGV[2])
-local ${lean.config.join(", ")} = ${lean.config.map((_, i) => `tonumber(ARGV[${3 + i}])`).join(", ")}
+local NOTHING = spack("<d", 0)
+local ${lean.config.join(", ")} = ${
+    lean.config.map((_, i) =>
+      `(ARGV[${3 + i}] == "-inf" and -huge) or (ARGV[${3 + i}] == "inf" and huge) or tonumber(ARGV[${3 + i}])`
+    ).join(", ")
+  }
 local out, single = {}, #KEYS == 1
 for k = 1, #KEYS do
   local key = KEYS[k]
@@ -205,7 +221,13 @@ for k = 1, #KEYS do
   local cost = tonumber(ARGV[${2 + size} + 2 * k])
   local raw = redis.call("GET", key)
   local allowed, remaining, retry, reset, limit, dirty, settled, packed
-  do
+  local delay = 0
+  -- a block ("0 until" before the state), in force or over: the batch
+  -- entry point answers (allowed -1 says so), and drops a block that is over
+  local deferred = raw and #raw >= 16 and sub(raw, 1, 8) == NOTHING
+  if deferred then
+    allowed, remaining, retry, reset, limit = -1, 0, 0, 0, 0
+  else
 ${lean.step}
   end
   if dirty then
@@ -221,15 +243,22 @@ ${lean.step}
     end
   end
   local a = 0
-  if allowed then a = 1 end
+  if allowed == -1 then a = -1 elseif allowed then a = 1 end
   ${reply("remaining")}
   ${reply("retry")}
   ${reply("reset")}
   ${reply("limit")}
-  -- one key (by far the commonest call): its reply made at once
+${
+    lean.delay === true
+      ? `  ${reply("delay")}
+  if single then return { a, remaining, retry, reset, limit, delay } end
+  local i = 6 * k - 6
+  out[i + 1], out[i + 2], out[i + 3], out[i + 4], out[i + 5], out[i + 6] = a, remaining, retry, reset, limit, delay`
+      : `  -- one key (by far the commonest call): its reply made at once
   if single then return { a, remaining, retry, reset, limit } end
   local i = 5 * k - 5
-  out[i + 1], out[i + 2], out[i + 3], out[i + 4], out[i + 5] = a, remaining, retry, reset, limit
+  out[i + 1], out[i + 2], out[i + 3], out[i + 4], out[i + 5] = a, remaining, retry, reset, limit`
+  }
 end
 return out
 `

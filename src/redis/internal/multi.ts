@@ -18,7 +18,8 @@
  * key took, or what it alone would decide).
  *
  * It is the `body` of a call only: it uses the batch entry point's
- * definitions (`writeState`, `reply`) and the algorithms' modules.
+ * definitions (`readState`, `writeState`, `blockedOutcome`, `reply`) and
+ * the algorithms' modules. A blocked key refuses the call.
  *
  * @since 0.2.0
  */
@@ -52,14 +53,12 @@ for k = 1, n do
     P = { code = ca[1], A = A, c = (A.config(ca, 3)) }
     policies[text] = P
   end
-  local raw = redis.call("GET", KEYS[k])
-  local state = nil
-  if raw then
-    local sa = unpackNums(raw)
-    if sa[1] == P.code then state = P.A.decode(P.c, sa, 2) end
-  end
+  local raw, state, blockedUntil = readState(KEYS[k], P.A, P.c, P.code)
   if state == nil then state = P.A.initial(P.c, now) end
-  local o = P.A.step(P.c, state, now, num(ARGV[2 + 2 * k]))
+  local cost = num(ARGV[2 + 2 * k])
+  local o
+  -- a blocked key refuses, and takes nothing
+  if now < blockedUntil then o = blockedOutcome(P.A, P.c, state, blockedUntil, cost) else o = P.A.step(P.c, state, now, cost) end
   if not o.allowed then all = false end
   Ps[k], raws[k], outs[k] = P, raw, o
 end
@@ -67,7 +66,8 @@ local result = { 0 }
 if all then result[1] = 1 end
 for k = 1, n do
   local o = outs[k]
-  if all then writeState(KEYS[k], raws[k], Ps[k].A, Ps[k].c, Ps[k].code, o.state) end
+  -- (admitted: no key was blocked, and a block seen over is written without it)
+  if all then writeState(KEYS[k], raws[k], Ps[k].A, Ps[k].c, Ps[k].code, o.state, -huge) end
   result[k + 1] = reply(o.allowed, o.remaining, o.retry, o.reset, o.limit)
 end
 return result

@@ -11,6 +11,7 @@
 import { createHash } from "node:crypto"
 import * as AdaptiveAlgorithm from "../../internal/algorithm/Adaptive.ts"
 import type { Algorithm } from "../../internal/algorithm/Algorithm.ts"
+import * as BurstAlgorithm from "../../internal/algorithm/Burst.ts"
 import * as CompositeAlgorithm from "../../internal/algorithm/Composite.ts"
 import * as ConcurrencyAlgorithm from "../../internal/algorithm/Concurrency.ts"
 import * as FixedWindowAlgorithm from "../../internal/algorithm/FixedWindow.ts"
@@ -19,9 +20,11 @@ import * as LeakyBucketAlgorithm from "../../internal/algorithm/LeakyBucket.ts"
 import * as SlidingLogAlgorithm from "../../internal/algorithm/SlidingLog.ts"
 import * as SlidingWindowAlgorithm from "../../internal/algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "../../internal/algorithm/TokenBucket.ts"
+import * as UnlimitedAlgorithm from "../../internal/algorithm/Unlimited.ts"
 import * as WarmUpAlgorithm from "../../internal/algorithm/WarmUp.ts"
 import * as Adaptive from "./adaptive.ts"
 import * as Batch from "./batch.ts"
+import * as Burst from "./burst.ts"
 import * as Composite from "./composite.ts"
 import * as Concurrency from "./concurrency.ts"
 import * as FixedWindow from "./fixedWindow.ts"
@@ -33,6 +36,7 @@ import * as Prelude from "./prelude.ts"
 import * as SlidingLog from "./slidingLog.ts"
 import * as SlidingWindow from "./slidingWindow.ts"
 import * as TokenBucket from "./tokenBucket.ts"
+import * as Unlimited from "./unlimited.ts"
 import * as WarmUp from "./warmUp.ts"
 
 /**
@@ -55,6 +59,8 @@ interface Module {
   readonly lua: string
   readonly config: (config: any) => ReadonlyArray<number>
   readonly lean: Lean.Lean
+  /** Whether a configuration runs the lean step (absent: always). */
+  readonly leans?: ((config: any) => boolean) | undefined
 }
 
 const modules = new Map<Algorithm<any, any>, Module>([
@@ -98,6 +104,8 @@ const libraryText = (version: string): string =>
     Prelude.lua,
     ...Array.from(modules.values(), (m) => m.lua),
     Composite.lua,
+    Burst.lua,
+    Unlimited.lua,
     Batch.definitions,
     `redis.register_function("${fnName(version, "batch")}", function(KEYS, ARGV)\n`,
     "if floor == nil then bind() end\n",
@@ -142,10 +150,11 @@ const batchScript = (name: string, moduleLua: ReadonlyArray<string>): Route => (
 const batches = new Map<Algorithm<any, any>, Route>(
   Array.from(modules, ([algorithm, module]) => [algorithm, batchScript(algorithm.name, [module.lua])])
 )
-batches.set(
-  CompositeAlgorithm.algorithm,
-  batchScript(CompositeAlgorithm.algorithm.name, [...Array.from(modules.values(), (m) => m.lua), Composite.lua])
-)
+// composites and bursts nest any module, each other included
+const nesting = [...Array.from(modules.values(), (m) => m.lua), Composite.lua, Burst.lua, Unlimited.lua]
+batches.set(CompositeAlgorithm.algorithm, batchScript(CompositeAlgorithm.algorithm.name, nesting))
+batches.set(BurstAlgorithm.algorithm, batchScript(BurstAlgorithm.algorithm.name, nesting))
+batches.set(UnlimitedAlgorithm.algorithm, batchScript(UnlimitedAlgorithm.algorithm.name, [Unlimited.lua]))
 
 /**
  * The all-or-nothing entry point over several keys (any policies): its
@@ -200,6 +209,18 @@ const show = (n: number): string =>
 // composite's parts each the same way); false if one has no module.
 const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<string>): boolean => {
   const canRelease = algorithm.release === undefined ? "0" : "1"
+  if (algorithm === UnlimitedAlgorithm.algorithm) {
+    out.push(String(Unlimited.code), canRelease)
+    return true
+  }
+  if (algorithm === BurstAlgorithm.algorithm) {
+    const { base, burst } = config as BurstAlgorithm.Config
+    out.push(String(Burst.code), canRelease)
+    for (const part of [base, burst]) {
+      if (!encode(part.algorithm, part.config, out)) return false
+    }
+    return true
+  }
   if (algorithm === CompositeAlgorithm.algorithm) {
     const parts = (config as CompositeAlgorithm.Config).parts
     out.push(String(Composite.code), canRelease, String(parts.length))
@@ -230,6 +251,8 @@ export interface Encoded {
   readonly leanArgs: ReadonlyArray<string>
   /** One lean call carries keys of one policy: the route and the numbers. */
   readonly leanGroup: string
+  /** Values per key in the lean entry point's reply: 6 for a shaper (its delay), else 5. */
+  readonly leanWidth: number
 }
 
 /**
@@ -242,7 +265,7 @@ export interface Encoded {
  * import { forPolicy } from "./scripts.ts"
  *
  * const c = TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })
- * const encoded = forPolicy(TokenBucket.algorithm, c) // { policy: "1 1 10 1 1000 10 10000 0 0", leanArgs: ["10", ...], ... }
+ * const encoded = forPolicy(TokenBucket.algorithm, c) // { policy: "1 1 10 1 1000 10 10000 0 0 0 -inf 0", leanArgs: ["10", ...], ... }
  * ```
  *
  * @since 0.1.0
@@ -255,14 +278,16 @@ export const forPolicy = (algorithm: Algorithm<any, any>, config: unknown): Enco
       supported.join(", ")
     }`
   }
-  const lean = leans.get(algorithm)
-  const leanArgs = lean === undefined ? [] : modules.get(algorithm)!.config(config).map(show)
+  const module = modules.get(algorithm)
+  const lean = module?.leans?.(config) === false ? undefined : leans.get(algorithm)
+  const leanArgs = lean === undefined ? [] : module!.config(config).map(show)
   return {
     batch: found,
     policy: out.join(" "),
     lean,
     leanArgs,
-    leanGroup: lean === undefined ? "" : `${lean.fn} ${leanArgs.join(" ")}`
+    leanGroup: lean === undefined ? "" : `${lean.fn} ${leanArgs.join(" ")}`,
+    leanWidth: module?.lean.delay === true ? 6 : 5
   }
 }
 

@@ -165,6 +165,11 @@ end
 function SL.maxCost(c)
   return c.limit
 end
+function SL.force(c, s, now, cost)
+  local e = s.at
+  if now > s.at then e = now end
+  return { log = slAppend(c, s.log, slFirstLive(c, s.log, e), e, cost), last = e, at = e }
+end
 function SL.release(c, s, now, amount)
   if not (amount > 0) then return s end
   local e = s.at

@@ -121,7 +121,7 @@ function SW.waitTime(c, s, now, queued, cost)
   local r = swRollTo(c, s, now)
   local room = c.limit - r.current
   local at
-  if queued <= room then
+  if queued <= jmax(room, 0) then
     at = swEarliest(c, { start = r.start, current = r.current + queued, previous = r.previous, at = r.at }, cost)
   else
     at = r.start + c.window + ceil((queued + cost - room) * c.window / c.limit)
@@ -134,6 +134,10 @@ function SW.settledAt(c, s)
 end
 function SW.maxCost(c)
   return c.limit
+end
+function SW.force(c, s, now, cost)
+  local r = swRollTo(c, s, now)
+  return { start = r.start, current = r.current + cost, previous = r.previous, at = r.at }
 end
 function SW.release(c, s, now, amount)
   if not (amount > 0) then return s end

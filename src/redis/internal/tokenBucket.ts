@@ -30,7 +30,7 @@ export const code = 1
  * import * as TokenBucket from "../../internal/algorithm/TokenBucket.ts"
  * import { config } from "./tokenBucket.ts"
  *
- * config(TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })) // [10, 1, 1000, 10, 10000, 0, 0]
+ * config(TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })) // [10, 1, 1000, 10, 10000, 0, 0, 0, -Infinity, 0]
  * ```
  *
  * @since 0.1.0
@@ -42,7 +42,10 @@ export const config = (c: TokenBucket.Config): ReadonlyArray<number> => [
   c.initialTokens,
   c.full,
   c.interval ? 1 : 0,
-  c.aligned ? 1 : 0
+  c.aligned ? 1 : 0,
+  c.origin,
+  c.floor,
+  c.adaptive ? 1 : 0
 ]
 
 /**
@@ -62,17 +65,24 @@ local TB = {}
 function TB.config(a, i)
   return {
     capacity = a[i], tokens = a[i + 1], period = a[i + 2], initial = a[i + 3], full = a[i + 4],
-    interval = a[i + 5] == 1, aligned = a[i + 6] == 1
-  }, i + 7
+    interval = a[i + 5] == 1, aligned = a[i + 6] == 1, origin = a[i + 7], floor = a[i + 8], adaptive = a[i + 9] == 1
+  }, i + 10
+end
+-- Aligned periods: the index of the last boundary at or before t (times
+-- before the first refill count as the boundary before it).
+local function tbBoundary(c, t)
+  if not (t > c.floor) then t = c.floor end
+  return floor((t - c.origin) / c.period)
 end
 -- Whole periods that ended in (s.at, now].
 local function tbPeriods(c, s, now)
   if now <= s.at then return 0 end
-  if c.aligned then return floor(now / c.period) - floor(s.at / c.period) end
+  if c.aligned then return tbBoundary(c, now) - tbBoundary(c, s.at) end
   return floor((now - s.at) / c.period)
 end
 local function tbLevelAt(c, s, now)
-  if now <= s.at then return s.level end
+  -- a surplus above capacity (a forced add) neither grows nor shrinks
+  if now <= s.at or s.level >= c.full then return s.level end
   local elapsed = now - s.at
   if c.interval then elapsed = tbPeriods(c, s, now) * c.period end
   return jmin(c.full, s.level + elapsed * c.tokens)
@@ -94,19 +104,23 @@ local function tbMillisFor(c, s, now, deficit)
   if now > s.at then from = now end
   local nxt
   if c.aligned then
-    nxt = (floor(from / c.period) + 1) * c.period
+    nxt = c.origin + (tbBoundary(c, from) + 1) * c.period
   else
     nxt = tbAnchorAt(c, s, from) + c.period
   end
   return nxt + (k - 1) * c.period - now
 end
 function TB.initial(c, now)
+  if c.adaptive and now < c.origin then
+    -- Bucket4j's adaptive initial tokens, before the first refill
+    return { level = jmin(c.full, jmax(0, c.capacity - c.tokens) * c.period + (c.origin - now) * c.tokens), at = now }
+  end
   return { level = c.initial * c.period, at = now }
 end
 function TB.step(c, s, now, cost)
   local level = tbLevelAt(c, s, now)
   local need = cost * c.period
-  if level >= need then
+  if level >= need and need <= c.full then
     local nxt = level - need
     return {
       allowed = true, state = { level = nxt, at = tbAnchorAt(c, s, now) }, remaining = floor(nxt / c.period), retry = 0,
@@ -116,7 +130,7 @@ function TB.step(c, s, now, cost)
   local retry = huge
   if not (need > c.full) then retry = tbMillisFor(c, s, now, need - level) end
   return {
-    allowed = false, state = s, remaining = floor(level / c.period), retry = retry,
+    allowed = false, state = s, remaining = level > 0 and floor(level / c.period) or 0, retry = retry,
     reset = tbMillisFor(c, s, now, c.full - level), limit = c.capacity
   }
 end
@@ -125,13 +139,41 @@ function TB.waitTime(c, s, now, queued, cost)
   return tbMillisFor(c, s, now, (queued + cost) * c.period - tbLevelAt(c, s, now))
 end
 function TB.settledAt(c, s)
+  if s.level > c.full then return huge end
   return s.at + tbMillisFor(c, s, s.at, c.full - s.level)
 end
 function TB.maxCost(c)
   return c.capacity
 end
 function TB.release(c, s, now, amount)
-  return { level = jmin(c.full, tbLevelAt(c, s, now) + amount * c.period), at = tbAnchorAt(c, s, now) }
+  local level = tbLevelAt(c, s, now)
+  -- capped at capacity; a surplus above it is kept
+  if level < c.full then level = jmin(c.full, level + amount * c.period) end
+  return { level = level, at = tbAnchorAt(c, s, now) }
+end
+function TB.force(c, s, now, cost)
+  return { level = tbLevelAt(c, s, now) - cost * c.period, at = tbAnchorAt(c, s, now) }
+end
+function TB.forceAdd(c, s, now, amount)
+  return { level = tbLevelAt(c, s, now) + amount * c.period, at = tbAnchorAt(c, s, now) }
+end
+function TB.full(c, now)
+  return { level = c.full, at = now }
+end
+-- x/time/rate's SetLimit: the level at the old rate (tokens per period), kept
+-- (rescaled to the new period), capped at the new capacity.
+function TB.carryRate(c, tokens, period, s, now)
+  local from = {
+    capacity = c.capacity, tokens = tokens, period = period, initial = c.initial, full = c.capacity * period,
+    interval = c.interval, aligned = c.aligned, origin = c.origin, floor = c.floor, adaptive = c.adaptive
+  }
+  if c.floor ~= -huge then from.floor = c.origin - period end
+  local level = tbLevelAt(from, s, now)
+  local kept = level
+  if period ~= c.period then kept = (level * c.period) / period end
+  local at = s.at
+  if now > s.at then at = now end
+  return { level = jmin(c.full, kept), at = at }
 end
 function TB.decode(c, a, i)
   if a[i + 1] == nil then return nil end
@@ -160,7 +202,9 @@ const millisFor = (out: string, deficit: string, now: string, at: string): strin
       if ${now} > ${at} then from = ${now} end
       local nxt
       if cAligned == 1 then
-        nxt = (floor(from / cPeriod) + 1) * cPeriod
+        local bf = from
+        if not (bf > cFloor) then bf = cFloor end
+        nxt = cOrigin + (floor((bf - cOrigin) / cPeriod) + 1) * cPeriod
       else
         if from <= ${at} then nxt = ${at} else nxt = ${at} + floor((from - ${at}) / cPeriod) * cPeriod end
         nxt = nxt + cPeriod
@@ -182,16 +226,40 @@ const millisFor = (out: string, deficit: string, now: string, at: string): strin
  * @since 0.2.0
  */
 export const lean: Lean = {
-  config: ["cCapacity", "cTokens", "cPeriod", "cInitial", "cFull", "cInterval", "cAligned"],
+  config: [
+    "cCapacity",
+    "cTokens",
+    "cPeriod",
+    "cInitial",
+    "cFull",
+    "cInterval",
+    "cAligned",
+    "cOrigin",
+    "cFloor",
+    "cAdaptive"
+  ],
   step: `${readFixed(code, ["level", "at"])}
-  if fresh then level, at = cInitial * cPeriod, now end
+  if fresh then
+    level, at = cInitial * cPeriod, now
+    if cAdaptive == 1 and now < cOrigin then
+      -- Bucket4j's adaptive initial tokens, before the first refill
+      local base = cCapacity - cTokens
+      if not (base > 0) then base = 0 end
+      local sum = base * cPeriod + (cOrigin - now) * cTokens
+      ${min("level", "cFull", "sum")}
+    end
+  end
   -- levelAt(now)
   local lvl = level
-  if now > at then
+  -- a surplus above capacity (a forced add) neither grows nor shrinks
+  if now > at and level < cFull then
     local elapsed = now - at
     if cInterval == 1 then
       if cAligned == 1 then
-        elapsed = (floor(now / cPeriod) - floor(at / cPeriod)) * cPeriod
+        local bn, ba = now, at
+        if not (bn > cFloor) then bn = cFloor end
+        if not (ba > cFloor) then ba = cFloor end
+        elapsed = (floor((bn - cOrigin) / cPeriod) - floor((ba - cOrigin) / cPeriod)) * cPeriod
       else
         elapsed = floor((now - at) / cPeriod) * cPeriod
       end
@@ -202,7 +270,7 @@ export const lean: Lean = {
   local need = cost * cPeriod
   local nl, na = level, at
   limit = cCapacity
-  if lvl >= need then
+  if lvl >= need and need <= cFull then
     allowed = true
     nl = lvl - need
     -- anchorAt(now)
@@ -214,7 +282,8 @@ export const lean: Lean = {
     ${millisFor("reset", "cFull - nl", "now", "at")}
   else
     allowed = false
-    remaining = floor(lvl / cPeriod)
+    remaining = 0
+    if lvl > 0 then remaining = floor(lvl / cPeriod) end
     retry = huge
     if not (need > cFull) then
       ${millisFor("retry", "need - lvl", "now", "at")}
@@ -224,8 +293,12 @@ export const lean: Lean = {
   -- a denial changes nothing, so an Admit is a Take
   dirty = fresh or allowed
   if dirty then
-    ${millisFor("settled", "cFull - nl", "na", "na")}
-    settled = na + settled
+    if nl > cFull then
+      settled = huge
+    else
+      ${millisFor("settled", "cFull - nl", "na", "na")}
+      settled = na + settled
+    end
     packed = ${pack(code, ["nl", "na"])}
   end`
 }

@@ -134,6 +134,35 @@ function WU.step(c, s, now, cost)
     limit = c.permits
   }
 end
+function WU.force(c, s, now, cost)
+  local t = s.at
+  if now > s.at then t = now end
+  local r = wuResync(c, s, t)
+  local spend = jmin(cost, r.stored)
+  local wait = wuStoredPermitsToWaitTime(c, r.stored, spend) + (cost - spend) * c.stable
+  return { stored = r.stored - spend, ahead = r.ahead + wait, at = r.at }
+end
+function WU.full(c, now)
+  return { stored = c.maxPermits, ahead = 0, at = now }
+end
+-- Guava's setRate: resync at the old rate (its store limit and cool-down),
+-- keep nextFree, rescale the stored permits to the new store.
+function WU.carryRate(c, fromMax, fromCoolDown, s, now)
+  local old = {}
+  for k, v in pairs(c) do old[k] = v end
+  old.maxPermits, old.coolDown = fromMax, fromCoolDown
+  local t = s.at
+  if now > s.at then t = now end
+  local r = wuResync(old, s, t)
+  local stored
+  if fromMax == 0 then
+    stored = 0
+    if c.warmup > 0 then stored = c.maxPermits end
+  else
+    stored = r.stored * c.maxPermits / fromMax
+  end
+  return { stored = stored, ahead = r.ahead, at = r.at }
+end
 function WU.waitTime(c, s, now, queued, cost)
   if queued <= 0 then return wuMillisUntil(now, s.at, s.ahead) end
   local t = s.at

@@ -17,7 +17,7 @@ import { createHash, timingSafeEqual } from "node:crypto"
  *
  * @example
  * ```ts
- * import { AdminAuth } from "tollgate/server"
+ * import * as AdminAuth from "./AdminAuth.ts"
  *
  * new AdminAuth.Unauthorized({ reason: "missing bearer token" })
  * ```
@@ -35,7 +35,7 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
  *
  * @example
  * ```ts
- * import { AdminAuth } from "tollgate/server"
+ * import * as AdminAuth from "./AdminAuth.ts"
  *
  * new AdminAuth.AdminDisabled().message
  * ```
@@ -56,7 +56,7 @@ const digest = (s: string): Buffer => createHash("sha256").update(s, "utf8").dig
  * @example
  * ```ts
  * import { Option, Redacted } from "effect"
- * import { AdminAuth } from "tollgate/server"
+ * import * as AdminAuth from "./AdminAuth.ts"
  *
  * const authorize = AdminAuth.make(Option.some(Redacted.make("a-long-random-admin-token")))
  * // yield* authorize inside a handler: fails with Unauthorized or AdminDisabled

@@ -13,7 +13,7 @@ import { type Context, Effect, Metric } from "effect"
  * @example
  * ```ts
  * import { Metric } from "effect"
- * import { HttpMetrics } from "tollgate/server"
+ * import * as HttpMetrics from "./HttpMetrics.ts"
  *
  * const effect = Metric.update(Metric.withAttributes(HttpMetrics.requests, { route: "/v1/consume", status: "200" }), 1)
  * ```
@@ -31,7 +31,7 @@ export const requests = Metric.counter("tollgate_http_requests_total", {
  * @example
  * ```ts
  * import { Metric } from "effect"
- * import { HttpMetrics } from "tollgate/server"
+ * import * as HttpMetrics from "./HttpMetrics.ts"
  *
  * const effect = Metric.value(HttpMetrics.waiting)
  * ```
@@ -48,7 +48,7 @@ export const waiting = Metric.gauge("tollgate_http_waiting", {
  * @example
  * ```ts
  * import { Metric } from "effect"
- * import { HttpMetrics } from "tollgate/server"
+ * import * as HttpMetrics from "./HttpMetrics.ts"
  *
  * const effect = Metric.value(HttpMetrics.inFlight)
  * ```
@@ -76,7 +76,7 @@ const counterOf = (route: string, status: number): Metric.Metric<number, unknown
  *
  * @example
  * ```ts
- * import { HttpMetrics } from "tollgate/server"
+ * import * as HttpMetrics from "./HttpMetrics.ts"
  *
  * const effect = HttpMetrics.count("/v1/consume", 200)
  * ```
@@ -92,7 +92,7 @@ export const count = (route: string, status: number): Effect.Effect<void> => Met
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { HttpMetrics } from "tollgate/server"
+ * import * as HttpMetrics from "./HttpMetrics.ts"
  *
  * const effect = Effect.contextWith((context) => HttpMetrics.countUnsafe("/v1/consume", 200, context))
  * ```
@@ -109,7 +109,7 @@ export const countUnsafe = (route: string, status: number, context: Context.Cont
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { HttpMetrics } from "tollgate/server"
+ * import * as HttpMetrics from "./HttpMetrics.ts"
  *
  * const count = HttpMetrics.routeCounter("/v1/consume")
  * const effect = Effect.contextWith((context) => count(200, context))
@@ -132,7 +132,7 @@ export const routeCounter = (route: string): (status: number, context: Context.C
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { HttpMetrics } from "tollgate/server"
+ * import * as HttpMetrics from "./HttpMetrics.ts"
  *
  * const effect = HttpMetrics.whileWaiting(Effect.void)
  * ```
@@ -148,7 +148,7 @@ export const whileWaiting = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Ef
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { HttpMetrics } from "tollgate/server"
+ * import * as HttpMetrics from "./HttpMetrics.ts"
  *
  * const effect = HttpMetrics.whileInFlight(Effect.void)
  * ```

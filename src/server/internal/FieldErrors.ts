@@ -14,7 +14,7 @@ import { Predicate, Schema, SchemaIssue } from "effect"
  *
  * @example
  * ```ts
- * import type { FieldErrors } from "tollgate/server"
+ * import type * as FieldErrors from "./FieldErrors.ts"
  *
  * const error: FieldErrors.FieldError = { field: "cost", value: "0", reason: "must be a positive integer" }
  * ```
@@ -39,7 +39,7 @@ export type FieldError = typeof FieldError.Type
  *
  * @example
  * ```ts
- * import { FieldErrors } from "tollgate/server"
+ * import * as FieldErrors from "./FieldErrors.ts"
  *
  * FieldErrors.show("x".repeat(100)) // "\"xxxx…\" (100 characters)"
  * ```
@@ -67,7 +67,7 @@ export const show = (value: unknown): string => {
  *
  * @example
  * ```ts
- * import { FieldErrors } from "tollgate/server"
+ * import * as FieldErrors from "./FieldErrors.ts"
  *
  * FieldErrors.formatPath(["rules", 1, "policy"]) // "rules[1].policy"
  * ```
@@ -122,7 +122,7 @@ const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
  * @example
  * ```ts
  * import { Schema } from "effect"
- * import { FieldErrors } from "tollgate/server"
+ * import * as FieldErrors from "./FieldErrors.ts"
  *
  * const input = { cost: 0 }
  * const exit = Schema.decodeUnknownExit(Schema.Struct({ cost: Schema.Int.check(Schema.isGreaterThan(0)) }))(input)
@@ -157,7 +157,7 @@ export const fromIssue = (
  *
  * @example
  * ```ts
- * import { FieldErrors } from "tollgate/server"
+ * import * as FieldErrors from "./FieldErrors.ts"
  *
  * FieldErrors.format({ field: "cost", value: "0", reason: "must be a positive integer" }) // "cost = 0: must be a positive integer"
  * ```
