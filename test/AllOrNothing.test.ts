@@ -326,3 +326,47 @@ describe("acquire over several keys: the fast path", () => {
       }
     }))
 })
+
+describe("acquire over several keys: blocks and dry runs", () => {
+  for (const variant of variants) {
+    const make = (options: RateLimiter.Options) =>
+      variant.store
+        ? Effect.flatMap(
+          MemoryStore.make,
+          (store) =>
+            RateLimiter.make({ fastPath: variant.fastPath, ...options }).pipe(
+              Effect.provideService(Store.CurrentStore, store)
+            )
+        )
+        : RateLimiter.make({ fastPath: variant.fastPath, ...options })
+    it.effect(`a blocked key refuses the call and the others pay nothing (${variant.name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        yield* limiter.block("org:a", "1 minute")
+        assert.isFalse(yield* limiter.acquire(["user:1", "org:a", "global"]))
+        assert.strictEqual(yield* remaining(limiter, "user:1"), 5)
+        assert.strictEqual(yield* remaining(limiter, "global"), 20)
+        const d = yield* limiter.consume(["user:1", "org:a"])
+        assert.isFalse(d.allowed)
+        assert.strictEqual(Duration.toMillis(d.retryAfter), 60_000)
+        yield* TestClock.adjust("1 minute")
+        assert.isTrue(yield* limiter.acquire(["user:1", "org:a", "global"]))
+      }))
+
+    it.effect(`a call over several keys never starts a key's blockDuration (${variant.name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: (key) =>
+            Policy.tokenBucket({
+              capacity: 1,
+              refill: { tokens: 1, per: "1 second" },
+              ...(key === "b" ? { blockDuration: "1 hour" } : {})
+            })
+        })
+        assert.isTrue(yield* limiter.acquire(["a", "b"]))
+        assert.isFalse(yield* limiter.acquire(["a", "b"]))
+        yield* TestClock.adjust("1 second")
+        assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      }))
+  }
+})

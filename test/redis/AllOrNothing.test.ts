@@ -128,6 +128,22 @@ describeRedis("calls over several keys on Redis", (it) => {
     }).pipe(Effect.provide(TestClock.layer())))
 })
 
+describeRedis("calls over several keys on Redis: blocks", (it) => {
+  it.effect("a blocked key refuses the call, and the others pay nothing", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("all-block")
+      const limiter = yield* limiterOn(yield* RedisStore.make({ prefix, clock: "client" }))
+      yield* limiter.block("1", "1 minute")
+      assert.isFalse(yield* limiter.acquire(["0", "1", "2"]))
+      assert.strictEqual((yield* limiter.peek("0")).remaining, capacity[0])
+      assert.strictEqual((yield* limiter.peek("2")).remaining, capacity[2])
+      yield* TestClock.adjust("1 minute")
+      assert.isTrue(yield* limiter.acquire(["0", "1", "2"]))
+      assert.strictEqual((yield* limiter.peek("1")).remaining, capacity[1] - 1)
+      yield* cleanup(prefix)
+    }).pipe(Effect.provide(TestClock.layer())))
+})
+
 const skipped = "redis-server is not installed: the cluster test is skipped (.ci/run installs it)"
 const suite = hasServer ? describe : describe.skip
 
