@@ -353,6 +353,23 @@ describe("acquire over several keys: blocks and dry runs", () => {
         assert.isTrue(yield* limiter.acquire(["user:1", "org:a", "global"]))
       }))
 
+    it.effect(`a key that runs dry decides for real inside a call over several keys (${variant.name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: (key) =>
+            Policy.tokenBucket({
+              capacity: 1,
+              refill: { tokens: 1, per: "1 hour" },
+              ...(key === "dry" ? { dryRun: true } : {})
+            })
+        })
+        assert.isTrue(yield* limiter.acquire(["dry", "a"]))
+        // alone it lets the refusal through; with another key the call is all or nothing
+        assert.isTrue(yield* limiter.acquire("dry"))
+        assert.isFalse(yield* limiter.acquire(["dry", "b"]))
+        assert.strictEqual(yield* remaining(limiter, "b"), 1)
+      }))
+
     it.effect(`a call over several keys never starts a key's blockDuration (${variant.name})`, () =>
       Effect.gen(function*() {
         const limiter = yield* make({
