@@ -24,17 +24,20 @@ const variants = [
   { name: "on a store", fastPath: true, store: true }
 ] as const
 
+// A limiter of the variant.
+const makeFor = (variant: typeof variants[number]) => (options: RateLimiter.Options) =>
+  variant.store
+    ? Effect.flatMap(
+      MemoryStore.make,
+      (store) =>
+        RateLimiter.make({ fastPath: variant.fastPath, ...options }).pipe(
+          Effect.provideService(Store.CurrentStore, store)
+        )
+    )
+    : RateLimiter.make({ fastPath: variant.fastPath, ...options })
+
 for (const variant of variants) {
-  const make = (options: RateLimiter.Options) =>
-    variant.store
-      ? Effect.flatMap(
-        MemoryStore.make,
-        (store) =>
-          RateLimiter.make({ fastPath: variant.fastPath, ...options }).pipe(
-            Effect.provideService(Store.CurrentStore, store)
-          )
-      )
-      : RateLimiter.make({ fastPath: variant.fastPath, ...options })
+  const make = makeFor(variant)
 
   describe(`acquire over several keys (${variant.name})`, () => {
     it.effect("takes from every key or from none", () =>
@@ -211,18 +214,10 @@ describe("acquire over several keys: the property", () => {
         for (const { calls, interrupt } of samples) {
           yield* Effect.scoped(Effect.gen(function*() {
             // no refill within the run: what a key gave is exactly what it lost
-            const limiter = yield* (variant.store
-              ? Effect.flatMap(MemoryStore.make, (store) =>
-                RateLimiter.make({
-                  fastPath: variant.fastPath,
-                  policy: (key) =>
-                    Policy.tokenBucket({ capacity: capacity[Number(key)], refill: { tokens: 1, per: "1 hour" } })
-                }).pipe(Effect.provideService(Store.CurrentStore, store)))
-              : RateLimiter.make({
-                fastPath: variant.fastPath,
-                policy: (key) =>
-                  Policy.tokenBucket({ capacity: capacity[Number(key)], refill: { tokens: 1, per: "1 hour" } })
-              }))
+            const limiter = yield* makeFor(variant)({
+              policy: (key) =>
+                Policy.tokenBucket({ capacity: capacity[Number(key)], refill: { tokens: 1, per: "1 hour" } })
+            })
             const admitted: Array<boolean | undefined> = calls.map(() => undefined)
             const fibers = yield* Effect.forEach(calls, (c, i) => {
               const keys = c.keys.map(String)
@@ -329,16 +324,7 @@ describe("acquire over several keys: the fast path", () => {
 
 describe("acquire over several keys: blocks and dry runs", () => {
   for (const variant of variants) {
-    const make = (options: RateLimiter.Options) =>
-      variant.store
-        ? Effect.flatMap(
-          MemoryStore.make,
-          (store) =>
-            RateLimiter.make({ fastPath: variant.fastPath, ...options }).pipe(
-              Effect.provideService(Store.CurrentStore, store)
-            )
-        )
-        : RateLimiter.make({ fastPath: variant.fastPath, ...options })
+    const make = makeFor(variant)
     it.effect(`a blocked key refuses the call and the others pay nothing (${variant.name})`, () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: tiers })
