@@ -49,7 +49,8 @@ const entries = [
   ["tollgate/http", "http", "middleware and headers for effect/http apps"],
   ["tollgate/redis", "redis", "the Redis store"],
   ["tollgate/server", "server", "the stand-alone service as a library"],
-  ["tollgate/envoy", "envoy", "Envoy's rate limit service (gRPC) and its YAML configuration"]
+  ["tollgate/envoy", "envoy", "Envoy's rate limit service (gRPC) and its YAML configuration"],
+  ["tollgate/persistence", "persistence", "effect/persistence's RateLimiterStore backed by tollgate"]
 ]
 const listed = (folder) =>
   pages
@@ -114,7 +115,8 @@ writeFileSync(
         "tollgate/http": [src("http/index.ts")],
         "tollgate/redis": [src("redis/index.ts")],
         "tollgate/server": [src("server/index.ts")],
-        "tollgate/envoy": [src("envoy/index.ts")]
+        "tollgate/envoy": [src("envoy/index.ts")],
+        "tollgate/persistence": [src("persistence/index.ts")]
       }
     },
     files

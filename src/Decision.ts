@@ -50,6 +50,32 @@ export interface Decision {
    * would have been admitted.
    */
   readonly dryRun?: boolean | undefined
+  /**
+   * For a call over several keys (all or nothing): each key's own decision,
+   * in the order the keys were given. The figures above are then the most
+   * restrictive of them: the smallest `remaining`, the longest `retryAfter`
+   * and `resetAfter`, and the `limit` of the binding key.
+   */
+  readonly keys?: ReadonlyArray<KeyDecision> | undefined
+}
+
+/**
+ * One key's part of a decision over several keys: what that key took when
+ * the call was admitted, what it alone would decide when it was not.
+ *
+ * @example
+ * ```ts
+ * import type { Decision } from "tollgate"
+ *
+ * const deniedBy = (d: Decision.Decision) => d.keys?.find((k) => !k.decision.allowed)?.key
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface KeyDecision {
+  readonly key: string
+  readonly decision: Decision
 }
 
 /**

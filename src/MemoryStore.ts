@@ -6,10 +6,10 @@
  * @since 0.1.0
  */
 import { Clock, Effect } from "effect"
-import type { Outcome, Rule } from "./internal/algorithm/Algorithm.ts"
+import type { Outcome, Rule, Signal } from "./internal/algorithm/Algorithm.ts"
 import * as Block from "./internal/algorithm/Block.ts"
 import type * as Policy from "./Policy.ts"
-import { type Op, OpKind, type Reply, type Store } from "./Store.ts"
+import { type AllReply, type Entry, type Op, OpKind, type Reply, type Store } from "./Store.ts"
 
 const replyOf = (o: Outcome<unknown>, value?: number): Reply => {
   const reply: Reply = {
@@ -131,6 +131,13 @@ export const applyOps = (
         replies.push({ allowed: false, remaining: 0, retryAfter: wait(op.cost), resetAfter: wait(limit), limit })
         break
       }
+      case OpKind.Adapt: {
+        // A signal for an adaptive rate (a key with no state gets its
+        // initial one); other policies are left as they are.
+        if (rule.adapt !== undefined) state = rule.adapt(current(), now, signals[op.cost] ?? "ok", op.queued)
+        replies.push(done(policy))
+        break
+      }
       case OpKind.Force: {
         const r = windowed(op)
         state = r.force(current(), now, op.cost)
@@ -194,6 +201,58 @@ export const applyOps = (
   return [replies, state !== undefined && now < until ? new Block.Stored(until, state) : state]
 }
 
+// OpKind.Adapt's cost: which signal.
+const signals: ReadonlyArray<Signal> = ["ok", "throttled", "latency"]
+
+/**
+ * Takes each entry's cost from its key's state, from every key or from none:
+ * the semantics of `Store.applyAll` every store implements. Each key is
+ * stepped on its own state at `now`; if all admit, the replies are what each
+ * took and the states after are returned; if one denies, nothing changes
+ * (the states come back as they were, a key with none still has none) and
+ * each reply is what that key alone would decide.
+ *
+ * @example
+ * ```ts
+ * import { MemoryStore, Policy } from "tollgate"
+ *
+ * const small = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+ * const large = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+ * const [all] = MemoryStore.applyAllOps(
+ *   [{ key: "user", policy: small, cost: 2 }, { key: "global", policy: large, cost: 2 }],
+ *   [undefined, undefined],
+ *   0
+ * )
+ * // all.allowed: false (the user's limit is 1); the global key is untouched
+ * ```
+ *
+ * @category algorithms
+ * @since 0.2.0
+ */
+export const applyAllOps = (
+  entries: ReadonlyArray<Entry>,
+  stored: ReadonlyArray<unknown>,
+  now: number
+): readonly [AllReply, ReadonlyArray<unknown>] => {
+  const replies: Array<Reply> = []
+  const next: Array<unknown> = []
+  let allowed = true
+  for (let i = 0; i < entries.length; i++) {
+    const { cost, policy } = entries[i]
+    const rule = policy.rule
+    // a blocked key refuses (Block.Stored keeps the block beside the state)
+    const kept = stored[i]
+    const blocked = kept instanceof Block.Stored && now < kept.until
+    const raw = kept instanceof Block.Stored ? kept.state : kept
+    const state = raw === undefined ? rule.initial(now) : raw
+    const outcome = blocked ? Block.outcome(rule, state, now, kept.until, cost) : rule.step(state, now, cost)
+    if (!outcome.allowed) allowed = false
+    next.push(outcome.state)
+    replies.push(replyOf(outcome))
+  }
+  return [{ allowed, replies }, allowed ? next : stored]
+}
+
 const done = (policy: Policy.Valid): Reply => ({
   allowed: true,
   remaining: 0,
@@ -250,6 +309,16 @@ export const make: Effect.Effect<Store> = Effect.gen(function*() {
         if (state !== undefined) states.set(key, state)
         else states.delete(key)
         return replies
+      }),
+    applyAll: (entries) =>
+      Effect.sync(() => {
+        const [reply, after] = applyAllOps(
+          entries,
+          entries.map((e) => states.get(e.key)),
+          clock.currentTimeMillisUnsafe()
+        )
+        if (reply.allowed) entries.forEach((e, i) => states.set(e.key, after[i]))
+        return reply
       })
   }
 })

@@ -13,6 +13,7 @@
  */
 import { Duration, Effect, Predicate, Result, Schema } from "effect"
 import { InvalidPolicy } from "./Errors.ts"
+import * as AdaptiveAlgorithm from "./internal/algorithm/Adaptive.ts"
 import { type Algorithm, bind, type Rule } from "./internal/algorithm/Algorithm.ts"
 import * as BurstAlgorithm from "./internal/algorithm/Burst.ts"
 import * as CompositeAlgorithm from "./internal/algorithm/Composite.ts"
@@ -266,6 +267,23 @@ export interface Unlimited extends Base<"Unlimited", UnlimitedAlgorithm.Config, 
 export interface Concurrency extends Base<"Concurrency", ConcurrencyAlgorithm.Config, ConcurrencyAlgorithm.State> {}
 
 /**
+ * An adaptive rate (AIMD): a token bucket whose refill rate each key moves
+ * between `floor` and `ceiling` with upstream's feedback
+ * (`RateLimiter.feedback`).
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * const policy = Policy.adaptive({ capacity: 10, rate: { tokens: 100, per: "1 second" }, floor: 5, ceiling: 500 })
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Adaptive extends Base<"Adaptive", AdaptiveAlgorithm.Config, AdaptiveAlgorithm.State> {}
+
+/**
  * A policy whose options did not validate.
  *
  * @example
@@ -307,6 +325,7 @@ export type Valid =
   | Smooth
   | All
   | Concurrency
+  | Adaptive
   | Burst
   | Unlimited
 
@@ -806,6 +825,67 @@ export const ConcurrencyOptions = Schema.Struct({
  * @category models
  */
 export type ConcurrencyOptions = typeof ConcurrencyOptions.Encoded
+
+/**
+ * The options of {@link adaptive}: `capacity` (the largest burst), `rate`
+ * (where a key's rate starts, `tokens` per `per`), `floor` and `ceiling`
+ * (the least and the most tokens per `per` it may move to), `increase`
+ * (tokens per `per` added on each `"ok"`; `floor` by default), `decrease`
+ * (the factor applied on `"throttled"`, between 0 and 1; 0.5 by default) and
+ * `latency` (a target: a latency reported above it counts as throttled).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.AdaptiveOptions = {
+ *   capacity: 20,
+ *   rate: { tokens: 100, per: "1 second" },
+ *   floor: 10,
+ *   ceiling: 1000,
+ *   increase: 10,
+ *   decrease: 0.7,
+ *   latency: "300 millis"
+ * }
+ * ```
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const AdaptiveOptions = Schema.Struct({
+  capacity: PositiveNumber,
+  rate: TokensPer,
+  floor: PositiveNumber,
+  ceiling: PositiveNumber,
+  increase: optional(PositiveNumber),
+  decrease: optional(Rules.number("must be a number between 0 and 1 (excluded)", (n) => n > 0 && n < 1)),
+  latency: optional(PositiveDuration),
+  ...common
+}).check(Schema.makeFilter((o) => {
+  const rate = perRate(o.rate, o.rate.tokens)
+  return o.floor > o.ceiling
+    ? { path: ["ceiling"], issue: `must be at least the floor (${o.floor})` }
+    : rate.count < o.floor || rate.count > o.ceiling
+    ? { path: ["rate", "tokens"], issue: `must be between the floor (${o.floor}) and the ceiling (${o.ceiling})` }
+    : Number.isFinite(o.capacity * rate.per)
+    ? undefined
+    : { path: ["capacity"], issue: "capacity * rate.per overflows" }
+}))
+
+/**
+ * Options of {@link adaptive} (see {@link AdaptiveOptions}).
+ *
+ * @example
+ * ```ts
+ * import type { Policy } from "tollgate"
+ *
+ * const options: Policy.AdaptiveOptions = { capacity: 5, rate: { tokens: 50, per: "1 second" }, floor: 1, ceiling: 200 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type AdaptiveOptions = typeof AdaptiveOptions.Encoded
 
 /**
  * The check on the parts of {@link all} (a policy or a configuration): at
@@ -1325,6 +1405,56 @@ export const withOptions = (policy: Policy, options: CommonOptions): Policy => {
 }
 
 /**
+ * An adaptive rate (AIMD): a token bucket of `capacity` whose refill rate
+ * starts at `rate` and moves, for each key on its own, with what upstream
+ * says (`RateLimiter.feedback`): `"ok"` adds `increase`, `"throttled"`
+ * multiplies by `decrease` (at most once per `rate.per`; with a
+ * `retryAfter`, nothing is admitted before it), always between `floor` and
+ * `ceiling`. Each signal is applied in the key's order, as an in-band
+ * reconfiguration: waiters are re-timed at the new rate.
+ *
+ * @example
+ * ```ts
+ * import { Policy } from "tollgate"
+ *
+ * // start at 100 per second; back off by half on a 429, creep up by 10 per second on success
+ * const upstream = Policy.adaptive({
+ *   capacity: 10,
+ *   rate: { tokens: 100, per: "1 second" },
+ *   floor: 5,
+ *   ceiling: 1000,
+ *   increase: 10
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const adaptive = (options: AdaptiveOptions): Policy => {
+  const decoded = decode(AdaptiveOptions, options)
+  if (Result.isFailure(decoded)) return decoded.failure
+  const o = decoded.success
+  const rate = perRate(o.rate, o.rate.tokens)
+  const config = AdaptiveAlgorithm.config({
+    capacity: o.capacity,
+    periodMillis: rate.per,
+    initial: rate.count,
+    floor: o.floor,
+    ceiling: o.ceiling,
+    increase: o.increase,
+    decrease: o.decrease,
+    latencyMillis: o.latency
+  })
+  return make<Adaptive>({
+    _tag: "Adaptive",
+    algorithm: AdaptiveAlgorithm.algorithm,
+    config,
+    rule: bind(AdaptiveAlgorithm.algorithm, config),
+    quota: { limit: o.capacity, windowMillis: (o.capacity / rate.count) * rate.per }
+  }, o)
+}
+
+/**
  * The policy at another rate, for `RateLimiter.setRate`: a smooth policy at
  * `perSecond` permits per second (Guava's `setRate`), or a token bucket
  * refilled at `perSecond` tokens per second, its capacity unchanged
@@ -1458,6 +1588,16 @@ const scale = (p: Valid, f: number): Policy => {
       })
     case "All":
       return all(...p.parts.map((part) => share(part, f)))
+    case "Adaptive":
+      return adaptive({
+        capacity: p.config.capacity * f,
+        rate: { tokens: p.config.initial * f, per: p.config.periodMillis },
+        floor: p.config.floor * f,
+        ceiling: p.config.ceiling * f,
+        increase: p.config.increase * f,
+        decrease: p.config.decrease,
+        latency: p.config.latencyMillis === Infinity ? undefined : p.config.latencyMillis
+      })
     case "Burst":
       return burst(share(p.base, f), share(p.burst, f))
     case "Smooth":

@@ -15,6 +15,7 @@ import {
 } from "./Errors.ts"
 import * as Request from "./internal/actor/Request.ts"
 import type { Carry } from "./internal/algorithm/Algorithm.ts"
+import * as AllOrNothing from "./internal/coordinator/AllOrNothing.ts"
 import * as Rules from "./internal/Rules.ts"
 import * as Supervisor from "./internal/supervisor/Supervisor.ts"
 import * as Policy from "./Policy.ts"
@@ -67,6 +68,15 @@ export interface Options {
   readonly fastPath?: boolean | undefined
   /** The `limiter` label on this limiter's metrics. Default "default". */
   readonly name?: string | undefined
+  /**
+   * What a waiter at the head of a line does when it does not fit yet.
+   * `"block"` (the default): everyone behind it waits (strict order).
+   * `{ pass: duration }`: waiters behind it that fit now go first, for as
+   * long as the head has waited less than `pass`; from then on it blocks
+   * until it is admitted, so a large cost is never starved. (In process;
+   * with a shared store the line is strict.)
+   */
+  readonly headOfLine?: "block" | { readonly pass: Duration.Input } | undefined
   /**
    * With a shared store (`Store.CurrentStore`, e.g. `RedisStore.layer`): what
    * happens when it does not answer within `timeout` (default 250 ms).
@@ -180,6 +190,21 @@ export interface WaitOptions {
   readonly cost?: number | undefined
   /** Longest acceptable wait; past it the call fails at once with `RateLimitExceeded`. Unbounded by default. */
   readonly maxWait?: Duration.Input | undefined
+  /**
+   * The waiter's priority, an integer (default 0): a higher priority is
+   * served first; within one priority, in order of arrival. Waiters it
+   * passes are still held to their `maxWait`.
+   */
+  readonly priority?: number | undefined
+  /**
+   * The tenant the call is made for: waiters of different tenants share the
+   * key by `weight` (fair queuing), so one tenant that floods cannot hold
+   * back the others, and the share of a tenant that waits for nothing goes
+   * to those that do.
+   */
+  readonly tenant?: string | undefined
+  /** The tenant's weight, a positive number (default 1): its share is its weight over the waiting tenants' total. */
+  readonly weight?: number | undefined
 }
 
 /**
@@ -267,6 +292,45 @@ export interface ReconfigureOptions {
 }
 
 /**
+ * What upstream said, for `feedback`: it coped (`"ok"`), it pushed back
+ * (`"throttled"`: a 429, a 503, a timeout), or how long it took
+ * (`{ latency }`, compared with the adaptive policy's target).
+ *
+ * @example
+ * ```ts
+ * import type { RateLimiter } from "tollgate"
+ *
+ * const signals: Array<RateLimiter.Feedback> = ["ok", "throttled", { latency: "250 millis" }]
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export type Feedback = "ok" | "throttled" | { readonly latency: Duration.Input }
+
+/**
+ * Options of `feedback`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "tollgate"
+ *
+ * const on429 = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter
+ *   yield* limiter.feedback("upstream", "throttled", { retryAfter: "30 seconds" })
+ * })
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface FeedbackOptions {
+  /** With `"throttled"`: upstream's `Retry-After`; the key admits nothing before it has passed. */
+  readonly retryAfter?: Duration.Input | undefined
+}
+
+/**
  * The errors any call can end with.
  *
  * @example
@@ -331,12 +395,28 @@ export type Stats = Supervisor.Stats
  * @category services
  */
 export class RateLimiter extends Context.Service<RateLimiter, {
-  /** Takes `cost` units now if the key has them: `true` (go ahead) or `false` (over the limit). */
-  readonly acquire: (key: string, options?: AcquireOptions) => Effect.Effect<boolean, CallError>
-  /** Like `acquire`, with the figures: remaining, retryAfter, resetAfter, limit. */
-  readonly consume: (key: string, options?: AcquireOptions) => Effect.Effect<Decision, CallError>
-  /** Waits its turn in the key's FIFO line; fails at once with `RateLimitExceeded` if that is past `maxWait`. */
-  readonly wait: (key: string, options?: WaitOptions) => Effect.Effect<void, CallError | RateLimitExceeded>
+  /**
+   * Takes `cost` units now if the key has them: `true` (go ahead) or `false`
+   * (over the limit). Given several keys, takes from every one or from none.
+   */
+  readonly acquire: (key: string | ReadonlyArray<string>, options?: AcquireOptions) => Effect.Effect<boolean, CallError>
+  /**
+   * Like `acquire`, with the figures: remaining, retryAfter, resetAfter,
+   * limit (over several keys, the most restrictive, and each key's in `keys`).
+   */
+  readonly consume: (
+    key: string | ReadonlyArray<string>,
+    options?: AcquireOptions
+  ) => Effect.Effect<Decision, CallError>
+  /**
+   * Waits its turn in the key's line; fails at once with `RateLimitExceeded`
+   * if that is past `maxWait`. Given several keys, waits until every one
+   * admits the cost and takes it from all at once.
+   */
+  readonly wait: (
+    key: string | ReadonlyArray<string>,
+    options?: WaitOptions
+  ) => Effect.Effect<void, CallError | RateLimitExceeded>
   /**
    * What `consume` would decide now, without taking anything (and without
    * starting a bucket): Bucket4j's `estimateAbilityToConsume`. A cost above
@@ -386,6 +466,16 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   ) => Effect.Effect<void, CallError>
   /** What the limiter has done so far, and how many buckets are alive. */
   readonly stats: Effect.Effect<Stats>
+  // Adaptive rates.
+  /**
+   * Tells a key with an adaptive policy (`Policy.adaptive`) how upstream
+   * coped: `"ok"` raises its rate additively, `"throttled"` cuts it
+   * multiplicatively (and, with `retryAfter`, admits nothing before then),
+   * `{ latency }` compares with the policy's target. In-band: the key's
+   * requests are served in order and its waiters are re-timed at the new
+   * rate. Fails with `InvalidRequest` for a key whose policy has a fixed rate.
+   */
+  readonly feedback: (key: string, signal: Feedback, options?: FeedbackOptions) => Effect.Effect<void, CallError>
 
   // ---------------------------------------------------------------------------
   // Beyond a plain decision: what the peers' users look for by name. Each is
@@ -507,6 +597,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       const store = yield* CurrentStore
       const supervisor = yield* Supervisor.make({ ...settings.supervisor, store })
       const { maxKeyLength } = settings
+      const maxKeys = 64
 
       const checkKey = (key: string): InvalidRequest | undefined => {
         if (!Predicate.isString(key)) {
@@ -519,6 +610,38 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             value: JSON.stringify(key.slice(0, 32) + "…"),
             reason: `is ${key.length} long; the limit is ${maxKeyLength}`
           })
+        }
+        return undefined
+      }
+
+      // Several keys: at least one, at most maxKeys, each valid, no two alike.
+      const checkKeys = (keys: ReadonlyArray<string>): InvalidRequest | undefined => {
+        if (!Array.isArray(keys)) {
+          return new InvalidRequest({
+            field: "key",
+            value: typeof keys,
+            reason: "must be a string or an array of strings"
+          })
+        }
+        if (keys.length === 0 || keys.length > maxKeys) {
+          return new InvalidRequest({
+            field: "keys",
+            value: String(keys.length),
+            reason: `must name between 1 and ${maxKeys} keys`
+          })
+        }
+        const seen = new Set<string>()
+        for (let i = 0; i < keys.length; i++) {
+          const invalid = checkKey(keys[i])
+          if (invalid !== undefined) return new InvalidRequest({ ...invalid, field: `keys[${i}]` })
+          if (seen.has(keys[i])) {
+            return new InvalidRequest({
+              field: `keys[${i}]`,
+              value: JSON.stringify(keys[i]),
+              reason: "is named twice"
+            })
+          }
+          seen.add(keys[i])
         }
         return undefined
       }
@@ -536,6 +659,24 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           return supervisor.submitUnsafe(key, kind, options.cost ?? 1, 0, { window })
         })
 
+      const decideAll = <A>(
+        keys: ReadonlyArray<string>,
+        options: AcquireOptions | undefined,
+        f: (keys: ReadonlyArray<string>, cost: number) => Effect.Effect<A, CallError>
+      ) =>
+        Effect.suspend(() => {
+          const invalid = checkKeys(keys) ?? checkCost(options?.cost)
+          if (invalid !== undefined) return Effect.fail(invalid)
+          return f(keys, options?.cost ?? 1)
+        })
+
+      // A waiter's maxWait and order, checked.
+      const waitArgs = (options: WaitOptions | undefined) => {
+        const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
+        if (maxWait instanceof InvalidRequest) return maxWait
+        const order = options === undefined ? undefined : orderOf(options, maxKeyLength)
+        return order instanceof InvalidRequest ? order : { maxWait, order }
+      }
       // One of the operations beyond a plain decision: the key and the
       // numbers checked, then one request to the key's bucket.
       const beyond = <K extends Request.DecideKind>(
@@ -564,11 +705,20 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
-          const maxWait = options?.maxWait === undefined ? Infinity : parseMaxWait(options.maxWait)
-          if (maxWait instanceof InvalidRequest) return Effect.fail(maxWait)
-          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, maxWait)
+          const args = waitArgs(options)
+          if (args instanceof InvalidRequest) return Effect.fail(args)
+          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, args.maxWait, args.order)
         })
-      const wait = (key: string, options: WaitOptions | undefined) => waitFor(Request.Kind.Wait, key, options)
+      const waitAll = (keys: ReadonlyArray<string>, options: WaitOptions | undefined) =>
+        Effect.suspend(() => {
+          const invalid = checkKeys(keys) ?? checkCost(options?.cost)
+          if (invalid !== undefined) return Effect.fail(invalid)
+          const args = waitArgs(options)
+          if (args instanceof InvalidRequest) return Effect.fail(args)
+          return AllOrNothing.wait(supervisor, keys, options?.cost ?? 1, args.maxWait, args.order)
+        })
+      const wait = (key: string | ReadonlyArray<string>, options: WaitOptions | undefined) =>
+        Predicate.isString(key) ? waitFor(Request.Kind.Wait, key, options) : waitAll(key, options)
 
       const release = (key: string, amount?: number) =>
         Effect.suspend(() => {
@@ -581,8 +731,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         })
 
       return RateLimiter.of({
-        acquire: (key, options) => decide(Request.Kind.Acquire, key, options),
-        consume: (key, options) => decide(Request.Kind.Consume, key, options),
+        acquire: (key, options) =>
+          Predicate.isString(key)
+            ? decide(Request.Kind.Acquire, key, options)
+            : decideAll(key, options, (keys, cost) => AllOrNothing.acquire(supervisor, keys, cost)),
+        consume: (key, options) =>
+          Predicate.isString(key)
+            ? decide(Request.Kind.Consume, key, options)
+            : decideAll(key, options, (keys, cost) => AllOrNothing.consume(supervisor, keys, cost)),
         peek: (key, options) => decide(Request.Kind.Peek, key, options),
         reset: (key) =>
           Effect.suspend(() => {
@@ -597,12 +753,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             waitFor(Request.Kind.Reserve, key, options),
             (reserved): Reservation => ({ delay: Duration.millis(reserved.delay), cancel: reserved.cancel })
           ),
-        limit: (key, options) => (effect) => Effect.andThen(wait(key, options), effect),
+        // One key only (a permit over several keys is not offered): waitFor
+        // refuses an array, so withPermit never takes what it cannot give back.
+        limit: (key, options) => (effect) => Effect.andThen(waitFor(Request.Kind.Wait, key, options), effect),
         release,
         withPermit: (key, options) => (effect) =>
           Effect.uninterruptibleMask((restore) =>
             Effect.andThen(
-              restore(wait(key, options)),
+              restore(waitFor(Request.Kind.Wait, key, options)),
               Effect.ensuring(restore(effect), Effect.ignore(release(key, options?.cost ?? 1)))
             )
           ),
@@ -663,7 +821,15 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             }
             return supervisor.submitUnsafe(key, Request.Kind.Reconfigure, 0, 0, { policy, carry })
           }),
-        stats: supervisor.stats
+        stats: supervisor.stats,
+        feedback: (key, signal, options) =>
+          Effect.suspend(() => {
+            const invalid = checkKey(key)
+            if (invalid !== undefined) return Effect.fail(invalid)
+            const payload = signalOf(signal, options)
+            if (payload instanceof InvalidRequest) return Effect.fail(payload)
+            return supervisor.submitUnsafe(key, Request.Kind.Feedback, 0, 0, payload)
+          })
       })
     })
 
@@ -742,6 +908,52 @@ const parseMaxWait = (input: Duration.Input): number | InvalidRequest => {
   })
 }
 
+// A waiter's order: priority, tenant and weight, each checked; undefined
+// when none is given (a plain FIFO waiter).
+const orderOf = (options: WaitOptions, maxKeyLength: number): Request.Order | InvalidRequest | undefined => {
+  const { priority, tenant, weight } = options
+  if (priority === undefined && tenant === undefined && weight === undefined) return undefined
+  if (priority !== undefined && !Number.isSafeInteger(priority)) {
+    return new InvalidRequest({ field: "priority", value: String(priority), reason: "must be an integer" })
+  }
+  if (tenant !== undefined && !(Predicate.isString(tenant) && tenant.length > 0 && tenant.length <= maxKeyLength)) {
+    return new InvalidRequest({
+      field: "tenant",
+      value: Predicate.isString(tenant) ? JSON.stringify(tenant.slice(0, 32)) : typeof tenant,
+      reason: `must be a non-empty string of at most ${maxKeyLength}`
+    })
+  }
+  if (weight !== undefined) {
+    if (!(Predicate.isNumber(weight) && weight > 0 && Number.isFinite(weight))) {
+      return new InvalidRequest({ field: "weight", value: String(weight), reason: "must be a positive number" })
+    }
+    if (tenant === undefined) {
+      return new InvalidRequest({ field: "weight", value: String(weight), reason: "needs a tenant" })
+    }
+  }
+  return { priority: priority ?? 0, tenant, weight: weight ?? 1 }
+}
+
+const signalOf = (signal: Feedback, options: FeedbackOptions | undefined): Request.Signal | InvalidRequest => {
+  if (signal === "ok") return { signal: "ok", millis: 0 }
+  if (signal === "throttled") {
+    if (options?.retryAfter === undefined) return { signal: "throttled", millis: 0 }
+    const millis = parseMaxWait(options.retryAfter)
+    if (millis instanceof InvalidRequest) return new InvalidRequest({ ...millis, field: "retryAfter" })
+    return { signal: "throttled", millis: Math.min(millis, 86_400_000) }
+  }
+  if (Predicate.isObject(signal) && "latency" in signal) {
+    const millis = parseMaxWait(signal.latency)
+    if (millis instanceof InvalidRequest) return new InvalidRequest({ ...millis, field: "latency" })
+    return { signal: "latency", millis }
+  }
+  return new InvalidRequest({
+    field: "signal",
+    value: Predicate.isString(signal) ? JSON.stringify(signal) : typeof signal,
+    reason: "must be \"ok\", \"throttled\" or { latency }"
+  })
+}
+
 // The limiter's own options, each checked by its rule (the same rules as the
 // policies'), in the order they are named when several are bad.
 const Share = Rules.number("must be a number in (0, 1]", (n) => n > 0 && n <= 1)
@@ -764,7 +976,13 @@ const LimiterOptions = Schema.Struct({
     }).annotate({ message: "must be { mode, share, timeout, retryAfter } or left out" })
   ),
   maxBuckets: Rules.optional(Rules.PositiveInteger),
-  maxKeyLength: Rules.optional(Rules.PositiveInteger)
+  maxKeyLength: Rules.optional(Rules.PositiveInteger),
+  headOfLine: Rules.optional(
+    Schema.Union([
+      Schema.Literal("block"),
+      Schema.Struct({ pass: Rules.PositiveDuration })
+    ]).annotate({ message: "must be \"block\" or { pass: duration }" })
+  )
 })
 
 // A bad option's value: a string quoted (as in a policy's errors), an object by its type.
@@ -814,7 +1032,11 @@ const validateOptions = (options: Options): Effect.Effect<{
     return Effect.succeed({
       supervisor: {
         policyFor,
-        limits: { mailboxCapacity: o.mailboxCapacity ?? 1024, maxWaiters: o.maxWaiters ?? 1024 },
+        limits: {
+          mailboxCapacity: o.mailboxCapacity ?? 1024,
+          maxWaiters: o.maxWaiters ?? 1024,
+          passMillis: o.headOfLine === undefined || o.headOfLine === "block" ? 0 : o.headOfLine.pass
+        },
         idleTimeoutMillis: o.idleTimeout ?? 60_000,
         maxBuckets: o.maxBuckets ?? 1_000_000,
         fallback: {
@@ -838,6 +1060,8 @@ type Stats_ = Stats
 type Reservation_ = Reservation
 type ReserveOptions_ = ReserveOptions
 type ReconfigureOptions_ = ReconfigureOptions
+type Feedback_ = Feedback
+type FeedbackOptions_ = FeedbackOptions
 type ForceOptions_ = ForceOptions
 type AddOptions_ = AddOptions
 
@@ -970,6 +1194,34 @@ export declare namespace RateLimiter {
    * @since 0.1.0
    */
   export type ReconfigureOptions = ReconfigureOptions_
+  /**
+   * What upstream said, for `feedback` (see {@link Feedback}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const slow: RateLimiter.Feedback = { latency: 900 }
+   * ```
+   *
+   * @category models
+   * @since 0.2.0
+   */
+  export type Feedback = Feedback_
+  /**
+   * Options of `feedback` (see {@link FeedbackOptions}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * const options: RateLimiter.FeedbackOptions = { retryAfter: "5 seconds" }
+   * ```
+   *
+   * @category models
+   * @since 0.2.0
+   */
+  export type FeedbackOptions = FeedbackOptions_
   /**
    * Options of `force`, `penalty` and `set` (see {@link ForceOptions}).
    *

@@ -67,7 +67,14 @@ export const OpKind = {
    * rate's numbers (the algorithm's `rateOf`), and the state is carried over
    * by the algorithm's own rate rule (a key with no state stays so).
    */
-  SetRate: 14
+  SetRate: 14,
+  // Adaptive rates: 16 and up.
+  /**
+   * A signal for an adaptive rate: `cost` is the signal (0 ok, 1 throttled,
+   * 2 a latency) and `queued` its milliseconds (the wait asked for, or the
+   * latency). A policy without an adaptive rate is left as it is.
+   */
+  Adapt: 16
 } as const
 
 /**
@@ -145,6 +152,48 @@ export interface Reply {
 }
 
 /**
+ * One key of an all-or-nothing call over several keys: its policy and the
+ * units to take from it.
+ *
+ * @example
+ * ```ts
+ * import { Policy, Store } from "tollgate"
+ *
+ * const policy = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+ * const entry: Store.Entry = { key: "user:42", policy, cost: 1 }
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface Entry {
+  readonly key: string
+  readonly policy: Policy.Valid
+  readonly cost: number
+}
+
+/**
+ * The answer to an all-or-nothing call: whether every key admitted (and
+ * gave its units), and each key's own reply in the order given: what it took
+ * when `allowed`, what it alone would decide when not (a denial takes
+ * nothing from any key).
+ *
+ * @example
+ * ```ts
+ * import type { Store } from "tollgate"
+ *
+ * const binding = (all: Store.AllReply) => all.replies.findIndex((r) => !r.allowed)
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface AllReply {
+  readonly allowed: boolean
+  readonly replies: ReadonlyArray<Reply>
+}
+
+/**
  * The store could not answer (unreachable, too slow, or it failed). The
  * limiter applies its fallback policy; the error reaches callers only with
  * `fallback: "error"`.
@@ -217,6 +266,24 @@ export interface Store {
    * than a timer per call).
    */
   readonly timesOut?: boolean | undefined
+  /**
+   * Takes each entry's cost from its key, from every key or from none, in
+   * one atomic step (an acquire over several keys: a user, its organisation
+   * and a global limit). A denial leaves every key as it was. A store
+   * without it cannot serve calls over several keys (they fail with
+   * `InvalidRequest`). `timeoutMillis` as for `apply`.
+   */
+  readonly applyAll?: (
+    entries: ReadonlyArray<Entry>,
+    timeoutMillis?: number
+  ) => Effect.Effect<AllReply, StoreUnavailable>
+  /**
+   * Why `applyAll` cannot take these keys together (on Redis Cluster: keys
+   * of different hash slots), or `undefined`. The limiter asks before each
+   * call over several keys and fails it with `InvalidRequest` (a
+   * configuration error, not an outage: no fallback decides it).
+   */
+  readonly checkKeys?: ((keys: ReadonlyArray<string>) => string | undefined) | undefined
 }
 
 /**

@@ -32,7 +32,10 @@ import * as RateLimitHeaders from "./RateLimitHeaders.ts"
  *   authenticates (an API key checked before this middleware, or by a proxy
  *   that strips it from clients): a client can put anything in a header.
  * - a function: its result is the key; `undefined` lets the request through
- *   unlimited (health checks, internal callers).
+ *   unlimited (health checks, internal callers). It may return several keys
+ *   (a user, its organisation, a global key): the request takes its cost
+ *   from every key or from none, and the headers report the most
+ *   restrictive key.
  *
  * @example
  * ```ts
@@ -50,7 +53,10 @@ export type KeySource =
   | { readonly header: string }
   | ((
     request: HttpServerRequest.HttpServerRequest
-  ) => string | undefined | Effect.Effect<string | undefined>)
+  ) => string | ReadonlyArray<string> | undefined | Effect.Effect<string | ReadonlyArray<string> | undefined>)
+
+// One key, or several taken all or nothing.
+type Keys = string | ReadonlyArray<string>
 
 /**
  * Options of the middleware.
@@ -197,18 +203,16 @@ export const make = (limiter: RateLimiter["Service"], options?: Options): Effect
       `${prefix}ip:${clientAddress(request) ?? "unknown"}`
 
     const source = options?.key ?? "address"
-    let keyOf: (request: HttpServerRequest.HttpServerRequest) => string | undefined | Effect.Effect<string | undefined>
+    const prefixed = (k: Keys | undefined): Keys | undefined =>
+      k === undefined ? undefined : Predicate.isString(k) ? prefix + k : k.map((one) => prefix + one)
+    let keyOf: (request: HttpServerRequest.HttpServerRequest) => Keys | undefined | Effect.Effect<Keys | undefined>
     let keyField = "client address"
     if (source === "address") {
       keyOf = addressKey
     } else if (Predicate.isFunction(source)) {
       keyOf = (request) => {
         const key = source(request)
-        return Effect.isEffect(key)
-          ? Effect.map(key, (k) => k === undefined ? undefined : prefix + k)
-          : key === undefined
-          ? undefined
-          : prefix + key
+        return Effect.isEffect(key) ? Effect.map(key, prefixed) : prefixed(key)
       }
       keyField = "key"
     } else if (Predicate.hasProperty(source, "header") && Predicate.isString(source.header) && source.header !== "") {
@@ -232,7 +236,7 @@ export const make = (limiter: RateLimiter["Service"], options?: Options): Effect
     const check = <E, R>(
       httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
       request: HttpServerRequest.HttpServerRequest,
-      key: string | undefined
+      key: Keys | undefined
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => {
       if (key === undefined) return httpEffect
       const units = Predicate.isFunction(cost) ? cost(request) : cost

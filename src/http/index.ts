@@ -4,12 +4,29 @@
  *
  * @since 0.1.0
  */
+import * as AdaptiveClient from "./AdaptiveClient.ts"
 import * as ClientAddress from "./ClientAddress.ts"
 import * as Problem from "./Problem.ts"
 import * as RateLimitHeaders from "./RateLimitHeaders.ts"
 import * as RateLimitMiddleware from "./RateLimitMiddleware.ts"
 
 export {
+  /**
+   * A client-side helper for effect's HttpClient: waits for a tollgate key
+   * before each request, and feeds 429s (with Retry-After) and successes
+   * into the key's adaptive rate.
+   *
+   * @example
+   * ```ts
+   * import { AdaptiveClient } from "tollgate/http"
+   *
+   * const options: AdaptiveClient.Options = { key: "upstream", maxWait: "10 seconds" }
+   * ```
+   *
+   * @category modules
+   * @since 0.2.0
+   */
+  AdaptiveClient,
   /**
    * Who the client is: socket peer, or trusted proxies' forwarding header.
    *

@@ -26,10 +26,20 @@ import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope,
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
 import * as Policy from "../Policy.ts"
-import { CurrentStore, type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../Store.ts"
+import {
+  type AllReply,
+  CurrentStore,
+  type Entry as Entry_,
+  type Op,
+  OpKind,
+  type Reply,
+  type Store,
+  StoreUnavailable
+} from "../Store.ts"
 import * as Codec from "./internal/codec.ts"
 import * as Connection from "./internal/connection.ts"
 import * as Scripts from "./internal/scripts.ts"
+import * as Slot from "./internal/slot.ts"
 
 /**
  * Options of {@link make}.
@@ -90,6 +100,15 @@ export interface Options {
    * goes on with `EVALSHA` for good. `false`: always `EVALSHA`.
    */
   readonly functions?: boolean | undefined
+  /**
+   * Whether the server is a Redis Cluster (default `false`). Then a script
+   * touches the keys of one hash slot only: the default `maxBatchKeys` is 1
+   * (a larger one needs a `{hash tag}` in the prefix, which puts the whole
+   * limiter in one slot), and a call over several keys whose keys hash to
+   * different slots fails with `InvalidRequest` before it is sent. Give the
+   * keys of such a call a common hash tag: `{org:a}:user:1`, `{org:a}:org`.
+   */
+  readonly cluster?: boolean | undefined
 }
 
 /**
@@ -191,12 +210,23 @@ const validate = (options: Options) => {
       })
     }
   }
-  const maxBatchKeys = options.maxBatchKeys ?? 64
+  const cluster = options.cluster ?? false
+  if (cluster !== true && cluster !== false) {
+    return new InvalidPolicy({ field: "cluster", value: String(cluster), reason: "must be a boolean" })
+  }
+  const maxBatchKeys = options.maxBatchKeys ?? (cluster ? 1 : 64)
   if (!(Number.isSafeInteger(maxBatchKeys) && maxBatchKeys > 0)) {
     return new InvalidPolicy({
       field: "maxBatchKeys",
       value: String(options.maxBatchKeys),
       reason: "must be a positive integer"
+    })
+  }
+  if (cluster && maxBatchKeys > 1 && Slot.hashed(prefix) === prefix) {
+    return new InvalidPolicy({
+      field: "maxBatchKeys",
+      value: String(maxBatchKeys),
+      reason: "on Redis Cluster must be 1 unless the prefix has a {hash tag} (one command's keys share one slot)"
     })
   }
   const maxInFlight = options.maxInFlight ?? 1
@@ -226,7 +256,8 @@ const validate = (options: Options) => {
     timeout,
     keep: keep === Infinity ? "inf" : String(keep),
     maxBatchKeys,
-    maxInFlight
+    maxInFlight,
+    cluster
   } as const
 }
 
@@ -616,7 +647,41 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
         if (entry.deadline < wakeAt) arm(entry.deadline)
         return entry.cancel
       })
-    return { name: "redis", apply, timesOut: true }
+    // A take over several keys, all or nothing: one call of the multi entry
+    // point, straight to the socket (not batched with other calls: it is
+    // atomic over its own keys, and a call of its own keeps it so).
+    const applyAll = (entries: ReadonlyArray<Entry_>, timeoutMillis?: number) =>
+      Effect.suspend((): Effect.Effect<AllReply, StoreUnavailable> => {
+        const args = ["", "", String(entries.length)]
+        for (const e of entries) args.push(prefix + e.key)
+        args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
+        for (const e of entries) {
+          const encodedPolicy = encode(e.policy)
+          if (Predicate.isString(encodedPolicy)) return Effect.fail(unavailable(encodedPolicy))
+          args.push(encodedPolicy.policy, Codec.show(e.cost))
+        }
+        const timeout = timeoutMillis ?? defaultTimeout
+        const sent = Effect.tryPromise({
+          try: () => runner.run(Scripts.multi, args),
+          catch: (error) => unavailable(Connection.reasonOf(error))
+        })
+        return Effect.timeoutOrElse(
+          Effect.flatMap(sent, (reply) => {
+            const decoded = Codec.decodeMulti(reply, entries.length)
+            return decoded === undefined
+              ? Effect.fail(unavailable("unexpected reply from the multi script"))
+              : Effect.succeed(decoded)
+          }),
+          {
+            duration: Duration.millis(timeout),
+            orElse: () => Effect.fail(unavailable(`timed out after ${timeout} ms`))
+          }
+        )
+      })
+    const checkKeys = settings.cluster
+      ? (keys: ReadonlyArray<string>) => Slot.crossSlot(keys.map((key) => prefix + key))
+      : undefined
+    return { name: "redis", apply, applyAll, checkKeys, timesOut: true }
   })
 
 /**

@@ -178,6 +178,25 @@ export const Smooth = withKind("smooth", Policy.SmoothOptions)
 export const Concurrency = withKind("concurrency", Policy.ConcurrencyOptions)
 
 /**
+ * An adaptive rate (AIMD between a floor and a ceiling), moved by
+ * `POST /v1/feedback`.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { PolicySpec } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(PolicySpec.Adaptive)({
+ *   kind: "adaptive", capacity: 10, rate: { tokens: 100, per: "1 second" }, floor: 5, ceiling: 1000
+ * })
+ * ```
+ *
+ * @category schemas
+ * @since 0.2.0
+ */
+export const Adaptive = withKind("adaptive", Policy.AdaptiveOptions)
+
+/**
  * Several limits on one key, all of which must admit.
  *
  * @example
@@ -225,7 +244,8 @@ export const kinds = [
   "slidingLog",
   "smooth",
   "concurrency",
-  "all"
+  "all",
+  "adaptive"
 ] as const
 
 /**
@@ -253,7 +273,8 @@ export const PolicySpec = Schema.Union([
   SlidingLog,
   Smooth,
   Concurrency,
-  All
+  All,
+  Adaptive
 ]).annotate({
   expected: `a policy object whose "kind" is one of ${kinds.map((k) => JSON.stringify(k)).join(", ")}`
 })
@@ -308,5 +329,7 @@ export const toPolicy = (spec: PolicySpec): Policy.Policy => {
       return Policy.concurrency(spec)
     case "all":
       return Policy.all(...spec.parts.map(toPolicy))
+    case "adaptive":
+      return Policy.adaptive(spec)
   }
 }

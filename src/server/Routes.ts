@@ -148,6 +148,8 @@ const allowed: Record<string, string> = {
   "/v1/block": "POST",
   "/v1/fill": "POST",
   "/v1/batch": "POST",
+  "/v1/consume-all": "POST",
+  "/v1/feedback": "POST",
   "/healthz": "GET, HEAD",
   "/readyz": "GET, HEAD",
   "/metrics": "GET, HEAD"
@@ -239,7 +241,21 @@ export const layer: Layer.Layer<
       })
       const WaitRequest = Schema.Struct({
         ...Request.fields,
-        maxWait: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: maxWaitMillis })))
+        maxWait: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: maxWaitMillis }))),
+        priority: Schema.optionalKey(Schema.Int),
+        tenant: Schema.optionalKey(Key),
+        weight: Schema.optionalKey(Schema.Finite.check(Schema.isGreaterThan(0)))
+      })
+      const ConsumeAllRequest = Schema.Struct({
+        keys: Schema.Array(Key).check(Schema.isMinLength(1), Schema.isMaxLength(64)),
+        cost: Schema.optionalKey(Cost)
+      })
+      const FeedbackRequest = Schema.Struct({
+        key: Key,
+        policy: Schema.optionalKey(ServiceConfig.PolicyName),
+        signal: Schema.Literals(["ok", "throttled", "latency"]),
+        retryAfter: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))),
+        latency: Schema.optionalKey(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)))
       })
       const ResetRequest = Schema.Struct({ key: Key, policy: Schema.optionalKey(ServiceConfig.PolicyName) })
       const SetRequest = Schema.Struct({
@@ -417,6 +433,25 @@ export const layer: Layer.Layer<
       yield* keyRoute("/v1/fill", Body.json(ResetRequest, maxBodyBytes), tollgate.fill, true)
       yield* router.add(
         "POST",
+        "/v1/consume-all",
+        handle(
+          "/v1/consume-all",
+          Effect.flatMap(Body.json(ConsumeAllRequest, maxBodyBytes), (request) =>
+            Effect.map(tollgate.consumeAll(request), json))
+        )
+      )
+      yield* router.add(
+        "POST",
+        "/v1/feedback",
+        handle(
+          "/v1/feedback",
+          Effect.flatMap(Body.json(FeedbackRequest, maxBodyBytes), (request) =>
+            Effect.map(tollgate.feedback(request), ({ policy }) =>
+              json({ applied: true, policy })))
+        )
+      )
+      yield* router.add(
+        "POST",
         "/v1/batch",
         handle(
           "/v1/batch",
@@ -424,8 +459,10 @@ export const layer: Layer.Layer<
             Effect.map(
               Effect.forEach(requests, (item) => {
                 const request = validateItem(item)
-                const decided = Effect.flatMap(request, (r) => r.op === "peek" ? tollgate.peek(r) : tollgate.consume(r))
-                return Effect.catch(decided, (error) => Effect.succeed({ error: itemError(error) }))
+                const decided = Effect.flatMap(request, (r) =>
+                  r.op === "peek" ? tollgate.peek(r) : tollgate.consume(r))
+                return Effect.catch(decided, (error) =>
+                  Effect.succeed({ error: itemError(error) }))
               }),
               (results) => json({ results })
             ))

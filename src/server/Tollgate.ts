@@ -67,6 +67,94 @@ export interface Request {
 }
 
 /**
+ * A waiter's place in line: `priority` (higher first), and a `tenant` with
+ * its `weight` for a fair share of the key.
+ *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const order: Tollgate.WaitOrder = { priority: 1, tenant: "acme", weight: 2 }
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface WaitOrder {
+  readonly priority?: number | undefined
+  readonly tenant?: string | undefined
+  readonly weight?: number | undefined
+}
+
+/**
+ * A request over several keys, all or nothing: each key's policy is found
+ * by the rules, as for one key.
+ *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const request: Tollgate.AllRequest = { keys: ["user:42", "org:7", "global"], cost: 1 }
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface AllRequest {
+  readonly keys: ReadonlyArray<string>
+  readonly cost?: number | undefined
+}
+
+/**
+ * The decision over several keys: the most restrictive, and each key's own.
+ *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const result: Tollgate.AllResult = {
+ *   allowed: false, remaining: 0, retryAfter: 1000, resetAfter: 5000, limit: 5,
+ *   keys: [{ key: "user:42", allowed: false, remaining: 0, retryAfter: 1000, resetAfter: 5000, limit: 5, policy: "users" }]
+ * }
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface AllResult {
+  readonly allowed: boolean
+  readonly remaining: number
+  readonly retryAfter: number | null
+  readonly resetAfter: number | null
+  readonly limit: number
+  readonly keys: ReadonlyArray<Result & { readonly key: string }>
+  readonly degraded?: true
+}
+
+/**
+ * What an upstream said, for a key with an adaptive policy: `"ok"`,
+ * `"throttled"` (with `retryAfter` in ms when it said so), or a `latency`
+ * in ms.
+ *
+ * @example
+ * ```ts
+ * import type { Tollgate } from "tollgate/server"
+ *
+ * const request: Tollgate.FeedbackRequest = { key: "upstream", signal: "throttled", retryAfter: 5000 }
+ * ```
+ *
+ * @category models
+ * @since 0.2.0
+ */
+export interface FeedbackRequest {
+  readonly key: string
+  readonly policy?: string | undefined
+  readonly signal: "ok" | "throttled" | "latency"
+  readonly retryAfter?: number | undefined
+  readonly latency?: number | undefined
+}
+
+/**
  * A decision as the API reports it: durations in whole milliseconds (rounded
  * up), `null` for "never"; `degraded: true` when Redis did not answer and the
  * configured fallback decided (absent otherwise).
@@ -248,7 +336,13 @@ export class Tollgate extends Context.Service<Tollgate, {
   readonly consume: (request: Request) => Effect.Effect<Result, CallError>
   readonly acquire: (request: Request) => Effect.Effect<AcquireResult, CallError>
   readonly peek: (request: Request) => Effect.Effect<Result, CallError>
-  readonly wait: (request: Request & { readonly maxWaitMillis: number }) => Effect.Effect<WaitResult, CallError>
+  readonly wait: (
+    request: Request & WaitOrder & { readonly maxWaitMillis: number }
+  ) => Effect.Effect<WaitResult, CallError>
+  /** Takes from every key or from none (each key's policy by the rules). */
+  readonly consumeAll: (request: AllRequest) => Effect.Effect<AllResult, CallError>
+  /** Tells a key with an adaptive policy how its upstream coped. */
+  readonly feedback: (request: FeedbackRequest) => Effect.Effect<{ readonly policy: string }, CallError>
   readonly reset: (request: Request) => Effect.Effect<{ readonly policy: string }, CallError>
   /** rate-limiter-flexible's `penalty`: takes `cost` whatever the limit (`RateLimiter.force`). */
   readonly penalty: (request: Request) => Effect.Effect<Result, CallError>
@@ -376,7 +470,13 @@ export class Tollgate extends Context.Service<Tollgate, {
           route(request, (key, policy) =>
             Effect.gen(function*() {
               const start = yield* Clock.currentTimeMillis
-              return yield* limiter.wait(key, { cost: request.cost, maxWait: request.maxWaitMillis }).pipe(
+              return yield* limiter.wait(key, {
+                cost: request.cost,
+                maxWait: request.maxWaitMillis,
+                priority: request.priority,
+                tenant: request.tenant,
+                weight: request.weight
+              }).pipe(
                 Effect.flatMap(() => Clock.currentTimeMillis),
                 Effect.map((end): WaitResult => ({ allowed: true, waited: Math.max(0, end - start), policy })),
                 Effect.catchTag(
@@ -386,6 +486,42 @@ export class Tollgate extends Context.Service<Tollgate, {
               )
             })),
         reset: (request) => route(request, (key, policy) => Effect.as(limiter.reset(key), { policy })),
+        consumeAll: (request) =>
+          Effect.suspend((): Effect.Effect<AllResult, CallError> => {
+            const routed: Array<readonly [string, string, string]> = []
+            for (const key of request.keys) {
+              const { ids, known, settings } = current
+              const policy = ServiceConfig.policyName(settings, key, undefined)
+              if (policy === undefined) return Effect.fail(new UnknownPolicy({ policy: "", known }))
+              routed.push([key, ids.get(policy)! + SEPARATOR + key, policy])
+            }
+            return Effect.map(
+              limiter.consume(routed.map(([, id]) => id), { cost: request.cost }),
+              (d): AllResult => {
+                const all: AllResult = {
+                  allowed: d.allowed,
+                  remaining: d.remaining,
+                  retryAfter: millis(d.retryAfter),
+                  resetAfter: millis(d.resetAfter),
+                  limit: d.limit,
+                  keys: routed.map(([key, , policy], i) => ({ key, ...toResult(d.keys![i].decision, policy) }))
+                }
+                return d.degraded === true ? { ...all, degraded: true } : all
+              }
+            )
+          }),
+        feedback: (request) =>
+          route(request, (key, policy) =>
+            Effect.as(
+              limiter.feedback(
+                key,
+                request.signal === "latency" ? { latency: request.latency ?? 0 } : request.signal,
+                request.signal === "throttled" && request.retryAfter !== undefined
+                  ? { retryAfter: request.retryAfter }
+                  : undefined
+              ),
+              { policy }
+            )),
         penalty: (request) =>
           route(
             request,

@@ -498,3 +498,37 @@ describe("ClientAddress", () => {
     assert.strictEqual(failure({ ipv6PrefixLength: 0 }), "ipv6PrefixLength")
   })
 })
+
+describe("RateLimitMiddleware: several keys per request", () => {
+  it.effect("a key function may name several keys: all or nothing, the headers report the most restrictive", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({
+        policy: (key) => key.startsWith("api:user:") ? bucket(2, 1, "1 hour") : bucket(3, 1, "1 hour")
+      })
+      yield* serve(
+        HttpRouter.add("GET", "/", ok("home")).pipe(
+          Layer.provide(
+            RateLimitMiddleware.layer({
+              name: "api",
+              prefix: "api:",
+              key: (request) => [`user:${request.headers["x-user"]}`, "org:acme"]
+            })
+          ),
+          Layer.provide(Layer.succeed(RateLimiter)(limiter))
+        )
+      )
+      const as = (user: string) => get("/", { "x-user": user })
+      assert.strictEqual((yield* as("ann")).status, 200)
+      const second = yield* as("ann")
+      assert.strictEqual(second.status, 200)
+      assert.strictEqual(second.headers["ratelimit"], "\"api\";r=0;t=7200") // ann: none left, full in 2 hours
+      const third = yield* as("ann")
+      assert.strictEqual(third.status, 429)
+      // ann's denied request cost the organisation nothing: one unit is left for ben
+      assert.strictEqual((yield* as("ben")).status, 200)
+      assert.strictEqual((yield* as("ben")).status, 429)
+      const left = yield* limiter.peek("api:org:acme")
+      assert.strictEqual(left.remaining, 0)
+      assert.strictEqual((yield* limiter.peek("api:user:ben")).remaining, 1)
+    }).pipe(provideTest))
+})

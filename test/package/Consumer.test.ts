@@ -207,7 +207,17 @@ describe("the package, packed and installed into a fresh app", () => {
       )
       assert.notMatch(file, /^(test|bench|\.ci|docs)\/|^src\/demo\/|^dist\/demo\//, file)
     }
-    for (const entry of ["index", "http/index", "redis/index", "server/index", "server/main", "envoy/index"]) {
+    for (
+      const entry of [
+        "index",
+        "http/index",
+        "redis/index",
+        "server/index",
+        "server/main",
+        "envoy/index",
+        "persistence/index"
+      ]
+    ) {
       assert.include(files, `dist/${entry}.js`)
       assert.include(files, `dist/${entry}.d.ts`)
     }
@@ -276,31 +286,37 @@ describe("the package, packed and installed into a fresh app", () => {
       ], app)
     }, 300_000)
 
-    it("tollgate/http, tollgate/redis, tollgate/server and tollgate/envoy import (Node 24)", async () => {
-      const script = `
+    it(
+      "tollgate/http, tollgate/redis, tollgate/server, tollgate/envoy and tollgate/persistence import (Node 24)",
+      async () => {
+        const script = `
         const http = await import("tollgate/http")
         const redis = await import("tollgate/redis")
         const server = await import("tollgate/server")
         const envoy = await import("tollgate/envoy")
+        const persistence = await import("tollgate/persistence")
         console.log(
           typeof http.RateLimitMiddleware.make,
           typeof redis.RedisStore.layer,
           typeof server.Server.layer,
-          typeof envoy.RlsServer.protoDirectory()
+          typeof envoy.RlsServer.protoDirectory(),
+          typeof persistence.RateLimiterStore.layer
         )
       `
-      const result = await must(process.execPath, ["--input-type=module", "-e", script], { cwd: app })
-      assert.strictEqual(result.stdout, "function function object string\n")
-      const internal = await run(process.execPath, [
-        "--input-type=module",
-        "-e",
-        `await import("tollgate/dist/index.js")`
-      ], {
-        cwd: app
-      })
-      assert.notStrictEqual(internal.code, 0, "a path outside the exports map resolves")
-      assert.include(internal.output, "ERR_PACKAGE_PATH_NOT_EXPORTED")
-    }, 120_000)
+        const result = await must(process.execPath, ["--input-type=module", "-e", script], { cwd: app })
+        assert.strictEqual(result.stdout, "function function object string function\n")
+        const internal = await run(process.execPath, [
+          "--input-type=module",
+          "-e",
+          `await import("tollgate/dist/index.js")`
+        ], {
+          cwd: app
+        })
+        assert.notStrictEqual(internal.code, 0, "a path outside the exports map resolves")
+        assert.include(internal.output, "ERR_PACKAGE_PATH_NOT_EXPORTED")
+      },
+      120_000
+    )
 
     it(
       "a strict TypeScript consumer type-checks (nodenext and bundler; TypeScript 5.9 and the project's)",
@@ -399,6 +415,8 @@ import { RateLimitHeaders, RateLimitMiddleware } from "tollgate/http"
 import { RedisStore } from "tollgate/redis"
 import { Server, ServiceConfig } from "tollgate/server"
 import { RlsConfig } from "tollgate/envoy"
+import { RateLimiterStore } from "tollgate/persistence"
+import { RateLimiter as EffectRateLimiter } from "effect/persistence"
 
 const policy: Policy.Policy = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } })
 const limiterLayer: Layer.Layer<RateLimiter, InvalidPolicy> = RateLimiter.layer({ policy, idleTimeout: "1 minute" })
@@ -430,5 +448,8 @@ export const header: string = RateLimitHeaders.sfString("x")
 export const redis: Layer.Layer<never, unknown> = RedisStore.layer({ url: "redis://127.0.0.1:6379", prefix: "app:" })
 export const rls = RlsConfig
 export const service = Layer.launch(Server.layerWith(ServiceConfig.ServiceConfig.layerFrom({ env: { PORT: "0" } })))
+export const effectLimiter: Layer.Layer<EffectRateLimiter.RateLimiter, InvalidPolicy> = EffectRateLimiter.layer.pipe(
+  Layer.provide(RateLimiterStore.layer({ idleTimeout: "1 minute" }))
+)
 export const flags = [mustBeTyped, notAny]
 `

@@ -7,6 +7,7 @@ import { assert, expect } from "@effect/vitest"
 import { Clock, Duration, Effect } from "effect"
 import { Redis } from "effect/persistence"
 import * as fc from "fast-check"
+import * as Adaptive from "../../src/internal/algorithm/Adaptive.ts"
 import { type Algorithm, bind } from "../../src/internal/algorithm/Algorithm.ts"
 import * as Block from "../../src/internal/algorithm/Block.ts"
 import * as Composite from "../../src/internal/algorithm/Composite.ts"
@@ -48,6 +49,37 @@ const tb = TokenBucket.config
 const part = Composite.part
 
 const cases: ReadonlyArray<Case> = [
+  {
+    name: "adaptive (Policy.adaptive)",
+    policy: Policy.adaptive({
+      capacity: 5,
+      rate: { tokens: 20, per: "1 second" },
+      floor: 2,
+      ceiling: 80,
+      increase: 3,
+      decrease: 0.7,
+      latency: "40 millis"
+    }) as Policy.Valid,
+    scale: 300,
+    costs: 6
+  },
+  {
+    name: "adaptive, fractional",
+    policy: policy(
+      Adaptive.algorithm,
+      Adaptive.config({
+        capacity: 2.5,
+        periodMillis: 70,
+        initial: 1.5,
+        floor: 0.25,
+        ceiling: 4,
+        increase: 0.3,
+        decrease: 0.45
+      })
+    ),
+    scale: 200,
+    costs: 3
+  },
   {
     name: "token bucket (Policy.tokenBucket)",
     policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per: "100 millis" } }) as Policy.Valid,
@@ -448,6 +480,15 @@ const oneOp = (c: Case): fc.Arbitrary<Op> => {
         cost,
         queued: fc.integer({ min: 0, max: 3 * c.costs })
       })
+    },
+    {
+      // a signal (ok, throttled, latency) and its ms; other algorithms ignore it
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant(OpKind.Adapt),
+        cost: fc.integer({ min: 0, max: 2 }),
+        queued: fc.integer({ min: 0, max: 3 * c.scale })
+      })
     }
   )
 }
@@ -523,6 +564,9 @@ const reference = (p: Policy.Valid, stored: unknown, now: number, ops: ReadonlyA
         break
       case OpKind.SetRate:
         if (before !== undefined && p.rule.rate !== undefined) dirty = true
+        break
+      case OpKind.Adapt:
+        if (p.rule.adapt !== undefined) dirty = true
         break
       case OpKind.Force:
       case OpKind.Fill:

@@ -106,7 +106,7 @@ export const silentServer = Effect.acquireRelease(
 ).pipe(Effect.map((server) => (server.address() as net.AddressInfo).port))
 
 /** A redis-server on 127.0.0.1:port, no persistence; ready when it says so. */
-export const startServer = (port: number, dir: string) =>
+export const startServer = (port: number, dir: string, extra: ReadonlyArray<string> = []) =>
   Effect.callback<ChildProcessWithoutNullStreams>((resume) => {
     const child = spawn("redis-server", [
       "--bind",
@@ -118,7 +118,8 @@ export const startServer = (port: number, dir: string) =>
       "--appendonly",
       "no",
       "--dir",
-      dir
+      dir,
+      ...extra
     ])
     let out = ""
     const onData = (chunk: unknown) => {

@@ -29,6 +29,7 @@
  * @since 0.1.0
  */
 import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, MutableRef, Queue, Ref } from "effect"
+import type { Decision } from "../../Decision.ts"
 import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
 import type * as Policy from "../../Policy.ts"
 import type { Recorder } from "../Recorder.ts"
@@ -45,6 +46,8 @@ import * as Request from "./Request.ts"
 export interface Limits {
   readonly mailboxCapacity: number
   readonly maxWaiters: number
+  /** How long a head that does not fit may be passed by smaller waiters (ms; 0 or absent: never). */
+  readonly passMillis?: number | undefined
 }
 
 /**
@@ -125,6 +128,26 @@ export interface Backend {
   readonly gathers: boolean
   /** The least an actor whose line waits sleeps before it looks at the line again (ms). */
   readonly minSleep: number
+  /**
+   * Takes `cost` from every bucket or from none, in one atomic call to a
+   * shared store. `undefined` in process, where a call over several keys
+   * holds units in each bucket instead (see `Multi`).
+   */
+  readonly all:
+    | ((limiter: Limiter, buckets: ReadonlyArray<Bucket>, cost: number) => Effect.Effect<All, Request.Failure>)
+    | undefined
+}
+
+/**
+ * The answer to a call over several keys: whether every key admitted, and
+ * each key's decision in the order given (what it took when admitted, what
+ * it alone would decide when not).
+ *
+ * @since 0.2.0
+ */
+export interface All {
+  readonly allowed: boolean
+  readonly decisions: ReadonlyArray<Decision>
 }
 
 /**
@@ -153,6 +176,12 @@ export class Bucket {
   slot: number
   /** The actor, made the first time a request has to queue. */
   actor: Actor | undefined = undefined
+  /**
+   * Units held for all-or-nothing calls over several keys (see `Multi`):
+   * not yet taken from the state, but no other request may use them until
+   * their call commits (takes them) or gives them back. 0 almost always.
+   */
+  held = 0
   readonly key: string
   constructor(key: string, policy: Policy.Valid, state: unknown, slot: number) {
     this.policy = policy
@@ -242,7 +271,7 @@ export const write = (bucket: Bucket, state: unknown): void => {
 // peek is not: "never" is its answer (Bucket4j's estimateAbilityToConsume).
 const limited = (kind: Request.Kind): boolean =>
   kind === Request.Kind.Acquire || kind === Request.Kind.Consume || kind === Request.Kind.Wait ||
-  kind === Request.Kind.Reserve
+  kind === Request.Kind.Reserve || kind === Request.Kind.Hold || kind === Request.Kind.HoldWait
 
 /**
  * The request can never succeed under `policy`: its cost is above the most
@@ -341,7 +370,8 @@ const enqueue = <K extends Request.Kind>(
   const actor = bucket.actor ??= new Actor({
     key: bucket.key,
     maxWaiters: limiter.limits.maxWaiters,
-    recorder: limiter.recorder
+    recorder: limiter.recorder,
+    passMillis: limiter.limits.passMillis ?? 0
   })
   if (actor.retired) return undefined
   const request = Request.make(kind, cost, maxWait, payload)
@@ -384,12 +414,25 @@ const start = (limiter: Limiter, bucket: Bucket, actor: Actor, mailbox: Mailbox)
 export const leave = (limiter: Limiter, bucket: Bucket, request: Request.Request, refund: boolean): void => {
   if (Deferred.isDoneUnsafe(request.reply)) {
     const answer = request.reply.effect
-    if (refund && request.kind === Request.Kind.Wait && Exit.isExit(answer) && Exit.isSuccess(answer)) {
-      limiter.backend.refund(limiter, bucket, request.cost)
+    if (refund && Exit.isExit(answer) && Exit.isSuccess(answer)) {
+      if (request.kind === Request.Kind.Wait) limiter.backend.refund(limiter, bucket, request.cost)
+      // a hold granted in the very instant its caller left: given back
+      else if (request.holding) unhold(limiter, bucket, request.cost)
     }
     return
   }
   request.cancelled = true
+  poke(limiter, bucket)
+}
+
+/**
+ * Gives back `cost` units held for an all-or-nothing call (it did not
+ * commit): those in line are re-timed.
+ *
+ * @since 0.2.0
+ */
+export const unhold = (limiter: Limiter, bucket: Bucket, cost: number): void => {
+  bucket.held -= cost
   poke(limiter, bucket)
 }
 
@@ -445,7 +488,7 @@ export const fail = (
 export const settled = (limiter: Limiter, bucket: Bucket, now: number): boolean => {
   const actor = bucket.actor
   return (actor === undefined || (actor.pending === 0 && actor.line.waiters.length === 0 && !actor.serving)) &&
-    limiter.backend.settled(bucket, now)
+    bucket.held === 0 && limiter.backend.settled(bucket, now)
 }
 
 /**

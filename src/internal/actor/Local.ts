@@ -74,6 +74,37 @@ const behindLine = (rule: Policy.Valid["rule"], state: unknown, now: number, que
   limit: rule.maxCost
 })
 
+/**
+ * What a request of `cost` gets against `state` when `held` units are held
+ * for calls over several keys (see `Multi`): they count as taken. It is
+ * admitted only if the held units and its own cost both fit; it takes only
+ * its own. A denial that the held units cause changes nothing, and says
+ * when the request would fit behind them.
+ *
+ * @example
+ * ```ts
+ * import * as TokenBucket from "../algorithm/TokenBucket.ts"
+ * import { bind } from "../algorithm/Algorithm.ts"
+ * import * as Local from "./Local.ts"
+ *
+ * const rule = bind(TokenBucket.algorithm, TokenBucket.config({ capacity: 2, tokens: 1, periodMillis: 1000 }))
+ * Local.fit(rule, rule.initial(0), 0, 1, 1).allowed // true: 1 held + 1 fit in 2
+ * Local.fit(rule, rule.initial(0), 0, 2, 1).allowed // false, retryAfter 1000
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const fit = (rule: Policy.Valid["rule"], state: unknown, now: number, cost: number, held: number) => {
+  if (held === 0) return rule.step(state, now, cost)
+  const both = rule.step(state, now, held + cost)
+  if (!both.allowed) {
+    const behind = behindLine(rule, state, now, held, cost)
+    return { ...behind, remaining: Math.max(0, both.remaining - held) }
+  }
+  const own = rule.step(state, now, cost)
+  return own.allowed ? { ...own, remaining: Math.max(0, own.remaining - held) } : own
+}
+
 const waiting = (bucket: Bucket.Bucket): boolean => {
   const line = bucket.actor?.line
   return line !== undefined && line.waiters.length > 0
@@ -83,8 +114,8 @@ const waiting = (bucket: Bucket.Bucket): boolean => {
 const outcomeOf = (bucket: Bucket.Bucket, rule: Rule, state: unknown, now: number, cost: number): Outcome<unknown> => {
   const line = bucket.actor?.line
   return line === undefined || line.waiters.length === 0
-    ? rule.step(state, now, cost)
-    : behindLine(rule, state, now, line.cost, cost)
+    ? fit(rule, state, now, cost, bucket.held)
+    : behindLine(rule, state, now, line.cost + bucket.held, cost)
 }
 
 // A block, in-process: the bucket runs its policy with the rule blocked
@@ -180,7 +211,7 @@ const reconfigurationOf = (payload: Request.Payload | undefined): Request.Reconf
 export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
   [Request.Kind.Acquire]: (limiter, bucket, cost, now, payload) => {
     const rule = bucket.policy.rule
-    if (rule.takeInPlace !== undefined && payload === undefined && !waiting(bucket)) {
+    if (rule.takeInPlace !== undefined && payload === undefined && bucket.held === 0 && !waiting(bucket)) {
       // acquire needs no figures: the algorithm's shortcut writes the
       // admitted state into the bucket's own (no allocation per admission).
       Bucket.touch(limiter, bucket, now)
@@ -207,9 +238,12 @@ export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
   [Request.Kind.Peek]: (limiter, bucket, cost, now) => {
     const state = Bucket.read(bucket)
     const line = bucket.actor?.line
-    const outcome = line === undefined || line.waiters.length === 0
-      ? bucket.policy.rule.peek(state, now, cost)
-      : behindLine(bucket.policy.rule, state, now, line.cost, cost)
+    const rule = bucket.policy.rule
+    const outcome = line !== undefined && line.waiters.length > 0
+      ? behindLine(rule, state, now, line.cost + bucket.held, cost)
+      : bucket.held === 0
+      ? rule.peek(state, now, cost)
+      : { ...fit(rule, state, now, cost, bucket.held), remaining: rule.peek(state, now, cost).remaining }
     return Exit.succeed(decision(outcome, limiter.clock.behind))
   },
   [Request.Kind.Reset]: (_, bucket, __, now) => {
@@ -308,7 +342,52 @@ export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
     blockUntil(bucket, now + window)
     Bucket.touch(limiter, bucket, now)
     return Exit.succeed(standing(limiter, bucket, now))
+  },
+  [Request.Kind.Hold]: (limiter, bucket, cost, now) => hold(limiter, bucket, cost, now),
+  [Request.Kind.Feedback]: (_, bucket, __, now, payload) => {
+    const adapt = bucket.policy.rule.adapt
+    if (adapt === undefined) {
+      return Exit.fail(
+        new InvalidRequest({ field: "key", value: JSON.stringify(bucket.key), reason: fixedRate(bucket.policy) })
+      )
+    }
+    // Only ever sent with its signal (RateLimiter.feedback).
+    if (payload !== undefined && "signal" in payload) {
+      Bucket.write(bucket, adapt(Bucket.read(bucket), now, payload.signal, payload.millis))
+    }
+    return Exit.void
+  },
+  [Request.Kind.Transact]: (limiter, bucket, __, now, payload) => {
+    if (payload === undefined || !("run" in payload)) return Exit.void
+    const [reply, state] = payload.run(Bucket.read(bucket), now)
+    Bucket.write(bucket, state)
+    Bucket.touch(limiter, bucket, now)
+    return Exit.succeed(reply)
   }
+}
+
+const fixedRate = (policy: Policy.Valid): string =>
+  `its policy (${policy.rule.name}) has a fixed rate: feedback needs Policy.adaptive`
+
+const noHold: Request.Held = {
+  decision: { allowed: false, remaining: 0, retryAfter: Duration.zero, resetAfter: Duration.zero, limit: 0 },
+  holder: undefined
+}
+
+// A hold for a call over several keys, decided now: as a take would be (it
+// may not jump the line), but the units are held, not taken from the state.
+const hold = (
+  limiter: Bucket.Limiter,
+  bucket: Bucket.Bucket,
+  cost: number,
+  now: number
+): Request.Answer<typeof Request.Kind.Hold> => {
+  const outcome = outcomeOf(bucket, bucket.policy.rule, Bucket.read(bucket), now, cost)
+  Bucket.touch(limiter, bucket, now)
+  const d = decision(outcome, limiter.clock.behind)
+  if (!outcome.allowed) return Exit.succeed(d === noHold.decision ? noHold : { decision: d, holder: undefined })
+  bucket.held += cost
+  return Exit.succeed({ decision: d, holder: bucket })
 }
 
 // A dry-run policy lets a refusal through, counted (nginx's limit_req_dry_run).
@@ -324,7 +403,7 @@ const dryRun = (limiter: Bucket.Limiter, policy: Policy.Valid): boolean => {
 const admitAtOnce = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, cost: number, now: number): number => {
   const line = bucket.actor?.line
   if (line !== undefined && line.waiters.length > 0) return -1
-  const outcome = bucket.policy.rule.step(Bucket.read(bucket), now, cost)
+  const outcome = fit(bucket.policy.rule, Bucket.read(bucket), now, cost, bucket.held)
   if (!outcome.allowed) {
     // a dry run never keeps a caller waiting: it goes now, counted
     if (!dryRun(limiter, bucket.policy)) return -1
@@ -335,6 +414,35 @@ const admitAtOnce = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, cost: numbe
   Bucket.touch(limiter, bucket, now)
   limiter.recorder.allowed++
   return bucket.policy.dryRun ? 0 : outcome.delay ?? 0
+}
+
+// A hold that waits, admitted at once if nobody waits and it fits now.
+const holdAtOnce = (
+  limiter: Bucket.Limiter,
+  bucket: Bucket.Bucket,
+  request: Request.Request | undefined,
+  cost: number,
+  now: number
+): Request.Answer<typeof Request.Kind.HoldWait> | undefined => {
+  const line = bucket.actor?.line
+  if (line !== undefined && line.waiters.length > 0) return undefined
+  const outcome = fit(bucket.policy.rule, Bucket.read(bucket), now, cost, bucket.held)
+  if (!outcome.allowed) return undefined
+  Bucket.touch(limiter, bucket, now)
+  return granted(limiter, bucket, request, cost, outcome)
+}
+
+// A hold is granted: its units are held until its call commits or gives them back.
+const granted = (
+  limiter: Bucket.Limiter,
+  bucket: Bucket.Bucket,
+  request: Request.Request | undefined,
+  cost: number,
+  outcome: Outcome<unknown>
+): Request.Answer<typeof Request.Kind.HoldWait> => {
+  bucket.held += cost
+  if (request !== undefined) request.holding = true
+  return Exit.succeed({ decision: decision(outcome, limiter.clock.behind), holder: bucket })
 }
 
 type Now<K extends Request.Kind> = (
@@ -364,7 +472,8 @@ const now: { readonly [K in Request.Kind]: Now<K> } = {
     const delay = admitAtOnce(limiter, bucket, cost, now)
     return delay < 0 ? undefined : Line.reservedAfter(delay)
   },
-  [Request.Kind.Poke]: () => undefined
+  [Request.Kind.Poke]: () => undefined,
+  [Request.Kind.HoldWait]: (limiter, bucket, cost, now) => holdAtOnce(limiter, bucket, undefined, cost, now)
 }
 
 // The carry rule for algorithms without an exact `reconfigure` of their own
@@ -431,14 +540,22 @@ const enter = (
   request: Request.Request,
   now: number
 ) => {
-  const delay = admitAtOnce(limiter, bucket, request.cost, now)
-  if (delay >= 0) return Request.answer(request, Line.admittedAtOnce(request, delay))
+  if (request.kind === Request.Kind.HoldWait) {
+    const held = holdAtOnce(limiter, bucket, request, request.cost, now)
+    if (held !== undefined) return Request.answer(request, held)
+  } else {
+    const delay = admitAtOnce(limiter, bucket, request.cost, now)
+    if (delay >= 0) return Request.answer(request, Line.admittedAtOnce(request, delay))
+  }
   const rule = bucket.policy.rule
-  const wait = Monotone.onClock(rule.waitTime(Bucket.read(bucket), now, line.cost, request.cost), limiter.clock.behind)
+  const index = Line.place(line, request)
+  const queued = Line.ahead(line, index) + bucket.held
+  const wait = Monotone.onClock(rule.waitTime(Bucket.read(bucket), now, queued, request.cost), limiter.clock.behind)
   Bucket.touch(limiter, bucket, now)
   Line.join(
     line,
     request,
+    index,
     wait,
     now,
     rule.release !== undefined,
@@ -447,26 +564,68 @@ const enter = (
   )
 }
 
-// Admits the head of the line while it fits, in arrival order.
+// Admits the head of the line while it fits, in order. A hold that waits is
+// granted its hold (the units held, not taken). With the head-of-line rule
+// set, waiters behind a head that does not fit are admitted if they fit,
+// while the head may still be passed (see `Line.passable`).
 const admitLine = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, line: Line.Line, now: number): void => {
   const rule = bucket.policy.rule
+  const waiters = line.waiters
   let state = Bucket.read(bucket)
   let head = 0
-  while (head < line.waiters.length) {
-    const w = line.waiters[head]
-    const outcome = rule.step(state, now, w.cost)
+  while (head < waiters.length) {
+    const w = waiters[head]
+    const outcome = fit(rule, state, now, w.cost, bucket.held)
     if (!outcome.allowed) break
-    state = outcome.state
-    limiter.recorder.allowed++
+    state = admitOne(limiter, bucket, w, state, outcome)
     head++
-    Request.answer(w, Line.admitted(outcome.delay ?? 0))
   }
-  if (head > 0) {
+  let passed: Array<number> | undefined
+  if (head < waiters.length && Line.passable(line, now) && head === 0) {
+    passed = []
+    for (let i = 1; i < waiters.length; i++) {
+      const w = waiters[i]
+      const outcome = fit(rule, state, now, w.cost, bucket.held)
+      if (!outcome.allowed) continue
+      state = admitOne(limiter, bucket, w, state, outcome)
+      passed.push(i)
+    }
+  }
+  if (head > 0 || (passed !== undefined && passed.length > 0)) {
     Bucket.write(bucket, state)
-    Line.admit(line, head)
+    if (passed !== undefined) Line.admitAt(line, passed)
+    else Line.admit(line, head)
     Bucket.touch(limiter, bucket, now)
   }
-  if (line.waiters.length > 0) line.wakeAt = now + rule.waitTime(state, now, 0, line.waiters[0].cost)
+  if (waiters.length > 0) {
+    let wait = rule.waitTime(state, now, bucket.held, waiters[0].cost)
+    // While the head may be passed, whoever behind it fits first wakes the actor.
+    if (Line.passable(line, now)) {
+      for (let i = 1; i < waiters.length; i++) {
+        const t = rule.waitTime(state, now, bucket.held, waiters[i].cost)
+        if (t < wait) wait = t
+      }
+    }
+    line.wakeAt = now + wait
+  }
+}
+
+// One waiter admitted: its answer kept, and the state it leaves.
+const admitOne = (
+  limiter: Bucket.Limiter,
+  bucket: Bucket.Bucket,
+  w: Request.Request,
+  state: unknown,
+  outcome: Outcome<unknown>
+): unknown => {
+  if (w.kind === Request.Kind.HoldWait) {
+    // held, not taken: the state stays as it is
+    Request.answer(w, granted(limiter, bucket, w, w.cost, outcome))
+    return state
+  }
+  limiter.recorder.allowed++
+  Request.answer(w, Line.admitted(outcome.delay ?? 0))
+  return outcome.state
 }
 
 // One batch at the limiter's time, synchronously: requests in mailbox order,
@@ -495,13 +654,19 @@ const serve = (
       if (request.cancelled) continue
       const kind = request.kind
       if (kind === Request.Kind.Poke) continue
-      if (kind === Request.Kind.Wait || kind === Request.Kind.Reserve) enter(limiter, bucket, line, request, now)
-      else Request.answer(request, decide[kind](limiter, bucket, request.cost, now, request.payload))
+      if (kind === Request.Kind.Wait || kind === Request.Kind.Reserve || kind === Request.Kind.HoldWait) {
+        enter(limiter, bucket, line, request, now)
+      } else Request.answer(request, decide[kind](limiter, bucket, request.cost, now, request.payload))
       if (kind === Request.Kind.Delete) deleted = true
       else if (kind !== Request.Kind.Peek && kind !== Request.Kind.Get) deleted = false
     }
     if (line.waiters.length > 0) {
-      Line.expire(line, now, Request.answer)
+      Line.expire(
+        line,
+        now,
+        Request.answer,
+        (queued, cost) => bucket.policy.rule.waitTime(Bucket.read(bucket), now, queued + bucket.held, cost)
+      )
       admitLine(limiter, bucket, line, now)
     }
     if (deleted && line.waiters.length === 0 && actor.pending === 0) {
@@ -577,7 +742,14 @@ const unstarted: { readonly [K in Request.Kind]: Unstarted<K> } = {
   [Request.Kind.Get]: () => Exit.succeed(Option.none()),
   [Request.Kind.Set]: start,
   [Request.Kind.Delete]: () => Exit.succeed(false),
-  [Request.Kind.Block]: start
+  [Request.Kind.Block]: start,
+  [Request.Kind.Hold]: start,
+  [Request.Kind.HoldWait]: start,
+  [Request.Kind.Feedback]: (_, policy) =>
+    policy.rule.adapt === undefined
+      ? Exit.fail(new InvalidRequest({ field: "key", value: "(new key)", reason: fixedRate(policy) }))
+      : undefined,
+  [Request.Kind.Transact]: start
 }
 
 /**
@@ -599,5 +771,6 @@ export const backend: Bucket.Backend = {
   },
   settled: (bucket, at) => at >= bucket.policy.rule.settledAt(Bucket.read(bucket)),
   gathers: false,
-  minSleep: 0
+  minSleep: 0,
+  all: undefined
 }

@@ -22,10 +22,10 @@
  */
 import { Cause, Deferred, Duration, Effect, Exit, Option, Result } from "effect"
 import type * as Decision from "../../Decision.ts"
-import { BucketFailed } from "../../Errors.ts"
-import { applyOps } from "../../MemoryStore.ts"
+import { BucketFailed, InvalidRequest } from "../../Errors.ts"
+import { applyAllOps, applyOps } from "../../MemoryStore.ts"
 import * as Policy from "../../Policy.ts"
-import { type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../../Store.ts"
+import { type AllReply, type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../../Store.ts"
 import * as Bucket from "./Bucket.ts"
 import * as Line from "./Line.ts"
 import * as Request from "./Request.ts"
@@ -90,12 +90,14 @@ const changesUnderLine = (kind: Request.Kind): boolean =>
   kind === Request.Kind.Reconfigure || kind === Request.Kind.Reset || kind === Request.Kind.Release ||
   kind === Request.Kind.Add || kind === Request.Kind.ForceAdd || kind === Request.Kind.Fill ||
   kind === Request.Kind.Set || kind === Request.Kind.Delete || kind === Request.Kind.Block ||
-  kind === Request.Kind.Force
+  kind === Request.Kind.Force || kind === Request.Kind.Feedback
 
 // The most common operations, shared (ops are never mutated).
 const takeOne: Op = { kind: OpKind.Take, cost: 1, queued: 0 }
 const takeOneOps: ReadonlyArray<Op> = [takeOne]
 const resetOp: Op = { kind: OpKind.Reset, cost: 0, queued: 0 }
+
+const signalCodes = { ok: 0, throttled: 1, latency: 2 } as const
 
 // The window a request carries (a duration per call, a block's length), or 0.
 const windowOf = (payload: Request.Payload | undefined): number =>
@@ -112,6 +114,10 @@ const opFor = (
 ): Op => {
   const behind = line !== undefined && line.waiters.length > 0
   switch (kind) {
+    case Request.Kind.Feedback:
+      return payload !== undefined && "signal" in payload
+        ? { kind: OpKind.Adapt, cost: signalCodes[payload.signal], queued: payload.millis }
+        : { kind: OpKind.Peek, cost: 0, queued: 0 }
     case Request.Kind.Reset:
       return resetOp
     case Request.Kind.Reconfigure: {
@@ -236,8 +242,17 @@ const answers: { readonly [K in Request.DecideKind]: AnswerOf<K> } = {
     Exit.succeed(r.value === 1 ? Option.some(decisionOf(op, r, degraded)) : Option.none()),
   [Request.Kind.Set]: standing,
   [Request.Kind.Delete]: (_, __, r) => Exit.succeed(r.value === 1),
-  [Request.Kind.Block]: standing
+  [Request.Kind.Block]: standing,
+  [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
+  [Request.Kind.Feedback]: () => Exit.void,
+  [Request.Kind.Transact]: () => Exit.fail(inProcessOnly("a transaction"))
 }
+
+// Holds are the in-process protocol of calls over several keys (a shared
+// store decides those in one atomic call); transactions need the state in
+// process. Neither is ever sent to a store-backed bucket by the limiter.
+const inProcessOnly = (what: string) =>
+  new InvalidRequest({ field: "kind", value: what, reason: "needs the key's state in process, not in a shared store" })
 
 /**
  * The store-backed backend of a limiter: its buckets decide through `store`,
@@ -297,6 +312,23 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     }
   }
 
+  // A store call that failed (not interrupted): the store is skipped for a
+  // while. A store that dies is a store that failed: the fallback answers,
+  // and nobody is left waiting on a batch the defect would have dropped.
+  const failed = (
+    limiter: Bucket.Limiter,
+    cause: Cause.Cause<StoreUnavailable>
+  ): readonly [number, StoreUnavailable] => {
+    const found = Cause.findError(cause)
+    const error = Result.isSuccess(found)
+      ? found.success
+      : new StoreUnavailable({ store: store.name, reason: `it died: ${String(Cause.squash(cause))}` })
+    health.failures++
+    const at = limiter.clock.currentTimeMillisUnsafe()
+    health.downUntil = at + fallback.retryMillis
+    return [at, error]
+  }
+
   // One store call, with the timeout and the fallback.
   const call = (limiter: Bucket.Limiter, bucket: Bucket.Bucket, ops: ReadonlyArray<Op>): Effect.Effect<Answered> => {
     const now = limiter.clock.currentTimeMillisUnsafe()
@@ -322,15 +354,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         // interrupted: the caller leaves (no answer is owed to it)
         // (the cause is an interruption, which fails with no error of the store's)
         if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
-        // A store that dies is a store that failed: the fallback answers, and
-        // nobody is left waiting on a batch the defect would have dropped.
-        const found = Cause.findError(cause)
-        const error = Result.isSuccess(found)
-          ? found.success
-          : new StoreUnavailable({ store: store.name, reason: `it died: ${String(Cause.squash(cause))}` })
-        health.failures++
-        const at = limiter.clock.currentTimeMillisUnsafe()
-        health.downUntil = at + fallback.retryMillis
+        const [at, error] = failed(limiter, cause)
         return Effect.succeed(degrade(bucket, ops, at, error))
       }
     })
@@ -403,7 +427,22 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     [Request.Kind.Get]: directly(Request.Kind.Get),
     [Request.Kind.Set]: directly(Request.Kind.Set),
     [Request.Kind.Delete]: directly(Request.Kind.Delete),
-    [Request.Kind.Block]: directly(Request.Kind.Block)
+    [Request.Kind.Block]: directly(Request.Kind.Block),
+    [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
+    [Request.Kind.HoldWait]: () => Exit.fail(inProcessOnly("a hold")),
+    // a feedback changes the rate waiters are timed by: in order, by the
+    // actor; a fixed-rate key refuses it, as in process
+    [Request.Kind.Feedback]: (_, bucket) =>
+      bucket.policy.rule.adapt === undefined
+        ? Exit.fail(
+          new InvalidRequest({
+            field: "key",
+            value: JSON.stringify(bucket.key),
+            reason: `its policy (${bucket.policy.rule.name}) has a fixed rate: feedback needs Policy.adaptive`
+          })
+        )
+        : undefined,
+    [Request.Kind.Transact]: () => Exit.fail(inProcessOnly("a transaction"))
   }
 
   // Waits until the key's caller-side call is back, so the actor's first
@@ -449,7 +488,10 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       const request = requests[i]
       const kind = request.kind
       if (result.error !== undefined) Request.reply(request, Exit.fail(result.error))
-      else if (kind !== Request.Kind.Wait && kind !== Request.Kind.Reserve && kind !== Request.Kind.Poke) {
+      else if (
+        kind !== Request.Kind.Wait && kind !== Request.Kind.Reserve && kind !== Request.Kind.Poke &&
+        kind !== Request.Kind.HoldWait
+      ) {
         Request.reply(request, answers[kind](limiter, ops[i], result.replies[i], result.degraded, bucket.policy))
       }
     }
@@ -473,7 +515,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
           cost: request.cost,
           queued: 0
         }]
-        : [{ kind: OpKind.WaitTime, cost: request.cost, queued: line.cost }]
+        : [{ kind: OpKind.WaitTime, cost: request.cost, queued: Line.ahead(line, Line.place(line, request)) }]
     )
     const now = limiter.clock.currentTimeMillisUnsafe()
     Bucket.touch(limiter, bucket, now)
@@ -488,6 +530,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     Line.join(
       line,
       request,
+      Line.place(line, request),
       wait,
       now,
       bucket.policy.rule.release !== undefined,
@@ -600,6 +643,94 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     // call for it is out, so the key's next call cannot overtake it.
     settled: (bucket) => !outs.has(bucket),
     gathers: true,
-    minSleep: 1
+    minSleep: 1,
+    all: (limiter, buckets, cost) => all(limiter, buckets, cost)
+  }
+
+  // A call over several keys: one atomic call to the store (every key or
+  // none), with the timeout and the fallback of any call. The local
+  // fallback decides all or nothing on each key's local share.
+  function all(
+    limiter: Bucket.Limiter,
+    buckets: ReadonlyArray<Bucket.Bucket>,
+    cost: number
+  ): Effect.Effect<Bucket.All, Request.Failure> {
+    const applyAll = store.applyAll
+    if (applyAll === undefined) {
+      return Effect.fail(
+        new InvalidRequest({
+          field: "keys",
+          value: String(buckets.length),
+          reason: `the ${store.name} store cannot take from several keys at once`
+        })
+      )
+    }
+    const refused = store.checkKeys?.(buckets.map((b) => b.key))
+    if (refused !== undefined) {
+      return Effect.fail(new InvalidRequest({ field: "keys", value: String(buckets.length), reason: refused }))
+    }
+    const toAll = (reply: AllReply, degraded: boolean): Bucket.All => {
+      for (const r of reply.replies) {
+        if (r.allowed && reply.allowed) limiter.recorder.allowed++
+      }
+      if (!reply.allowed) limiter.recorder.denied++
+      const op: Op = { kind: OpKind.Take, cost, queued: 0 }
+      return { allowed: reply.allowed, decisions: reply.replies.map((r) => decisionOf(op, r, degraded)) }
+    }
+    const fallbackAll = (
+      now: number,
+      error: StoreUnavailable | undefined
+    ): Effect.Effect<Bucket.All, Request.Failure> => {
+      health.degraded += buckets.length
+      switch (fallback.mode) {
+        case "local": {
+          const entries = buckets.map((b) => ({ key: b.key, policy: localPolicy(b.policy), cost }))
+          const [reply, states] = applyAllOps(entries, buckets.map(Bucket.read), now)
+          if (reply.allowed) buckets.forEach((b, i) => Bucket.write(b, states[i]))
+          return Effect.succeed(toAll(reply, true))
+        }
+        case "allow":
+        case "deny": {
+          const allowed = fallback.mode === "allow"
+          const retryAfter = allowed ? 0 : fallback.retryMillis
+          return Effect.succeed(toAll({
+            allowed,
+            replies: buckets.map((b) => ({
+              allowed,
+              remaining: allowed ? b.policy.rule.maxCost : 0,
+              retryAfter,
+              resetAfter: retryAfter,
+              limit: b.policy.rule.maxCost
+            }))
+          }, true))
+        }
+        case "error":
+          return Effect.fail(error ?? new StoreUnavailable({ store: store.name, reason: "down; retrying shortly" }))
+      }
+    }
+    const now = limiter.clock.currentTimeMillisUnsafe()
+    for (const b of buckets) Bucket.touch(limiter, b, now)
+    if (now < health.downUntil) return fallbackAll(now, undefined)
+    health.calls++
+    health.ops += buckets.length
+    const timeout = fallback.timeoutMillis
+    const entries = buckets.map((b) => ({ key: b.key, policy: b.policy, cost }))
+    const applied = store.timesOut === true
+      ? applyAll(entries, timeout)
+      : Effect.timeoutOrElse(applyAll(entries), {
+        duration: Duration.millis(timeout),
+        orElse: () => Effect.fail(new StoreUnavailable({ store: store.name, reason: `timed out after ${timeout} ms` }))
+      })
+    return Effect.matchCauseEffect(applied, {
+      onSuccess: (reply) => {
+        for (const b of buckets) if (Bucket.read(b) !== undefined) Bucket.write(b, undefined)
+        return Effect.succeed(toAll(reply, false))
+      },
+      onFailure: (cause) => {
+        if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
+        const [at, error] = failed(limiter, cause)
+        return fallbackAll(at, error)
+      }
+    })
   }
 }

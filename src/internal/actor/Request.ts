@@ -16,7 +16,8 @@ import type { Decision, Taken } from "../../Decision.ts"
 import type { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../../Errors.ts"
 import type * as Policy from "../../Policy.ts"
 import type { StoreUnavailable } from "../../Store.ts"
-import type { Carry } from "../algorithm/Algorithm.ts"
+import type { Carry, Signal as AlgorithmSignal } from "../algorithm/Algorithm.ts"
+import type { Bucket } from "./Bucket.ts"
 
 /**
  * What a request asks for.
@@ -59,7 +60,20 @@ export const Kind = {
   /** Forget the key; reply whether it had state. */
   Delete: 16,
   /** Refuse everything until `payload.window` from now; reply `Decision`. */
-  Block: 17
+  Block: 17,
+  // Several keys at once, fairness and adaptive rates: 20 and up.
+  /**
+   * Decide now as `Consume` would, and if admitted hold `cost` units for an
+   * all-or-nothing call over several keys (taken by its commit, or given
+   * back); reply {@link Held}.
+   */
+  Hold: 20,
+  /** Wait in line as `Wait` does; once admitted, hold `cost` units as `Hold` does; reply {@link Held}. */
+  HoldWait: 21,
+  /** A signal for an adaptive rate (`payload`, a {@link Signal}); in-band, so waiters are re-timed. */
+  Feedback: 22,
+  /** Runs a pure transition over the key's state (`payload`, a {@link Transaction}); reply its result. */
+  Transact: 23
 } as const
 
 /**
@@ -88,13 +102,16 @@ export type DecideKind =
   | typeof Kind.Set
   | typeof Kind.Delete
   | typeof Kind.Block
+  | typeof Kind.Hold
+  | typeof Kind.Feedback
+  | typeof Kind.Transact
 
 /**
  * The kinds that may wait in the key's line.
  *
  * @since 0.2.0
  */
-export type WaitKind = typeof Kind.Wait | typeof Kind.Reserve
+export type WaitKind = typeof Kind.Wait | typeof Kind.Reserve | typeof Kind.HoldWait
 
 /**
  * The reply to each kind of request.
@@ -120,6 +137,10 @@ export interface Replies {
   readonly [Kind.Set]: Decision
   readonly [Kind.Delete]: boolean
   readonly [Kind.Block]: Decision
+  readonly [Kind.Hold]: Held
+  readonly [Kind.HoldWait]: Held
+  readonly [Kind.Feedback]: void
+  readonly [Kind.Transact]: unknown
 }
 
 /**
@@ -176,11 +197,64 @@ export interface Window {
 }
 
 /**
- * What a request may carry besides its cost.
+ * A signal for an adaptive rate: `"ok"` (the upstream coped: additive
+ * increase), `"throttled"` (it pushed back: multiplicative decrease, and no
+ * admission before `retryAfter` ms when it said so), or a latency in ms
+ * (compared with the policy's target).
  *
  * @since 0.2.0
  */
-export type Payload = Reconfiguration | Window
+export interface Signal {
+  readonly signal: AlgorithmSignal
+  /** For `"throttled"`: how long the upstream asked to wait (ms; 0 when it did not say). For `"latency"`: the latency (ms). */
+  readonly millis: number
+}
+
+/**
+ * A pure transition over a key's state, run by its bucket in order with the
+ * key's other requests (the single writer): the state (`undefined` for a key
+ * with no state yet) and the limiter's time in, the reply and the next state
+ * out.
+ *
+ * @since 0.2.0
+ */
+export interface Transaction {
+  readonly run: (state: unknown, now: number) => readonly [reply: unknown, state: unknown]
+}
+
+/**
+ * What a request may carry besides its cost: a new policy, a length of
+ * time (`Window`), a signal, a transaction, or (for a waiter) its place in
+ * line.
+ *
+ * @since 0.2.0
+ */
+export type Payload = Reconfiguration | Window | Signal | Transaction | Order
+
+/**
+ * The reply to `Hold` and `HoldWait`: the decision (what a take would have
+ * left), and the hold itself, which the caller commits or gives back.
+ *
+ * @since 0.2.0
+ */
+export interface Held {
+  readonly decision: Decision
+  /** The bucket holding the units; `undefined` when the hold was refused. */
+  readonly holder: Bucket | undefined
+}
+
+/**
+ * How a waiter is ordered in its line: by `priority` (higher first), then,
+ * for waiters of a `tenant`, by that tenant's fair share (`weight`), then by
+ * arrival.
+ *
+ * @since 0.2.0
+ */
+export interface Order {
+  readonly priority: number
+  readonly tenant: string | undefined
+  readonly weight: number
+}
 
 /**
  * The reply to `Reserve`: how long until the reservation is admitted (0 when
@@ -211,11 +285,20 @@ export class Request {
   readonly maxWait: number
   readonly payload: Payload | undefined
   readonly reply: Deferred.Deferred<Reply<Kind>, FailureOf<Kind>>
+  /** A waiter's place: priority and tenant (undefined: priority 0, no tenant, plain FIFO). */
+  readonly order: Order | undefined
+  /** When it joined a line (for deadlines, aging and the head-of-line rule). */
+  since = 0
+  /** A fair line's virtual start time of the waiter (see `Line`). */
+  tag = 0
+  /** Set when a `Hold` or `HoldWait` was granted: its units are held until committed or given back. */
+  holding = false
   constructor(kind: Kind, cost: number, maxWait: number, payload?: Payload | undefined) {
     this.kind = kind
     this.cost = cost
     this.maxWait = maxWait
     this.payload = payload
+    this.order = payload !== undefined && "priority" in payload ? payload : undefined
     this.reply = Deferred.makeUnsafe()
   }
 }

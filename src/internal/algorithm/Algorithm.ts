@@ -85,6 +85,12 @@ export interface Algorithm<C, S> {
    */
   readonly reconfigure?: ((from: C, state: S, to: C, now: number, carry: Carry) => S) | undefined
   /**
+   * For an adaptive rate: the state after a signal from upstream (`millis`
+   * is the wait it asked for, or the latency it showed). Algorithms without
+   * it have a fixed rate.
+   */
+  readonly adapt?: ((config: C, state: S, now: number, signal: Signal, millis: number) => S) | undefined
+  /**
    * Takes `cost` units now whatever the limit (Bucket4j's
    * `consumeIgnoringRateLimits`, rate-limiter-flexible's `penalty`): the
    * state after, which may be over the limit (in debt). A request decided
@@ -121,6 +127,14 @@ export interface Algorithm<C, S> {
     readonly carryRate: (to: C, from: readonly [number, number], state: S, now: number) => S
   } | undefined
 }
+
+/**
+ * What upstream said about the last calls: `"ok"`, `"throttled"` (with the
+ * wait it asked for), or a `"latency"` to compare with a target.
+ *
+ * @since 0.2.0
+ */
+export type Signal = "ok" | "throttled" | "latency"
 
 /**
  * How a reconfigured key keeps its usage (as Bucket4j's `TokensInheritanceStrategy`):
@@ -207,6 +221,8 @@ export interface Rule {
    * of its own (the caller then carries whole units).
    */
   readonly reconfigure: (state: unknown, next: Rule, now: number, carry: Carry) => unknown
+  /** The algorithm's adaptive rate, if it has one (see {@link Algorithm}). */
+  readonly adapt: ((state: unknown, now: number, signal: Signal, millis: number) => unknown) | undefined
   /** Takes `cost` whatever the limit (see {@link Algorithm}): the state after, maybe in debt. */
   readonly force: (state: unknown, now: number, cost: number) => unknown
   /** Adds units with no cap, if the algorithm can hold more than its limit. */
@@ -300,6 +316,7 @@ class Bound<C, S> implements Rule {
   readonly maxCost: number
   readonly takeInPlace: Rule["takeInPlace"]
   readonly release: Rule["release"]
+  readonly adapt: Rule["adapt"]
   readonly forceAdd: Rule["forceAdd"]
   readonly rate: Rule["rate"]
   readonly algorithm: Algorithm<C, S>
@@ -309,12 +326,15 @@ class Bound<C, S> implements Rule {
     this.config = config
     this.name = algorithm.name
     this.maxCost = algorithm.maxCost(config)
-    const { forceAdd, rate, release, takeInPlace } = algorithm
+    const { adapt, forceAdd, rate, release, takeInPlace } = algorithm
     // Every `as S` below: a state only ever comes from this rule (see Rule).
     this.takeInPlace = takeInPlace === undefined
       ? undefined
       : (state, now, cost) => takeInPlace(config, state as S, now, cost)
     this.release = release === undefined ? undefined : (state, now, amount) => release(config, state as S, now, amount)
+    this.adapt = adapt === undefined
+      ? undefined
+      : (state, now, signal, millis) => adapt(config, state as S, now, signal, millis)
     this.forceAdd = forceAdd === undefined
       ? undefined
       : (state, now, amount) => forceAdd(config, state as S, now, amount)

@@ -83,6 +83,7 @@ export class Blocked implements Rule {
   readonly release: Rule["release"]
   readonly forceAdd: Rule["forceAdd"]
   readonly rate: Rule["rate"]
+  readonly adapt: Rule["adapt"]
   constructor(base: Rule, until: number) {
     this.name = base.name
     this.maxCost = base.maxCost
@@ -95,6 +96,8 @@ export class Blocked implements Rule {
     this.release = base.release
     this.forceAdd = base.forceAdd
     this.rate = base.rate
+    // an adaptive rate keeps moving underneath a block
+    this.adapt = base.adapt
   }
   initial(now: number): unknown {
     return this.base.initial(now)

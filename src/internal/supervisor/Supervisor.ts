@@ -13,7 +13,7 @@
  * @since 0.1.0
  */
 import { Effect } from "effect"
-import { type InvalidPolicy, LimiterShutdown, Overloaded } from "../../Errors.ts"
+import { type InvalidPolicy, type InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
 import type * as Policy from "../../Policy.ts"
 import type { Store } from "../../Store.ts"
 import * as Bucket from "../actor/Bucket.ts"
@@ -63,6 +63,14 @@ export interface Supervisor {
   readonly submitUnsafe: Submit
   /** The live bucket of a key, if any (for inspection and tests). */
   readonly bucket: (key: string) => Bucket.Bucket | undefined
+  /**
+   * The key's bucket, started if need be, for a call over several keys that
+   * goes to them all at once (a shared store's atomic call); `cost` is
+   * checked against what the key's policy can ever grant.
+   */
+  readonly ensure: (key: string, cost: number) => Bucket.Bucket | SubmitError | InvalidRequest
+  /** What the limiter's buckets share (its clock, metrics and backend). */
+  readonly limiter: Bucket.Limiter
   /** The policy a key runs now: the one it was reconfigured to, or its own. */
   readonly policyOf: (key: string) => Policy.Valid | InvalidPolicy
   /** One full pass of the sweep, now (it also runs by itself). */
@@ -180,6 +188,27 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     }
   }
 
+  const ensure = (key: string, cost: number): Bucket.Bucket | SubmitError | InvalidRequest => {
+    if (closed) return new LimiterShutdown()
+    let bucket = buckets.get(key)
+    if (bucket !== undefined && bucket.actor?.retired === true) {
+      forget(key, bucket)
+      bucket = undefined
+    }
+    if (bucket === undefined) {
+      const policy = overrides.get(key) ?? options.policyFor(key)
+      if (policy._tag === "InvalidPolicy") return policy
+      if (buckets.size >= maxBuckets && !evictOne()) {
+        recorder.overloaded++
+        return new Overloaded({ key, reason: "buckets", capacity: maxBuckets })
+      }
+      buckets.set(key, bucket = Bucket.make(limiter, key, policy))
+      recorder.live++
+      recorder.started++
+    }
+    return Bucket.refuse(bucket.policy, Request.Kind.Acquire, cost) ?? bucket
+  }
+
   // One pass over the table, a slice at a time: other fibers (and the event
   // loop) run between slices, so no pause grows with the number of buckets.
   const sweep = Effect.suspend(() => {
@@ -224,6 +253,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     submit: (key, kind, cost, maxWait, payload) => Effect.suspend(() => submit(key, kind, cost, maxWait, payload)),
     submitUnsafe: submit,
     bucket: (key: string) => buckets.get(key),
+    ensure,
+    limiter,
     policyOf: (key: string) => overrides.get(key) ?? options.policyFor(key),
     sweep,
     stats

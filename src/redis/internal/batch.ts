@@ -159,10 +159,37 @@ local function takeUpTo(A, c, s, most)
   return 0, probe
 end
 
+-- A key's new state, kept until it settles (a block beside it while it
+-- lasts); a settled key is deleted.
+local function writeState(key, raw, A, c, code, state, blockedUntil)
+  local blockedNow = state ~= nil and now < blockedUntil
+  local ttl = huge
+  if state ~= nil then
+    local settled = A.settledAt(c, state)
+    if blockedNow then settled = jmax(blockedUntil, settled) end
+    -- settled from the start (no limit at all): nothing to keep, however long settled keys are kept
+    if settled == -huge then ttl = -huge else ttl = settled + keep - now end
+  end
+  if state == nil or ttl <= 0 then
+    if raw then redis.call("DEL", key) end
+  else
+    local encoded = { code }
+    if blockedNow then encoded = { 0, blockedUntil, code } end
+    A.encode(c, state, encoded)
+    local value = packNums(encoded)
+    if ttl == huge then
+      redis.call("SET", key, value)
+    else
+      -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
+      redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
+    end
+  end
+end
+
 -- A key's stored value: the algorithm's code and state, after "0 until"
--- while a block lasts (0 is no algorithm's code).
-local function applyOps(key, P, opsText)
-  local A, c, code = P.A, P.c, P.code
+-- while a block lasts (0 is no algorithm's code). Returns the raw value, the
+-- state (nil: none) and until when it is blocked (-huge: not).
+local function readState(key, A, c, code)
   local raw = redis.call("GET", key)
   local state, blockedUntil = nil, -huge
   if raw then
@@ -175,6 +202,12 @@ local function applyOps(key, P, opsText)
     if sa[at] == code then state = A.decode(c, sa, at + 1) end
     if state == nil then blockedUntil = -huge end
   end
+  return raw, state, blockedUntil
+end
+
+local function applyOps(key, P, opsText)
+  local A, c, code = P.A, P.c, P.code
+  local raw, state, blockedUntil = readState(key, A, c, code)
   -- a block seen over is over, even if the clock steps back: written without it
   local dirty = blockedUntil > -huge and not (now < blockedUntil)
   if dirty then blockedUntil = -huge end
@@ -333,34 +366,18 @@ local function applyOps(key, P, opsText)
           dirty = true
         end
         standing()
+      elseif kind == 16 then
+        -- a signal for an adaptive rate (cost: the signal, queued: its ms)
+        if A.adapt ~= nil then
+          state = A.adapt(c, current(), now, cost, queued)
+          dirty = true
+        end
+        answer(true, 0, 0, 0, A.maxCost(c))
       end
     end
   end
   flush()
-  if dirty then
-    local blockedNow = state ~= nil and now < blockedUntil
-    local ttl = huge
-    if state ~= nil then
-      local settled = A.settledAt(c, state)
-      if blockedNow then settled = jmax(blockedUntil, settled) end
-      -- settled from the start (no limit at all): nothing to keep, however long settled keys are kept
-      if settled == -huge then ttl = -huge else ttl = settled + keep - now end
-    end
-    if state == nil or ttl <= 0 then
-      if raw then redis.call("DEL", key) end
-    else
-      local encoded = { code }
-      if blockedNow then encoded = { 0, blockedUntil, code } end
-      A.encode(c, state, encoded)
-      local value = packNums(encoded)
-      if ttl == huge then
-        redis.call("SET", key, value)
-      else
-        -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
-        redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
-      end
-    end
-  end
+  if dirty then writeState(key, raw, A, c, code, state, blockedUntil) end
   return concat(out, " ", 1, n)
 end
 

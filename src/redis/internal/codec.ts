@@ -5,7 +5,7 @@
  *
  * @since 0.2.0
  */
-import type { Op, Reply } from "../../Store.ts"
+import type { AllReply, Op, Reply } from "../../Store.ts"
 
 /**
  * A number as text that Lua's `tonumber` reads back exactly.
@@ -155,4 +155,28 @@ export const decodeLean = (raw: unknown, i: number, keys: number, width = 5): Re
   // a shaper's sixth value: its delay
   const delay = width === 6 ? value(raw[at + 5]) : 0
   return [delay > 0 && reply.allowed ? { ...reply, delay } : reply]
+}
+
+/**
+ * The reply of the multi entry point: whether every key admitted, and each
+ * key's reply; `undefined` when it is not one.
+ *
+ * @example
+ * ```ts
+ * import { decodeMulti } from "./codec.ts"
+ *
+ * decodeMulti([1, "1 4 0 1000 5"], 1) // { allowed: true, replies: [...] }
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const decodeMulti = (raw: unknown, keys: number): AllReply | undefined => {
+  if (!Array.isArray(raw) || raw.length !== keys + 1) return undefined
+  const replies: Array<Reply> = []
+  for (let i = 1; i <= keys; i++) {
+    const one = decodeBatch(raw[i], 1)
+    if (one === undefined || one.length !== 1) return undefined
+    replies.push(one[0])
+  }
+  return { allowed: raw[0] === 1 || raw[0] === "1", replies }
 }

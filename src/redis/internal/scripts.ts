@@ -9,6 +9,7 @@
  * @since 0.1.0
  */
 import { createHash } from "node:crypto"
+import * as AdaptiveAlgorithm from "../../internal/algorithm/Adaptive.ts"
 import type { Algorithm } from "../../internal/algorithm/Algorithm.ts"
 import * as BurstAlgorithm from "../../internal/algorithm/Burst.ts"
 import * as CompositeAlgorithm from "../../internal/algorithm/Composite.ts"
@@ -21,6 +22,7 @@ import * as SlidingWindowAlgorithm from "../../internal/algorithm/SlidingWindow.
 import * as TokenBucketAlgorithm from "../../internal/algorithm/TokenBucket.ts"
 import * as UnlimitedAlgorithm from "../../internal/algorithm/Unlimited.ts"
 import * as WarmUpAlgorithm from "../../internal/algorithm/WarmUp.ts"
+import * as Adaptive from "./adaptive.ts"
 import * as Batch from "./batch.ts"
 import * as Burst from "./burst.ts"
 import * as Composite from "./composite.ts"
@@ -29,6 +31,7 @@ import * as FixedWindow from "./fixedWindow.ts"
 import * as Gcra from "./gcra.ts"
 import * as LeakyBucket from "./leakyBucket.ts"
 import * as Lean from "./lean.ts"
+import * as Multi from "./multi.ts"
 import * as Prelude from "./prelude.ts"
 import * as SlidingLog from "./slidingLog.ts"
 import * as SlidingWindow from "./slidingWindow.ts"
@@ -68,7 +71,8 @@ const modules = new Map<Algorithm<any, any>, Module>([
   [SlidingWindowAlgorithm.algorithm, SlidingWindow],
   [SlidingLogAlgorithm.algorithm, SlidingLog],
   [ConcurrencyAlgorithm.algorithm, Concurrency],
-  [WarmUpAlgorithm.algorithm, WarmUp]
+  [WarmUpAlgorithm.algorithm, WarmUp],
+  [AdaptiveAlgorithm.algorithm, Adaptive]
 ])
 
 /**
@@ -106,6 +110,10 @@ const libraryText = (version: string): string =>
     `redis.register_function("${fnName(version, "batch")}", function(KEYS, ARGV)\n`,
     "if floor == nil then bind() end\n",
     Batch.body,
+    "end)\n",
+    `redis.register_function("${fnName(version, "multi")}", function(KEYS, ARGV)\n`,
+    "if floor == nil then bind() end\n",
+    Multi.body,
     "end)\n",
     ...leanEntries.map(({ algorithm, body }) =>
       `redis.register_function("${fnName(version, algorithm.name)}", function(KEYS, ARGV)\n${body}end)\n`
@@ -147,6 +155,29 @@ const nesting = [...Array.from(modules.values(), (m) => m.lua), Composite.lua, B
 batches.set(CompositeAlgorithm.algorithm, batchScript(CompositeAlgorithm.algorithm.name, nesting))
 batches.set(BurstAlgorithm.algorithm, batchScript(BurstAlgorithm.algorithm.name, nesting))
 batches.set(UnlimitedAlgorithm.algorithm, batchScript(UnlimitedAlgorithm.algorithm.name, [Unlimited.lua]))
+
+/**
+ * The all-or-nothing entry point over several keys (any policies): its
+ * library function, and its `EVAL` script with every module.
+ *
+ * @example
+ * ```ts
+ * import { multi } from "./scripts.ts"
+ *
+ * multi.name // "multi"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const multi: Route = {
+  name: "multi",
+  fn: fnName(version, "multi"),
+  script: script(
+    "multi",
+    Prelude.lua + Array.from(modules.values(), (m) => m.lua).join("") + Composite.lua + Batch.definitions + "bind()\n" +
+      Multi.body
+  )
+}
 
 const leans = new Map<Algorithm<any, any>, Route>(
   leanEntries.map(({ algorithm, body }) => [algorithm, {
@@ -282,5 +313,6 @@ const describe = (algorithm: Algorithm<any, any>, config: unknown): string => {
  */
 export const all: ReadonlyArray<Script> = [
   ...Array.from(batches.values(), (r) => r.script),
+  multi.script,
   ...Array.from(leans.values(), (r) => r.script)
 ]

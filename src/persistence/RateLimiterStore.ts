@@ -1,0 +1,225 @@
+/**
+ * Effect's `RateLimiterStore` (from `effect/persistence`) backed by
+ * tollgate: each key's counter lives in a tollgate bucket, the key's single
+ * writer, which the limiter starts on first use and reaps once the key has
+ * settled (an expired counter, a full bucket) and gone idle. An app that
+ * uses Effect's `RateLimiter` moves to tollgate by swapping one layer:
+ * `RateLimiterStore.layer()` for `RateLimiter.layerStoreMemory`.
+ *
+ * Decisions are those of Effect's in-memory store, number for number:
+ * `fixedWindow` and `tokenBucket` (so `consume` with `onExceeded` `"delay"`
+ * or `"fail"`, `remaining`, `resetAfter`, `retryAfter` and the delays), and
+ * the adaptive calls (`adaptiveConsume`, `adaptiveFeedback`: a 429 with a
+ * Retry-After starts a cooldown, then a learning phase measures what the
+ * upstream accepts). What tollgate adds is the bucket per key: calls for one
+ * key are applied in order by one fiber, and idle keys do not accumulate
+ * (Effect's memory store keeps every key it has seen).
+ *
+ * The state lives in this process. To share limits across processes, use
+ * Effect's `layerStoreRedis`, or tollgate's own `RateLimiter` on
+ * `RedisStore`.
+ *
+ * @since 0.2.0
+ */
+import { Duration, Effect, Layer, Predicate, type Scope } from "effect"
+import { RateLimiter as EffectRateLimiter } from "effect/persistence"
+import { InvalidPolicy } from "../Errors.ts"
+import * as Request from "../internal/actor/Request.ts"
+import { bind } from "../internal/algorithm/Algorithm.ts"
+import * as Supervisor from "../internal/supervisor/Supervisor.ts"
+import type * as Policy from "../Policy.ts"
+import * as Ledger from "./internal/ledger.ts"
+
+/**
+ * Options of {@link make} and {@link layer}.
+ *
+ * @example
+ * ```ts
+ * import { RateLimiterStore } from "tollgate/persistence"
+ *
+ * const options: RateLimiterStore.Options = { idleTimeout: "5 minutes", maxBuckets: 100_000 }
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Options {
+  /** How long a settled key's bucket stays after its last call (default 1 minute). */
+  readonly idleTimeout?: Duration.Input | undefined
+  /** Most live keys (default 1,000,000); past it, a call for a new key fails with a store error. */
+  readonly maxBuckets?: number | undefined
+  /** Most calls queued for one key (default 1024). */
+  readonly mailboxCapacity?: number | undefined
+  /** The `limiter` label of tollgate's metrics (default `"persistence"`). */
+  readonly name?: string | undefined
+}
+
+// A bucket needs only a policy's bound rule. The ledger has no limit of its
+// own (the calls bring theirs), so it is no public policy: it is given the
+// shape of one here, and only this module's buckets ever hold it.
+const ledger = Object.freeze({
+  _tag: "Ledger",
+  algorithm: Ledger.algorithm,
+  config: undefined,
+  quota: { limit: Infinity, windowMillis: 0 },
+  rule: bind(Ledger.algorithm, undefined),
+  error: undefined,
+  // what every policy carries besides: no dry run, no block on a refusal
+  dryRun: false,
+  blockMillis: 0
+}) as unknown as Policy.Valid
+
+const positiveInt = (field: string, value: unknown, fallback: number): number | InvalidPolicy => {
+  if (value === undefined) return fallback
+  return Predicate.isNumber(value) && Number.isSafeInteger(value) && value > 0
+    ? value
+    : new InvalidPolicy({ field, value: String(value), reason: "must be a positive integer" })
+}
+
+const storeError = (message: string) => (cause: unknown) =>
+  new EffectRateLimiter.RateLimiterError({
+    reason: new EffectRateLimiter.RateLimitStoreError({ message, cause })
+  })
+
+/**
+ * Builds the store in the current scope; closing it stops every bucket.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "effect/persistence"
+ * import { RateLimiterStore } from "tollgate/persistence"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const store = yield* RateLimiterStore.make()
+ *   const limiter = yield* RateLimiter.make.pipe(Effect.provideService(RateLimiter.RateLimiterStore, store))
+ *   return yield* limiter.consume({ key: "user:42", limit: 10, window: "1 minute" })
+ * }))
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<EffectRateLimiter.RateLimiterStore["Service"], InvalidPolicy, Scope.Scope> =>
+  Effect.gen(function*() {
+    const idle = options.idleTimeout === undefined ? undefined : Duration.fromInput(options.idleTimeout)
+    const idleMillis = idle === undefined ? 60_000 : idle._tag === "Some" ? Duration.toMillis(idle.value) : NaN
+    if (!(idleMillis > 0 && idleMillis < Infinity)) {
+      return yield* new InvalidPolicy({
+        field: "idleTimeout",
+        value: String(options.idleTimeout),
+        reason: "must be a positive, finite duration"
+      })
+    }
+    const maxBuckets = positiveInt("maxBuckets", options.maxBuckets, 1_000_000)
+    if (maxBuckets instanceof InvalidPolicy) return yield* maxBuckets
+    const mailboxCapacity = positiveInt("mailboxCapacity", options.mailboxCapacity, 1024)
+    if (mailboxCapacity instanceof InvalidPolicy) return yield* mailboxCapacity
+    const supervisor = yield* Supervisor.make({
+      policyFor: () => ledger,
+      limits: { mailboxCapacity, maxWaiters: 1 },
+      idleTimeoutMillis: idleMillis,
+      maxBuckets,
+      name: options.name ?? "persistence"
+    })
+
+    // One transition of a key's ledger, by its bucket, in order with the
+    // key's other calls. Each kind of call has keys of its own, as Effect's
+    // memory store keeps one map per kind.
+    const run = <A, S>(
+      key: string,
+      message: string,
+      step: (state: Ledger.State<S>, now: number) => readonly [A, Ledger.State<S>]
+    ): Effect.Effect<A, EffectRateLimiter.RateLimiterError> => {
+      let reply: A | undefined
+      let ran = false
+      const transaction: Request.Transaction = {
+        run: (state, now) => {
+          // the key's prefix fixes what its ledger holds
+          const [out, next] = step(state as Ledger.State<S>, now)
+          reply = out
+          ran = true
+          return [undefined, next]
+        }
+      }
+      return Effect.flatMap(
+        Effect.mapError(supervisor.submitUnsafe(key, Request.Kind.Transact, 0, 0, transaction), storeError(message)),
+        () => ran ? Effect.succeed(reply as A) : Effect.fail(storeError(message)("the key's bucket did not run"))
+      )
+    }
+
+    return EffectRateLimiter.RateLimiterStore.of({
+      fixedWindow: (o) =>
+        run(
+          `fw:${o.key}`,
+          "Failed to execute fixedWindow rate limiting command",
+          (s: Ledger.State<Ledger.Counter>, now) =>
+            Ledger.fixedWindow(s, now, o.tokens, Duration.toMillis(o.refillRate), o.limit)
+        ),
+      tokenBucket: (o) =>
+        run(
+          `tb:${o.key}`,
+          "Failed to execute tokenBucket rate limiting command",
+          (s: Ledger.State<Ledger.Tokens>, now) =>
+            Ledger.tokenBucket(s, now, o.tokens, o.limit, Duration.toMillis(o.refillRate), o.allowOverflow)
+        ),
+      adaptiveConsume: (o) =>
+        Effect.map(
+          run(
+            `ad:${o.key}`,
+            "Failed to execute adaptive rate limiting consume command",
+            (s: Ledger.State<Ledger.Adaptive>, now) =>
+              Ledger.adaptiveConsume(s, now, o.tokens, Duration.toMillis(o.fallbackWindow))
+          ),
+          ([delay, epoch, phase]): EffectRateLimiter.AdaptiveConsumeResult => ({
+            delay: delay === 0 ? Duration.zero : Duration.millis(delay),
+            epoch,
+            phase
+          })
+        ),
+      adaptiveFeedback: (o) =>
+        run(
+          `ad:${o.key}`,
+          "Failed to execute adaptive rate limiting feedback command",
+          (s: Ledger.State<Ledger.Adaptive>, now) =>
+            [
+              undefined,
+              Ledger.adaptiveFeedback(
+                s,
+                now,
+                o.epoch,
+                o.tokens,
+                o.status,
+                o.retryAfter === undefined ? undefined : Duration.toMillis(o.retryAfter)
+              )
+            ] as const
+        )
+    })
+  })
+
+/**
+ * Effect's `RateLimiterStore` as a layer, backed by tollgate: provide it
+ * where `RateLimiter.layerStoreMemory` was.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { RateLimiter } from "effect/persistence"
+ * import { RateLimiterStore } from "tollgate/persistence"
+ *
+ * // before: RateLimiter.layer.pipe(Layer.provide(RateLimiter.layerStoreMemory))
+ * const Limiter = RateLimiter.layer.pipe(Layer.provide(RateLimiterStore.layer()))
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter.RateLimiter
+ *   return yield* limiter.consume({ key: "user:42", limit: 10, window: "1 minute", algorithm: "token-bucket" })
+ * }).pipe(Effect.provide(Limiter))
+ * ```
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer = (options?: Options): Layer.Layer<EffectRateLimiter.RateLimiterStore, InvalidPolicy> =>
+  Layer.effect(EffectRateLimiter.RateLimiterStore, make(options))

@@ -1,0 +1,375 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
+import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+
+// Lets forked fibers and bucket actors run until they park.
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+// user:* 5 per key, org:* 10, global 20; refills 1 per second each.
+const tiers = (key: string) =>
+  Policy.tokenBucket({
+    capacity: key.startsWith("user:") ? 5 : key.startsWith("org:") ? 10 : 20,
+    refill: { tokens: 1, per: "1 second" }
+  })
+
+const remaining = (limiter: RateLimiter["Service"], key: string) =>
+  Effect.map(limiter.peek(key, { cost: 1 }), (d) => d.remaining)
+
+// Every behaviour in process (fast path on and off) and on a shared store.
+const variants = [
+  { name: "in process, fast path", fastPath: true, store: false },
+  { name: "in process, actors only", fastPath: false, store: false },
+  { name: "on a store", fastPath: true, store: true }
+] as const
+
+// A limiter of the variant.
+const makeFor = (variant: typeof variants[number]) => (options: RateLimiter.Options) =>
+  variant.store
+    ? Effect.flatMap(
+      MemoryStore.make,
+      (store) =>
+        RateLimiter.make({ fastPath: variant.fastPath, ...options }).pipe(
+          Effect.provideService(Store.CurrentStore, store)
+        )
+    )
+    : RateLimiter.make({ fastPath: variant.fastPath, ...options })
+
+for (const variant of variants) {
+  const make = makeFor(variant)
+
+  describe(`acquire over several keys (${variant.name})`, () => {
+    it.effect("takes from every key or from none", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        const keys = ["user:1", "org:a", "global"]
+        for (let i = 0; i < 5; i++) assert.isTrue(yield* limiter.acquire(keys))
+        // the user is out: the call is denied, and neither the org nor the global key pays for it
+        assert.isFalse(yield* limiter.acquire(keys))
+        assert.strictEqual(yield* remaining(limiter, "user:1"), 0)
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 5)
+        assert.strictEqual(yield* remaining(limiter, "global"), 15)
+        // another user of the same org still goes through
+        assert.isTrue(yield* limiter.acquire(["user:2", "org:a", "global"], { cost: 5 }))
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 0)
+        assert.isFalse(yield* limiter.acquire(["user:3", "org:a", "global"]))
+        assert.strictEqual(yield* remaining(limiter, "user:3"), 5)
+        assert.strictEqual(yield* remaining(limiter, "global"), 10)
+      }))
+
+    it.effect("consume reports the most restrictive key, and each key's figures in the order given", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        const d = yield* limiter.consume(["global", "user:1", "org:a"], { cost: 2 })
+        assert.isTrue(d.allowed)
+        assert.strictEqual(d.remaining, 3)
+        assert.strictEqual(d.limit, 5)
+        assert.deepStrictEqual(d.keys?.map((k) => [k.key, k.decision.remaining]), [
+          ["global", 18],
+          ["user:1", 3],
+          ["org:a", 8]
+        ])
+        const denied = yield* limiter.consume(["global", "user:1", "org:a"], { cost: 4 })
+        assert.isFalse(denied.allowed)
+        assert.strictEqual(Duration.toMillis(denied.retryAfter), 1000)
+        assert.strictEqual(denied.limit, 5)
+        assert.deepStrictEqual(denied.keys?.map((k) => k.decision.allowed), [true, false, true])
+        yield* TestClock.adjust("1 second")
+        assert.isTrue(yield* limiter.acquire(["global", "user:1", "org:a"], { cost: 4 }))
+      }))
+
+    it.effect("bad input names the field", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        const twice = yield* Effect.flip(limiter.acquire(["user:1", "user:1"]))
+        assert.strictEqual(twice._tag, "InvalidRequest")
+        assert.strictEqual((twice as { field: string }).field, "keys[1]")
+        const none = yield* Effect.flip(limiter.acquire([]))
+        assert.strictEqual((none as { field: string }).field, "keys")
+        const empty = yield* Effect.flip(limiter.consume(["user:1", ""]))
+        assert.strictEqual((empty as { field: string }).field, "keys[1]")
+        const big = yield* Effect.flip(limiter.acquire(["user:1", "global"], { cost: 6 }))
+        assert.strictEqual((big as { field: string }).field, "cost")
+      }))
+
+    it.effect("wait over several keys: waits until every key admits, then takes from all at once", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+        const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 2 }))
+        yield* settle
+        yield* TestClock.adjust("1999 millis")
+        yield* settle
+        assert.isUndefined(fiber.pollUnsafe())
+        // the org key is not taken from while the call waits for the user key
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 10)
+        yield* TestClock.adjust("1 millis")
+        yield* settle
+        yield* Fiber.join(fiber)
+        assert.strictEqual(yield* remaining(limiter, "user:1"), 0)
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 8)
+      }))
+
+    it.effect("wait over several keys fails at once past maxWait, taking nothing", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        assert.isTrue(yield* limiter.acquire("org:a", { cost: 10 }))
+        const e = yield* Effect.flip(limiter.wait(["user:1", "org:a"], { cost: 3, maxWait: "2 seconds" }))
+        assert.strictEqual(e._tag, "RateLimitExceeded")
+        assert.strictEqual(yield* remaining(limiter, "user:1"), 5)
+      }))
+  })
+}
+
+describe("acquire over several keys, in process: holds", () => {
+  it.effect("units held for a call waiting on another key count against the key, and come back on interruption", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      // "org:a" < "user:1": the call holds 4 on the org, then waits on the user
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      assert.isUndefined(fiber.pollUnsafe())
+      const d = yield* limiter.consume("org:a", { cost: 7 })
+      assert.isFalse(d.allowed)
+      assert.strictEqual(d.remaining, 6)
+      assert.isTrue(yield* limiter.acquire("org:a", { cost: 6 }))
+      // interrupted: its hold on the org is given back, nothing was taken
+      yield* Fiber.interrupt(fiber)
+      assert.strictEqual(yield* remaining(limiter, "org:a"), 4)
+      assert.isTrue(yield* limiter.acquire("org:a", { cost: 4 }))
+      yield* settle
+      const stats = yield* limiter.stats
+      assert.strictEqual(stats.waiting, 0)
+    }))
+
+  it.effect("calls over the same keys named in opposite orders never deadlock, and each key keeps its limit", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "100 millis" } })
+      })
+      const fibers = yield* Effect.forEach(Array.from({ length: 40 }, (_, i) => i), (i) =>
+        Effect.forkChild(
+          limiter.wait(i % 2 === 0 ? ["a", "b", "c"] : ["c", "b", "a"], { cost: 1 + (i % 2) })
+        ))
+      for (let t = 0; t < 100; t++) {
+        yield* TestClock.adjust("100 millis")
+        yield* settle
+      }
+      for (const fiber of fibers) assert.isTrue(Exit.isSuccess(yield* Fiber.await(fiber)))
+      const stats = yield* limiter.stats
+      assert.strictEqual(stats.waiting, 0)
+    }))
+
+  it.effect("FIFO on each key: a waiter over several keys keeps its place in each key's line", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
+      })
+      assert.isTrue(yield* limiter.acquire("a"))
+      const order: Array<string> = []
+      const first = yield* Effect.forkChild(
+        Effect.andThen(limiter.wait(["a", "b"]), Effect.sync(() => order.push("ab")))
+      )
+      yield* settle
+      const second = yield* Effect.forkChild(Effect.andThen(limiter.wait("a"), Effect.sync(() => order.push("a"))))
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      yield* Fiber.join(first)
+      yield* Fiber.join(second)
+      assert.deepStrictEqual(order, ["ab", "a"])
+    }))
+})
+
+// The property: under random concurrent calls over several keys (and single
+// keys) no key ever gives more than its limit, and no partial take survives:
+// each key's units are exactly those of the calls admitted that name it.
+type Call = {
+  readonly keys: ReadonlyArray<number>
+  readonly cost: number
+  readonly mode: "acquire" | "consume" | "wait"
+}
+const call: fc.Arbitrary<Call> = fc.record({
+  keys: fc.uniqueArray(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 4 }),
+  cost: fc.integer({ min: 1, max: 3 }),
+  mode: fc.constantFrom("acquire" as const, "consume" as const, "wait" as const)
+})
+
+describe("acquire over several keys: the property", () => {
+  for (const variant of variants) {
+    it.effect(`no key exceeds its limit and no partial take survives (${variant.name})`, () =>
+      Effect.gen(function*() {
+        const samples = fc.sample(
+          fc.record({
+            calls: fc.array(call, { minLength: 1, maxLength: 40 }),
+            interrupt: fc.array(fc.nat(), { maxLength: 5 })
+          }),
+          { numRuns: 60, seed: 15 }
+        )
+        const capacity = [3, 5, 8, 13, 21]
+        for (const { calls, interrupt } of samples) {
+          yield* Effect.scoped(Effect.gen(function*() {
+            // no refill within the run: what a key gave is exactly what it lost
+            const limiter = yield* makeFor(variant)({
+              policy: (key) =>
+                Policy.tokenBucket({ capacity: capacity[Number(key)], refill: { tokens: 1, per: "1 hour" } })
+            })
+            const admitted: Array<boolean | undefined> = calls.map(() => undefined)
+            const fibers = yield* Effect.forEach(calls, (c, i) => {
+              const keys = c.keys.map(String)
+              const run = c.mode === "acquire"
+                ? limiter.acquire(keys, { cost: c.cost })
+                : c.mode === "consume"
+                ? Effect.map(limiter.consume(keys, { cost: c.cost }), (d) => d.allowed)
+                : Effect.as(limiter.wait(keys, { cost: c.cost, maxWait: "1 second" }), true)
+              return Effect.forkChild(
+                Effect.tap(Effect.orElseSucceed(run, () => false), (ok) => Effect.sync(() => admitted[i] = ok))
+              )
+            })
+            yield* Effect.yieldNow
+            for (const i of interrupt) if (fibers.length > 0) yield* Fiber.interrupt(fibers[i % fibers.length])
+            yield* settle
+            yield* TestClock.adjust("2 seconds")
+            yield* settle
+            for (const fiber of fibers) yield* Fiber.await(fiber)
+            for (let k = 0; k < capacity.length; k++) {
+              let taken = 0
+              calls.forEach((c, i) => {
+                if (admitted[i] === true && c.keys.includes(k)) taken += c.cost
+              })
+              assert.isAtMost(taken, capacity[k], `key ${k} gave more than its limit`)
+              const left = (yield* limiter.peek(String(k))).remaining
+              assert.strictEqual(left, capacity[k] - taken, `key ${k}: a partial take survived`)
+            }
+          }))
+        }
+      }))
+  }
+})
+
+describe("acquire over several keys: the policy of each key comes from the limiter's policy function", () => {
+  it.effect("several zones in one request (nginx): a per-IP and a per-server limit", () =>
+    Effect.gen(function*() {
+      // limit_req zone=perip burst=2; limit_req zone=perserver burst=3 (both checked, all or nothing)
+      const limiter = yield* RateLimiter.make({
+        policy: (key) =>
+          Policy.leakyBucket({
+            rate: { tokens: 1, per: "1 second" },
+            burst: key.startsWith("ip:") ? 2 : 3,
+            nodelay: true
+          })
+      })
+      const request = (ip: string) => limiter.acquire([`ip:${ip}`, "server:www"])
+      assert.isTrue(yield* request("1"))
+      assert.isTrue(yield* request("1"))
+      assert.isTrue(yield* request("1"))
+      assert.isFalse(yield* request("1")) // the IP's zone is full
+      assert.isTrue(yield* request("2")) // the server's zone has room for one more
+      assert.isFalse(yield* request("3")) // the server's zone is full: nothing taken from ip:3
+      assert.strictEqual((yield* limiter.peek("ip:3")).remaining, 3)
+    }))
+})
+
+describe("acquire over several keys: the fast path", () => {
+  it.effect("decides exactly as the holds do (same calls, fast path on and off, same decisions and figures)", () =>
+    Effect.gen(function*() {
+      const step = fc.record({
+        keys: fc.uniqueArray(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 4 }),
+        cost: fc.integer({ min: 1, max: 4 }),
+        consume: fc.boolean(),
+        advance: fc.integer({ min: 0, max: 1500 })
+      })
+      const policy = (key: string) =>
+        Number(key) % 2 === 0
+          ? Policy.tokenBucket({ capacity: 3 + Number(key), refill: { tokens: 2, per: "1 second" } })
+          : Policy.fixedWindow({ limit: 4 + Number(key), window: "2 seconds" })
+      for (const run of fc.sample(fc.array(step, { maxLength: 40 }), { numRuns: 50, seed: 3 })) {
+        const transcript = (fastPath: boolean) =>
+          Effect.scoped(Effect.gen(function*() {
+            const limiter = yield* RateLimiter.make({ policy, fastPath })
+            const out: Array<unknown> = []
+            for (const s of run) {
+              const keys = s.keys.map(String)
+              if (s.consume) {
+                const exit = yield* Effect.exit(limiter.consume(keys, { cost: s.cost }))
+                if (Exit.isFailure(exit)) {
+                  out.push(String(exit.cause))
+                  continue
+                }
+                const d = exit.value
+                out.push([
+                  d.allowed,
+                  d.remaining,
+                  Duration.toMillis(d.retryAfter),
+                  Duration.toMillis(d.resetAfter),
+                  d.limit,
+                  d.keys?.map((k) => [k.key, k.decision.allowed, k.decision.remaining])
+                ])
+              } else {
+                const exit = yield* Effect.exit(limiter.acquire(keys, { cost: s.cost }))
+                out.push(Exit.isSuccess(exit) ? exit.value : String(exit.cause))
+              }
+              yield* TestClock.adjust(s.advance)
+            }
+            return out
+          }))
+        assert.deepStrictEqual(yield* transcript(true), yield* transcript(false), JSON.stringify(run))
+      }
+    }))
+})
+
+describe("acquire over several keys: blocks and dry runs", () => {
+  for (const variant of variants) {
+    const make = makeFor(variant)
+    it.effect(`a blocked key refuses the call and the others pay nothing (${variant.name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        yield* limiter.block("org:a", "1 minute")
+        assert.isFalse(yield* limiter.acquire(["user:1", "org:a", "global"]))
+        assert.strictEqual(yield* remaining(limiter, "user:1"), 5)
+        assert.strictEqual(yield* remaining(limiter, "global"), 20)
+        const d = yield* limiter.consume(["user:1", "org:a"])
+        assert.isFalse(d.allowed)
+        assert.strictEqual(Duration.toMillis(d.retryAfter), 60_000)
+        yield* TestClock.adjust("1 minute")
+        assert.isTrue(yield* limiter.acquire(["user:1", "org:a", "global"]))
+      }))
+
+    it.effect(`a key that runs dry decides for real inside a call over several keys (${variant.name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: (key) =>
+            Policy.tokenBucket({
+              capacity: 1,
+              refill: { tokens: 1, per: "1 hour" },
+              ...(key === "dry" ? { dryRun: true } : {})
+            })
+        })
+        assert.isTrue(yield* limiter.acquire(["dry", "a"]))
+        // alone it lets the refusal through; with another key the call is all or nothing
+        assert.isTrue(yield* limiter.acquire("dry"))
+        assert.isFalse(yield* limiter.acquire(["dry", "b"]))
+        assert.strictEqual(yield* remaining(limiter, "b"), 1)
+      }))
+
+    it.effect(`a call over several keys never starts a key's blockDuration (${variant.name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: (key) =>
+            Policy.tokenBucket({
+              capacity: 1,
+              refill: { tokens: 1, per: "1 second" },
+              ...(key === "b" ? { blockDuration: "1 hour" } : {})
+            })
+        })
+        assert.isTrue(yield* limiter.acquire(["a", "b"]))
+        assert.isFalse(yield* limiter.acquire(["a", "b"]))
+        yield* TestClock.adjust("1 second")
+        assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      }))
+  }
+})

@@ -1,0 +1,210 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as fc from "fast-check"
+import * as Adaptive from "../../src/internal/algorithm/Adaptive.ts"
+import type { Signal } from "../../src/internal/algorithm/Algorithm.ts"
+
+// The formal model: a token bucket whose rate is a step function of time,
+// kept in tokens (not scaled), with the AIMD rule written out on its own.
+interface Params {
+  readonly capacity: number
+  readonly period: number
+  readonly initial: number
+  readonly floor: number
+  readonly ceiling: number
+  readonly increase: number
+  readonly decrease: number
+  readonly latency: number
+}
+interface Model {
+  tokens: number
+  at: number
+  rate: number // tokens per period
+  lastCut: number | undefined
+}
+
+const params: fc.Arbitrary<Params> = fc
+  .record({
+    capacity: fc.integer({ min: 1, max: 20 }),
+    period: fc.integer({ min: 10, max: 2000 }),
+    floor: fc.integer({ min: 1, max: 10 }),
+    span: fc.integer({ min: 0, max: 100 }),
+    increase: fc.integer({ min: 1, max: 10 }),
+    decrease: fc.double({ min: 0.1, max: 0.9, noNaN: true }),
+    latency: fc.integer({ min: 1, max: 500 })
+  })
+  .chain((p) =>
+    fc.integer({ min: p.floor, max: p.floor + p.span }).map((initial) => ({
+      capacity: p.capacity,
+      period: p.period,
+      initial,
+      floor: p.floor,
+      ceiling: p.floor + p.span,
+      increase: p.increase,
+      decrease: p.decrease,
+      latency: p.latency
+    }))
+  )
+
+const configOf = (p: Params) =>
+  Adaptive.config({
+    capacity: p.capacity,
+    periodMillis: p.period,
+    initial: p.initial,
+    floor: p.floor,
+    ceiling: p.ceiling,
+    increase: p.increase,
+    decrease: p.decrease,
+    latencyMillis: p.latency
+  })
+
+const tokensAt = (p: Params, m: Model, now: number) =>
+  now <= m.at ? m.tokens : Math.min(p.capacity, m.tokens + ((now - m.at) * m.rate) / p.period)
+
+const signal = fc.oneof(
+  fc.record({ kind: fc.constant<Signal>("ok"), millis: fc.constant(0) }),
+  fc.record({ kind: fc.constant<Signal>("throttled"), millis: fc.constantFrom(0, 0, 1, 50, 1000) }),
+  fc.record({ kind: fc.constant<Signal>("latency"), millis: fc.integer({ min: 0, max: 1000 }) })
+)
+
+const run = (p: Params) => {
+  const delta = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: p.period }) },
+    { weight: 2, arbitrary: fc.constant(0) },
+    { weight: 1, arbitrary: fc.integer({ min: -p.period, max: -1 }) }
+  )
+  return fc.array(
+    fc.record({
+      delta,
+      event: fc.oneof(
+        { weight: 3, arbitrary: fc.record({ cost: fc.integer({ min: 1, max: p.capacity + 1 }) }) },
+        { weight: 2, arbitrary: signal }
+      )
+    }),
+    { maxLength: 60 }
+  )
+}
+
+const close = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a), Math.abs(b))
+
+describe("Adaptive (AIMD)", () => {
+  it("agrees with the model: admissions at the rate in force, the rate by AIMD between floor and ceiling", () => {
+    fc.assert(
+      fc.property(params.chain((p) => fc.tuple(fc.constant(p), run(p))), ([p, events]) => {
+        const c = configOf(p)
+        let now = 1_000_000
+        let s = Adaptive.initial(c, now)
+        const m: Model = { tokens: p.capacity, at: now, rate: p.initial, lastCut: undefined }
+        for (const { delta, event } of events) {
+          now += delta
+          if ("cost" in event) {
+            const o = Adaptive.step(c, s, now, event.cost)
+            const tokens = tokensAt(p, m, now)
+            // away from the edge (float rounding), the decision is the model's
+            if (Math.abs(tokens - event.cost) > 1e-6) assert.strictEqual(o.allowed, tokens >= event.cost)
+            if (o.allowed) {
+              m.tokens = tokensAt(p, m, now) - event.cost
+              m.at = Math.max(m.at, now)
+            }
+            s = o.state
+          } else {
+            const at = Math.max(m.at, now)
+            m.tokens = tokensAt(p, m, now)
+            m.at = at
+            const throttled = event.kind === "throttled" || (event.kind === "latency" && event.millis > p.latency)
+            if (!throttled) m.rate = Math.min(p.ceiling, m.rate + p.increase)
+            else {
+              if (m.lastCut === undefined || at - m.lastCut >= p.period) {
+                m.rate = Math.max(p.floor, m.rate * p.decrease)
+                m.lastCut = at
+              }
+              if (event.kind === "throttled" && event.millis > 0) {
+                m.tokens = Math.min(m.tokens, 1 - (event.millis * m.rate) / p.period)
+              }
+            }
+            s = Adaptive.adapt(c, s, now, event.kind, event.millis)
+          }
+          assert.isTrue(s.rate >= p.floor && s.rate <= p.ceiling, `rate ${s.rate}`)
+          assert.isTrue(close(s.rate, m.rate), `rate ${s.rate} vs ${m.rate}`)
+          assert.isTrue(close(s.level / p.period, m.tokens), `tokens ${s.level / p.period} vs ${m.tokens}`)
+          assert.isFalse(Number.isNaN(s.level) || Number.isNaN(s.at))
+        }
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("throttled with a Retry-After: nothing is admitted before it, one unit is there exactly then", () => {
+    fc.assert(
+      fc.property(
+        params,
+        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: 0, max: 20 }),
+        (p, wait, spent) => {
+          const c = configOf(p)
+          let s = Adaptive.initial(c, 0)
+          const take = Math.min(spent, p.capacity)
+          if (take > 0) s = Adaptive.step(c, s, 0, take).state
+          s = Adaptive.adapt(c, s, 0, "throttled", wait)
+          for (const d of [0, 1, Math.floor(wait / 2), wait - 1]) {
+            if (d < wait) assert.isFalse(Adaptive.step(c, s, d, 1).allowed, `admitted at ${d} < ${wait}`)
+          }
+          // the refill from then on is the cut rate: one unit at `wait` if
+          // nothing was owed from before
+          if (take === 0 || s.level === c.periodMillis - wait * s.rate) {
+            assert.isTrue(Adaptive.step(c, s, wait + 1, 1).allowed)
+          }
+          assert.strictEqual(Adaptive.waitTime(c, s, 0, 0, 1) >= wait, true)
+        }
+      )
+    )
+  })
+
+  it("a burst of throttled replies is one cut per period", () => {
+    const c = Adaptive.config({ capacity: 10, periodMillis: 1000, initial: 100, floor: 10, ceiling: 1000 })
+    let s = Adaptive.initial(c, 0)
+    for (let i = 0; i < 5; i++) s = Adaptive.adapt(c, s, i * 10, "throttled", 0)
+    assert.strictEqual(s.rate, 50)
+    s = Adaptive.adapt(c, s, 1000, "throttled", 0)
+    assert.strictEqual(s.rate, 25)
+    for (let i = 0; i < 10; i++) s = Adaptive.adapt(c, s, 1000, "throttled", 0)
+    assert.strictEqual(s.rate, 25)
+    // additive increase up to the ceiling, down to the floor and no further
+    for (let i = 0; i < 200; i++) s = Adaptive.adapt(c, s, 2000, "ok", 0)
+    assert.strictEqual(s.rate, 1000)
+    for (let i = 0; i < 20; i++) s = Adaptive.adapt(c, s, 3000 + i * 1000, "throttled", 0)
+    assert.strictEqual(s.rate, 10)
+  })
+
+  it("a latency above the target cuts, at or below it raises", () => {
+    const c = Adaptive.config({
+      capacity: 10,
+      periodMillis: 1000,
+      initial: 100,
+      floor: 10,
+      ceiling: 1000,
+      increase: 5,
+      latencyMillis: 200
+    })
+    const s = Adaptive.initial(c, 0)
+    assert.strictEqual(Adaptive.adapt(c, s, 0, "latency", 200).rate, 105)
+    assert.strictEqual(Adaptive.adapt(c, s, 0, "latency", 201).rate, 50)
+  })
+
+  it("reaping: a key below its initial rate never settles; at or above it, once full", () => {
+    const c = Adaptive.config({ capacity: 2, periodMillis: 1000, initial: 4, floor: 1, ceiling: 8 })
+    const cut = Adaptive.adapt(c, Adaptive.initial(c, 0), 0, "throttled", 0)
+    assert.strictEqual(Adaptive.settledAt(c, cut), Infinity)
+    const raised = Adaptive.step(c, Adaptive.adapt(c, Adaptive.initial(c, 0), 0, "ok", 0), 0, 2).state
+    // 2 tokens at 5 per second: 400 ms
+    assert.strictEqual(Adaptive.settledAt(c, raised), 400)
+  })
+
+  it("time going backwards adds nothing and changes no rate by itself", () => {
+    const c = Adaptive.config({ capacity: 3, periodMillis: 1000, initial: 2, floor: 1, ceiling: 8 })
+    const s = Adaptive.step(c, Adaptive.initial(c, 5000), 5000, 3).state
+    const back = Adaptive.step(c, s, 1000, 1)
+    assert.isFalse(back.allowed)
+    assert.strictEqual(back.state, s)
+    assert.strictEqual(Adaptive.adapt(c, s, 1000, "ok", 0).level, s.level)
+  })
+})
