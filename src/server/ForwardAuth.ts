@@ -19,7 +19,12 @@
  *
  * Rules are tried in order; the first whose `methods`, `host`, `path` and
  * `pathPrefix` all match, and whose key parts are all present, decides. A
- * request no rule matches is let through without a limit.
+ * request no rule matches is let through without a limit. With `match:
+ * "all"`, every rule that matches applies, as every `limit_req` zone of an
+ * nginx location does: the request takes its cost from every matching rule's
+ * key or from none (one call over several keys), so a refusal by one zone
+ * leaves the others untouched, where nginx has already counted the request
+ * in the zones it checked first.
  *
  * @since 0.2.0
  */
@@ -161,6 +166,11 @@ export const Options = Schema.Struct({
   methodHeader: Schema.optionalKey(HeaderName),
   /** Carries the original host. Default `x-forwarded-host`. */
   hostHeader: Schema.optionalKey(HeaderName),
+  /**
+   * `"first"` (default): the first matching rule decides. `"all"`: every
+   * matching rule applies, all or nothing (nginx's several zones).
+   */
+  match: Schema.optionalKey(Schema.Literals(["first", "all"])),
   rules: Schema.optionalKey(Schema.Array(Rule))
 })
 
@@ -241,8 +251,15 @@ export interface Matcher {
   readonly rules: ReadonlyArray<Rule>
   /** The original request the sub-request describes; `prefix` is the check route's path. */
   readonly original: (request: HttpServerRequest.HttpServerRequest, prefix: string) => Original
+  /** `"first"` or `"all"` (see {@link Options}). */
+  readonly mode: "first" | "all"
   /** The first rule that matches, with its key; `undefined` lets the request through. */
   readonly match: (request: HttpServerRequest.HttpServerRequest, prefix: string) => Match | undefined
+  /**
+   * Every rule that matches, in order, with its key: one at most in `"first"`
+   * mode; none lets the request through.
+   */
+  readonly matchAll: (request: HttpServerRequest.HttpServerRequest, prefix: string) => ReadonlyArray<Match>
 }
 
 /**
@@ -357,6 +374,21 @@ export const make = (
       })
     }
   })
+  const mode = options.match ?? "first"
+  if (mode === "all") {
+    // One call over several keys takes one cost from each: the zones of a
+    // request must agree on it (nginx's zones count requests, a cost of 1).
+    const first = rules[0]?.cost ?? 1
+    rules.forEach((rule, i) => {
+      if ((rule.cost ?? 1) !== first) {
+        errors.push({
+          field: `${field}.rules[${i}].cost`,
+          value: String(rule.cost ?? 1),
+          reason: `must be the same for every rule under match "all" (rules[0] takes ${first})`
+        })
+      }
+    })
+  }
   if (errors.length > 0 || Result.isFailure(address)) return Result.fail(errors)
   const clientAddress = address.success
 
@@ -421,22 +453,43 @@ export const make = (
     return key.length <= maxKeyLength ? key : `${rule.name}#${createHash("sha256").update(key).digest("hex")}`
   }
 
+  // The rule's key if it applies to the request.
+  const applies = (c: Compiled, request: HttpServerRequest.HttpServerRequest, o: Original): Match | undefined => {
+    if (c.methods !== undefined && !c.methods.has(o.method)) return undefined
+    if (c.hosts !== undefined && !c.hosts.has(o.host)) return undefined
+    if (c.rule.path !== undefined && o.path !== c.rule.path) return undefined
+    if (c.rule.pathPrefix !== undefined && !o.path.startsWith(c.rule.pathPrefix)) return undefined
+    const key = keyOf(c, request, o)
+    return key === undefined ? undefined : { rule: c.rule.name, policy: c.rule.policy, key, cost: c.cost }
+  }
+  const match = (request: HttpServerRequest.HttpServerRequest, prefix: string): Match | undefined => {
+    if (compiled.length === 0) return undefined
+    const o = original(request, prefix)
+    for (const c of compiled) {
+      const found = applies(c, request, o)
+      if (found !== undefined) return found
+    }
+    return undefined
+  }
+
   return Result.succeed({
     rules,
     original,
-    match: (request, prefix) => {
-      if (compiled.length === 0) return undefined
-      const o = original(request, prefix)
-      for (const c of compiled) {
-        if (c.methods !== undefined && !c.methods.has(o.method)) continue
-        if (c.hosts !== undefined && !c.hosts.has(o.host)) continue
-        if (c.rule.path !== undefined && o.path !== c.rule.path) continue
-        if (c.rule.pathPrefix !== undefined && !o.path.startsWith(c.rule.pathPrefix)) continue
-        const key = keyOf(c, request, o)
-        if (key === undefined) continue
-        return { rule: c.rule.name, policy: c.rule.policy, key, cost: c.cost }
+    mode,
+    match,
+    matchAll: (request, prefix) => {
+      if (mode === "first") {
+        const found = match(request, prefix)
+        return found === undefined ? [] : [found]
       }
-      return undefined
+      if (compiled.length === 0) return []
+      const o = original(request, prefix)
+      const all: Array<Match> = []
+      for (const c of compiled) {
+        const found = applies(c, request, o)
+        if (found !== undefined) all.push(found)
+      }
+      return all
     }
   })
 }

@@ -17,6 +17,7 @@ import * as RateLimitHeaders from "../http/RateLimitHeaders.ts"
 import * as Policy from "../Policy.ts"
 import { RateLimiter } from "../RateLimiter.ts"
 import { CurrentStore } from "../Store.ts"
+import type * as ForwardAuth from "./ForwardAuth.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
 import * as ServiceStore from "./ServiceStore.ts"
 
@@ -267,6 +268,21 @@ const toResult = (decision: Decision, policy: string): Result => {
 // "~" nor "|"). A policy that a reload leaves as it was keeps its fingerprint,
 // so its keys keep their state; one that changes starts its keys afresh.
 const SEPARATOR = "|"
+
+// The key of a decision over several keys that binds it: the first that
+// refused, or the one with the least left.
+const binding = (decision: Decision): number => {
+  const keys = decision.keys
+  if (keys === undefined) return 0
+  let best = 0
+  for (let i = 0; i < keys.length; i++) {
+    const d = keys[i].decision
+    if (!decision.allowed) {
+      if (!d.allowed) return i
+    } else if (d.remaining < keys[best].decision.remaining) best = i
+  }
+  return best
+}
 
 const idOf = (name: string, policy: Policy.Valid): string => `${name}~${RlsConfig.fingerprint(policy)}`
 
@@ -561,18 +577,31 @@ export class Tollgate extends Context.Service<Tollgate, {
         check: (request, prefix) =>
           Effect.suspend(() => {
             const { ids, settings } = current
-            const match = settings.forwardAuth.match(request, prefix)
-            if (match === undefined) return Effect.succeed<CheckResult>({ _tag: "NoRule" })
-            const policy = settings.policies.get(match.policy)!
+            const decided = (match: ForwardAuth.Match, decision: Decision): CheckResult => ({
+              _tag: "Decided",
+              rule: match.rule,
+              policy: match.policy,
+              decision,
+              quota: RateLimitHeaders.quotaOf(match.rule, settings.policies.get(match.policy)!) ??
+                { name: match.rule, limit: decision.limit }
+            })
+            if (settings.forwardAuth.mode === "first") {
+              const match = settings.forwardAuth.match(request, prefix)
+              if (match === undefined) return Effect.succeed<CheckResult>({ _tag: "NoRule" })
+              return Effect.map(
+                limiter.consume(ids.get(match.policy)! + SEPARATOR + match.key, { cost: match.cost }),
+                (decision) => decided(match, decision)
+              )
+            }
+            // Every matching rule (nginx's zones): all or nothing, and the
+            // headers name the binding rule (the one that refused, or the one
+            // with the least left).
+            const matches = settings.forwardAuth.matchAll(request, prefix)
+            if (matches.length === 0) return Effect.succeed<CheckResult>({ _tag: "NoRule" })
+            const keys = matches.map((m) => ids.get(m.policy)! + SEPARATOR + m.key)
             return Effect.map(
-              limiter.consume(ids.get(match.policy)! + SEPARATOR + match.key, { cost: match.cost }),
-              (decision): CheckResult => ({
-                _tag: "Decided",
-                rule: match.rule,
-                policy: match.policy,
-                decision,
-                quota: RateLimitHeaders.quotaOf(match.rule, policy) ?? { name: match.rule, limit: decision.limit }
-              })
+              limiter.consume(keys.length === 1 ? keys[0] : keys, { cost: matches[0].cost }),
+              (decision) => decided(matches[binding(decision)] ?? matches[0], decision)
             )
           }),
         ready: Effect.suspend(() =>
