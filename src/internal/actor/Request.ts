@@ -17,7 +17,6 @@ import type { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLim
 import type * as Policy from "../../Policy.ts"
 import type { StoreUnavailable } from "../../Store.ts"
 import type { Carry, Signal as AlgorithmSignal } from "../algorithm/Algorithm.ts"
-import type { Bucket } from "./Bucket.ts"
 
 /**
  * What a request asks for.
@@ -239,8 +238,12 @@ export type Payload = Reconfiguration | Window | Signal | Transaction | Order
  */
 export interface Held {
   readonly decision: Decision
-  /** The bucket holding the units; `undefined` when the hold was refused. */
-  readonly holder: Bucket | undefined
+  /**
+   * The bucket holding the units; `undefined` when the hold was refused.
+   * Typed `unknown` so that requests do not import the bucket that serves
+   * them (no cycle); the coordinator checks it with `instanceof`.
+   */
+  readonly holder: unknown
 }
 
 /**

@@ -311,7 +311,7 @@ const decideWith = (
           })
         }
         return Effect.flatMap(restore(supervisor.submitUnsafe(sorted[i], Request.Kind.Hold, cost, 0)), (held) => {
-          if (held.holder === undefined) return denied
+          if (!(held.holder instanceof Bucket.Bucket)) return denied
           holds.buckets.push(held.holder)
           return step(i + 1)
         })
@@ -389,7 +389,7 @@ export const wait = (
           return Effect.flatMap(
             restore(supervisor.submitUnsafe(sorted[i], Request.Kind.HoldWait, cost, left, order)),
             (held) => {
-              if (held.holder !== undefined) holds.buckets.push(held.holder)
+              if (held.holder instanceof Bucket.Bucket) holds.buckets.push(held.holder)
               return step(i + 1)
             }
           )
