@@ -279,7 +279,7 @@ const evalArgs = (prefix: string, key: string) => [
   prefix + key,
   "",
   "0",
-  ...tokenBucket.leanArgs,
+  tokenBucket.leanConfig,
   "0",
   "1"
 ]

@@ -66,9 +66,13 @@ export interface Options {
   readonly clock?: "server" | "client" | undefined
   /**
    * How long a key is kept after its state has settled (when forgetting it
-   * can no longer change a decision). Default 0: Redis drops it then. Longer
-   * keeps a full bucket's anchor (which only matters to clocks that step
-   * back); `Duration.infinity` keeps every key.
+   * can no longer change a decision). Default 0: Redis drops it then, or up
+   * to 10 seconds later: a lone Take or Admit moves a key's expiry only when
+   * the state needs more than it has, and then 10 seconds past the need, so
+   * a busy key keeps its TTL between (a write that sets the TTL costs about
+   * a third more on the server). Longer keeps a full bucket's anchor (which
+   * only matters to clocks that step back); `Duration.infinity` keeps every
+   * key.
    */
   readonly keepSettled?: Duration.Input | undefined
   /**
@@ -186,7 +190,7 @@ const encodePolicy = (policy: Policy.Valid): Scripts.Encoded | string => {
   const e = Scripts.forPolicy(policy.algorithm, policy.config)
   return Predicate.isString(e) || !(policy.blockMillis > 0)
     ? e
-    : { ...e, policy: `${e.policy} ${Codec.show(policy.blockMillis)}`, lean: undefined, leanArgs: [], leanGroup: "" }
+    : { ...e, policy: `${e.policy} ${Codec.show(policy.blockMillis)}`, lean: undefined, leanConfig: "", leanGroup: "" }
 }
 
 const validate = (options: Options) => {
@@ -503,7 +507,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       for (const e of entries) args.push(e.key)
       args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
       if (lean) {
-        for (const a of entries[0].encoded.leanArgs) args.push(a)
+        args.push(entries[0].encoded.leanConfig)
         for (const e of entries) {
           const op = e.ops[0]
           args.push(op.kind === OpKind.Admit ? "5" : "0", Codec.show(op.cost))

@@ -71,8 +71,8 @@ describe("RedisStore routing", () => {
       yield* store.apply("a", tokenBucket, peek)
       yield* store.apply("a", tokenBucket, [...take, ...take])
       yield* store.apply("b", both, take)
-      assert.deepStrictEqual(sent[0], ["FCALL", tb.lean!.fn, "1", "p:a", "", "0", ...tb.leanArgs, "0", "1"])
-      assert.deepStrictEqual(sent[1], ["FCALL", tb.lean!.fn, "1", "p:a", "", "0", ...tb.leanArgs, "5", "2"])
+      assert.deepStrictEqual(sent[0], ["FCALL", tb.lean!.fn, "1", "p:a", "", "0", tb.leanConfig, "0", "1"])
+      assert.deepStrictEqual(sent[1], ["FCALL", tb.lean!.fn, "1", "p:a", "", "0", tb.leanConfig, "5", "2"])
       assert.deepStrictEqual(sent[2], ["FCALL", tb.batch.fn, "1", "p:a", "", "0", tb.policy, "1 1 0 0 1"])
       assert.deepStrictEqual(sent[3], ["FCALL", tb.batch.fn, "1", "p:a", "", "0", tb.policy, "0 1 0 0 2"])
       // a composite has no lean script

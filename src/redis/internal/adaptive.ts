@@ -163,6 +163,7 @@ ALG[20] = AD
  */
 export const lean: Lean = {
   config: ["cCapacity", "cPeriod", "cInitial", "cFloor", "cCeiling", "cIncrease", "cDecrease", "cLatency", "cFull"],
+  size: 40,
   step: `${readFixed(code, ["level", "at", "rate", "cut"])}
   if fresh then level, at, rate, cut = cFull, now, cInitial, -huge end
   local lvl = level

@@ -169,6 +169,7 @@ const resetMillis = (out: string, level: string, pending: string, now: string, a
  */
 export const lean: Lean = {
   config: ["cCapacity", "cGradual", "cTokens", "cPeriod", "cFull"],
+  size: 32,
   step: `${readFixed(code, ["level", "pending", "at"])}
   if fresh then level, pending, at = cFull, 0, now end
   -- stateAt(now)

@@ -201,6 +201,7 @@ ALG[4] = FW
 export const lean: Lean = {
   // (with execEvenly a policy has no lean step: the batch script answers its delays)
   config: ["cLimit", "cWindow", "cAlign", "cCountBlocked", "cExecEvenly", "cMinDelay"],
+  size: 32,
   step: `${readFixed(code, ["start", "count", "stop"])}
   if fresh then
     if cAlign == 1 then ${alignedStart("start", "cWindow", "now")} else start = now end

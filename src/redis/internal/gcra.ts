@@ -146,6 +146,7 @@ const millisFor = (out: string, excess: string, now: string, at: string): string
  */
 export const lean: Lean = {
   config: ["cCount", "cPeriod", "cLimit", "cTolerance"],
+  size: 24,
   step: `${readFixed(code, ["ahead", "at"])}
   if fresh then ahead, at = 0, now end
   -- aheadAt(now)

@@ -156,6 +156,7 @@ const millisFor = (out: string, excess: string, now: string, at: string): string
 export const lean: Lean = {
   config: ["cTokens", "cPeriod", "cCapacity", "cFull", "cDelay"],
   delay: true,
+  size: 24,
   step: `${readFixed(code, ["level", "at"])}
   if fresh then level, at = 0, now end
   -- levelAt(now)

@@ -15,8 +15,12 @@
  * - `KEYS[i]`: the i-th key (with the store's prefix).
  * - `ARGV[1]`: now in milliseconds, or `""` to read the server's `TIME`.
  * - `ARGV[2]`: how long (ms, or `inf`) a settled key is kept.
- * - `ARGV[3 …]`: the policy's numbers (the module's `config`), then for each
- *   key its operation, `kind cost` (0 Take, 5 Admit).
+ * - `ARGV[3]`: the policy's numbers (the module's `config`), separated by
+ *   spaces. As a function of the library, each text is read once and kept
+ *   (`configs`, at most `maxConfigs` of them): a policy is the same text on
+ *   every call, and reading ten numbers from text cost about a tenth of the
+ *   whole call. As an `EVAL` script, read on every call.
+ * - `ARGV[4 …]`: for each key its operation, `kind cost` (0 Take, 5 Admit).
  *
  * A key with a block (its state after `0 until`, see `batch.ts`) is left to
  * the batch entry point: its `allowed` is -1 and nothing is written (the
@@ -57,7 +61,31 @@ export interface Lean {
   readonly delay?: boolean | undefined
   /** The step, in Lua. */
   readonly step: string
+  /**
+   * Bytes of the packed state, when every state has the same size (what
+   * `readFixed` reads). Such a state is written with its expiry after it
+   * (see {@link body}); a state of varying size (a log) is not.
+   */
+  readonly size?: number | undefined
 }
+
+/**
+ * How far past what a state needs (its `settledAt` plus `keepSettled`) a
+ * lean write moves the key's expiry when it must move it: a busy key then
+ * writes its expiry about once in this long, and keeps its TTL
+ * (`SET … KEEPTTL`) in between. A key is so kept at most this much longer
+ * than it must be.
+ *
+ * @example
+ * ```ts
+ * import { refreshMillis } from "./lean.ts"
+ *
+ * refreshMillis // 10000
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const refreshMillis = 10_000
 
 /**
  * `out = Math.min(a, b)` in Lua (a and b plain names or numbers: each is
@@ -185,23 +213,68 @@ const reply = (v: string): string =>
     ${v} = format("%.17g", ${v})
   end`
 
+// One number of a policy's text, as the module's `show` wrote it.
+const number = (w: string): string => `((${w} == "-inf" and -huge) or (${w} == "inf" and huge) or tonumber(${w}))`
+
 /**
- * The whole lean body of an algorithm: the same text runs as an `EVAL`
- * script and as the body of a Redis function (with `KEYS` and `ARGV` its
- * parameters).
+ * The library's reader of a policy's numbers, defined once when the library
+ * is loaded: `leanConfig(text)` gives the numbers of `text` (a table),
+ * read on its first call and kept after. At most `maxConfigs` texts are
+ * kept: past that the table starts afresh (callers send what they like).
+ *
+ * @example
+ * ```ts
+ * import { configReader } from "./lean.ts"
+ *
+ * configReader.includes("local function leanConfig") // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const configReader = `
+local maxConfigs, configs, configCount = 1024, {}, 0
+local function leanConfig(text)
+  local c = configs[text]
+  if c ~= nil then return c end
+  local huge = math.huge
+  c = {}
+  for w in string.gmatch(text, "%S+") do c[#c + 1] = ${number("w")} end
+  if configCount >= maxConfigs then configs, configCount = {}, 0 end
+  configs[text], configCount = c, configCount + 1
+  return c
+end
+`
+
+/**
+ * The whole lean body of an algorithm: as an `EVAL` script
+ * (`"script"`), or as the body of a Redis function (`"function"`, with
+ * `KEYS` and `ARGV` its parameters and {@link configReader} in scope).
+ * The two differ only in how they read the policy's numbers.
  *
  * @example
  * ```ts
  * import { body } from "./lean.ts"
  * import * as TokenBucket from "./tokenBucket.ts"
  *
- * body(TokenBucket.lean).includes("redis.call(\"GET\"") // true
+ * body(TokenBucket.lean, "script").includes("redis.call(\"GET\"") // true
  * ```
  *
  * @since 0.2.0
  */
-export const body = (lean: Lean): string => {
-  const size = lean.config.length
+export const body = (lean: Lean, mode: "script" | "function"): string => {
+  const count = lean.config.length
+  const size = lean.size
+  const names = lean.config.join(", ")
+  const fields = lean.config.map((_, i) => `cfg[${i + 1}]`).join(", ")
+  const config = mode === "function"
+    ? `local cfg = leanConfig(ARGV[3])`
+    : `local cfg, _text, _from = {}, ARGV[3], 1
+for i = 1, ${count} do
+  local _to = string.find(_text, " ", _from, true) or (#_text + 1)
+  local w = sub(_text, _from, _to - 1)
+  cfg[i] = ${number("w")}
+  _from = _to + 1
+end`
   return `
 local floor, ceil, fmod, huge, format = math.floor, math.ceil, math.fmod, math.huge, string.format
 local spack, sunpack, sub, srep = struct.pack, struct.unpack, string.sub, string.rep
@@ -209,16 +282,13 @@ local now
 ${Prelude.readNow("now")}
 local keep = tonumber(ARGV[2])
 local NOTHING = spack("<d", 0)
-local ${lean.config.join(", ")} = ${
-    lean.config.map((_, i) =>
-      `(ARGV[${3 + i}] == "-inf" and -huge) or (ARGV[${3 + i}] == "inf" and huge) or tonumber(ARGV[${3 + i}])`
-    ).join(", ")
-  }
+${config}
+local ${names} = ${fields}
 local out, single = {}, #KEYS == 1
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local admit = ARGV[${1 + size} + 2 * k] == "5"
-  local cost = tonumber(ARGV[${2 + size} + 2 * k])
+  local admit = ARGV[2 + 2 * k] == "5"
+  local cost = tonumber(ARGV[3 + 2 * k])
   local raw = redis.call("GET", key)
   local allowed, remaining, retry, reset, limit, dirty, settled, packed
   local delay = 0
@@ -235,11 +305,30 @@ ${lean.step}
     if ttl <= 0 then
       if raw then redis.call("DEL", key) end
     elseif ttl == huge then
-      redis.call("SET", key, packed)
-    else
+      redis.call("SET", key, ${size === undefined ? "packed" : `packed .. spack("<d", huge)`})
+    else${
+    size === undefined
+      ? `
       -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
       if ttl > 1125899906842624 then ttl = 1125899906842624 end
-      redis.call("SET", key, packed, "PX", ceil(ttl))
+      redis.call("SET", key, packed, "PX", ceil(ttl))`
+      : `
+      -- the expiry the stored state was written with, after it: while it
+      -- covers what this state needs, the key keeps its TTL (a SET with PX
+      -- costs about a third of the whole call); else it is moved REFRESH
+      -- ms past what is needed, so a busy key moves it once in a while
+      local expires = -huge
+      if raw and #raw == ${size + 8} then expires = sunpack("<d", raw, ${size + 1}) end
+      if settled + keep <= expires and expires < huge then
+        redis.call("SET", key, packed .. sub(raw, ${size + 1}), "KEEPTTL")
+      else
+        expires = settled + keep + ${refreshMillis}
+        ttl = expires - now
+        -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
+        if ttl > 1125899906842624 then ttl = 1125899906842624 end
+        redis.call("SET", key, packed .. spack("<d", expires), "PX", ceil(ttl))
+      end`
+  }
     end
   end
   local a = 0

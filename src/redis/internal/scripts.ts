@@ -97,7 +97,11 @@ export interface Route {
 // different libraries (function names are global in Redis) and a server
 // never runs a stale one.
 const fnName = (version: string, entry: string) => `tollgate_${version}_${entry.replace(/-/g, "_")}`
-const leanEntries = Array.from(modules, ([algorithm, module]) => ({ algorithm, body: Lean.body(module.lean) }))
+const leanEntries = Array.from(modules, ([algorithm, module]) => ({
+  algorithm,
+  fn: Lean.body(module.lean, "function"),
+  script: Lean.body(module.lean, "script")
+}))
 const libraryText = (version: string): string =>
   [
     `#!lua name=tollgate_${version}\n`,
@@ -115,8 +119,9 @@ const libraryText = (version: string): string =>
     "if floor == nil then bind() end\n",
     Multi.body,
     "end)\n",
-    ...leanEntries.map(({ algorithm, body }) =>
-      `redis.register_function("${fnName(version, algorithm.name)}", function(KEYS, ARGV)\n${body}end)\n`
+    Lean.configReader,
+    ...leanEntries.map(({ algorithm, fn }) =>
+      `redis.register_function("${fnName(version, algorithm.name)}", function(KEYS, ARGV)\n${fn}end)\n`
     )
   ].join("")
 const version = sha1(libraryText("")).slice(0, 12)
@@ -180,10 +185,10 @@ export const multi: Route = {
 }
 
 const leans = new Map<Algorithm<any, any>, Route>(
-  leanEntries.map(({ algorithm, body }) => [algorithm, {
+  leanEntries.map(({ algorithm, script: lua }) => [algorithm, {
     name: algorithm.name,
     fn: fnName(version, algorithm.name),
-    script: script(algorithm.name, body)
+    script: script(algorithm.name, lua)
   }])
 )
 
@@ -247,8 +252,8 @@ export interface Encoded {
   /** The batch entry point's `code canRelease config…`. */
   readonly policy: string
   readonly lean: Route | undefined
-  /** The lean entry point's `ARGV` after now and keep: the configuration's numbers. */
-  readonly leanArgs: ReadonlyArray<string>
+  /** The lean entry point's `ARGV[3]`: the configuration's numbers, separated by spaces. */
+  readonly leanConfig: string
   /** One lean call carries keys of one policy: the route and the numbers. */
   readonly leanGroup: string
   /** Values per key in the lean entry point's reply: 6 for a shaper (its delay), else 5. */
@@ -265,7 +270,7 @@ export interface Encoded {
  * import { forPolicy } from "./scripts.ts"
  *
  * const c = TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 })
- * const encoded = forPolicy(TokenBucket.algorithm, c) // { policy: "1 1 10 1 1000 10 10000 0 0 0 -inf 0", leanArgs: ["10", ...], ... }
+ * const encoded = forPolicy(TokenBucket.algorithm, c) // { policy: "1 1 10 1 1000 10 10000 0 0 0 -inf 0", leanConfig: "10 1 1000 ...", ... }
  * ```
  *
  * @since 0.1.0
@@ -280,13 +285,13 @@ export const forPolicy = (algorithm: Algorithm<any, any>, config: unknown): Enco
   }
   const module = modules.get(algorithm)
   const lean = module?.leans?.(config) === false ? undefined : leans.get(algorithm)
-  const leanArgs = lean === undefined ? [] : module!.config(config).map(show)
+  const leanConfig = lean === undefined ? "" : module!.config(config).map(show).join(" ")
   return {
     batch: found,
     policy: out.join(" "),
     lean,
-    leanArgs,
-    leanGroup: lean === undefined ? "" : `${lean.fn} ${leanArgs.join(" ")}`,
+    leanConfig,
+    leanGroup: lean === undefined ? "" : `${lean.fn} ${leanConfig}`,
     leanWidth: module?.lean.delay === true ? 6 : 5
   }
 }

@@ -183,6 +183,7 @@ const freshAt = (out: string, c: string, p: string): string =>
  */
 export const lean: Lean = {
   config: ["cLimit", "cWindow"],
+  size: 40,
   step: `${readFixed(code, ["start", "current", "previous", "at"])}
   if fresh then
     ${alignedStart("start", "cWindow", "now")}

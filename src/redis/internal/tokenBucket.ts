@@ -238,6 +238,7 @@ export const lean: Lean = {
     "cFloor",
     "cAdaptive"
   ],
+  size: 24,
   step: `${readFixed(code, ["level", "at"])}
   if fresh then
     level, at = cInitial * cPeriod, now

@@ -216,6 +216,7 @@ const millisUntil = (out: string, at: string, offset: string): string => `
  */
 export const lean: Lean = {
   config: ["cPermits", "cWarmup", "cInitial", "cStable", "cMaxPermits", "cThreshold", "cSlope", "cCoolDown"],
+  size: 32,
   step: `${readFixed(code, ["stored", "ahead", "at"])}
   if fresh then stored, ahead, at = cInitial, 0, now end
   local t = at
