@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { Context, type Effect, Schema } from "effect"
+import { Context, type Effect, type Exit, Schema } from "effect"
 import type * as Policy from "./Policy.ts"
 
 /**
@@ -260,6 +260,22 @@ export interface Store {
     ops: ReadonlyArray<Op>,
     timeoutMillis?: number
   ) => Effect.Effect<ReadonlyArray<Reply>, StoreUnavailable>
+  /**
+   * `apply` for a caller that waits with a callback rather than an effect:
+   * `done` is called once with the outcome (on the stack of the reply, or
+   * at once), and the function returned, if any, withdraws a call not yet
+   * sent (its caller has left; `done` is then never called). Only for a store
+   * that sets `timesOut`: `timeoutMillis` is then always given. The limiter
+   * uses it, when a store offers it, for a call with nothing else pending on
+   * its key: one suspension of the caller from the call to its answer.
+   */
+  readonly applyUnsafe?: (
+    key: string,
+    policy: Policy.Valid,
+    ops: ReadonlyArray<Op>,
+    timeoutMillis: number,
+    done: (exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void
+  ) => (() => void) | undefined
   /**
    * Whether `apply` enforces its `timeoutMillis` itself (a store that sends
    * many calls in one round trip can time them out together, for far less

@@ -2,10 +2,13 @@
  * The caller-side path of a store-backed key (`Remote.direct`): an idle key
  * is decided by a store call made on the caller's fiber; while that call is
  * out, the key's other requests queue and go together afterwards, in order.
- * Fallback, metrics and interruption behave as on the actor's path.
+ * Fallback, metrics and interruption behave as on the actor's path. Each
+ * case runs twice: on a store with `apply` only, and on one that also
+ * offers the callback form (`applyUnsafe`, as `RedisStore` does), which that
+ * path then calls instead.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 
@@ -14,17 +17,18 @@ const perHour = (capacity: number) => Policy.tokenBucket({ capacity, refill: { t
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
 // A MemoryStore whose calls wait for `gate` while it is set (or die), and
-// record how many operations each carried.
-const gated = Effect.gen(function*() {
-  const inner = yield* MemoryStore.make
-  const control = {
-    gate: undefined as Deferred.Deferred<void> | undefined,
-    die: false,
-    calls: [] as Array<number>
-  }
-  const store: Store.Store = {
-    name: "gated",
-    apply: (key, policy, ops) =>
+// record how many operations each carried; in the callback form it also
+// offers `applyUnsafe` (its timeout its own, its call withdrawn by the
+// function it returns).
+const gatedStore = (form: "effect" | "callback") =>
+  Effect.gen(function*() {
+    const inner = yield* MemoryStore.make
+    const control = {
+      gate: undefined as Deferred.Deferred<void> | undefined,
+      die: false,
+      calls: [] as Array<number>
+    }
+    const apply: Store.Store["apply"] = (key, policy, ops) =>
       Effect.suspend(() => {
         control.calls.push(ops.length)
         if (control.die) return Effect.die(new Error("boom"))
@@ -33,158 +37,178 @@ const gated = Effect.gen(function*() {
           ? inner.apply(key, policy, ops)
           : Effect.andThen(Deferred.await(gate), inner.apply(key, policy, ops))
       })
-  }
-  return { store, control } as const
-})
+    if (form === "effect") return { store: { name: "gated", apply } satisfies Store.Store, control } as const
+    const runFork = Effect.runForkWith(yield* Effect.context<never>())
+    const store: Store.Store = {
+      name: "gated",
+      apply,
+      timesOut: true,
+      applyUnsafe: (key, policy, ops, timeout, done) => {
+        const fiber = runFork(Effect.timeoutOrElse(apply(key, policy, ops), {
+          duration: Duration.millis(timeout),
+          orElse: () => Effect.fail(new Store.StoreUnavailable({ store: "gated", reason: "timed out" }))
+        }))
+        fiber.addObserver((exit) => {
+          // withdrawn: never answered
+          if (!Exit.hasInterrupts(exit)) done(exit)
+        })
+        return () => fiber.interruptUnsafe()
+      }
+    }
+    return { store, control } as const
+  })
 
-describe("store-backed limiter: the caller-side path", () => {
-  it.effect("an idle key is decided by the caller's own store call; no actor starts", () =>
-    Effect.gen(function*() {
-      const { control, store } = yield* gated
-      const limiter = yield* RateLimiter.make({ policy: perHour(2) }).pipe(
-        Effect.provideService(Store.CurrentStore, store)
-      )
-      for (let i = 0; i < 50; i++) assert.isTrue(yield* limiter.acquire(`k${i}`))
-      // a call out: on the actor's path an actor would be running, waiting for it
-      control.gate = yield* Deferred.make<void>()
-      const call = yield* limiter.acquire("k0").pipe(Effect.forkChild({ startImmediately: true }))
-      yield* settle
-      assert.strictEqual((yield* limiter.stats).actors, 0)
-      yield* Deferred.succeed(control.gate, undefined)
-      assert.isTrue(yield* Fiber.join(call))
-      const stats = yield* limiter.stats
-      assert.strictEqual(stats.storeCalls, 51)
-      assert.strictEqual(stats.started, 50)
-      assert.strictEqual(stats.allowed, 51)
-    }))
-
-  it.effect("while the key's call is out, later requests queue and go in one call after it, in order", () =>
-    Effect.gen(function*() {
-      const { control, store } = yield* gated
-      const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
-        Effect.provideService(Store.CurrentStore, store)
-      )
-      control.gate = yield* Deferred.make<void>()
-      const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
-      const rest = yield* Effect.forEach(
-        Array.from({ length: 9 }),
-        () => limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
-      )
-      yield* settle
-      assert.strictEqual(control.calls.length, 1) // only the first is out; the others wait behind it
-      yield* Deferred.succeed(control.gate, undefined)
-      const decisions = [yield* Fiber.join(first), ...(yield* Fiber.joinAll(rest))]
-      // in call order: 4, 3, 2, 1, 0 remaining, then denied
-      assert.deepStrictEqual(decisions.map((d) => d.allowed), [
-        true,
-        true,
-        true,
-        true,
-        true,
-        false,
-        false,
-        false,
-        false,
-        false
-      ])
-      assert.deepStrictEqual(decisions.slice(0, 5).map((d) => d.remaining), [4, 3, 2, 1, 0])
-      assert.deepStrictEqual(control.calls, [1, 9])
-      const stats = yield* limiter.stats
-      assert.strictEqual(stats.storeCalls, 2)
-      assert.strictEqual(stats.storeOps, 10)
-    }))
-
-  it.effect("a hung store on that path: the timeout, the fallback, the degraded flag, recovery", () =>
-    Effect.gen(function*() {
-      const { control, store } = yield* gated
-      const limiter = yield* RateLimiter.make({
-        policy: perHour(10),
-        fallback: { mode: "local", share: 0.5, timeout: "100 millis", retryAfter: "1 second" }
-      }).pipe(Effect.provideService(Store.CurrentStore, store))
-      control.gate = yield* Deferred.make<void>() // never opened: hung
-      const call = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
-      yield* settle
-      assert.isUndefined(call.pollUnsafe())
-      yield* TestClock.adjust("100 millis")
-      const degraded = yield* Fiber.join(call)
-      assert.isTrue(degraded.allowed && degraded.degraded === true && degraded.limit === 5)
-      const stats = yield* limiter.stats
-      assert.strictEqual(stats.storeFailures, 1)
-      assert.strictEqual(stats.degraded, 1)
-      control.gate = undefined
-      yield* TestClock.adjust("1 second")
-      const recovered = yield* limiter.consume("k")
-      assert.isUndefined(recovered.degraded)
-      assert.strictEqual(recovered.limit, 10)
-    }))
-
-  it.effect("the local fallback's state is dropped once the store answers again: the next outage starts fresh", () =>
-    Effect.gen(function*() {
-      const { control, store } = yield* gated
-      const limiter = yield* RateLimiter.make({
-        policy: perHour(4),
-        fallback: { mode: "local", share: 0.5, retryAfter: "1 second" }
-      }).pipe(Effect.provideService(Store.CurrentStore, store))
-      control.die = true
-      const outage = [yield* limiter.consume("k"), yield* limiter.consume("k"), yield* limiter.consume("k")]
-      assert.deepStrictEqual(outage.map((d) => [d.allowed, d.degraded, d.limit]), [
-        [true, true, 2],
-        [true, true, 2],
-        [false, true, 2]
-      ])
-      control.die = false
-      yield* TestClock.adjust("1 second")
-      const back = yield* limiter.consume("k")
-      assert.isTrue(back.allowed && back.degraded === undefined && back.limit === 4)
-      // the second outage: the local share is whole again (half a token an hour
-      // has not refilled the first outage's two)
-      control.die = true
-      const again = yield* limiter.consume("k")
-      assert.isTrue(again.allowed && again.degraded === true && again.remaining === 1)
-    }))
-
-  it.effect("a store that dies on that path: each fallback mode answers, nobody hangs", () =>
-    Effect.gen(function*() {
-      for (const mode of ["local", "allow", "deny", "error"] as const) {
+for (const form of ["effect", "callback"] as const) {
+  const gated = gatedStore(form)
+  describe(`store-backed limiter: the caller-side path (${form === "effect" ? "apply" : "applyUnsafe"})`, () => {
+    it.effect("an idle key is decided by the caller's own store call; no actor starts", () =>
+      Effect.gen(function*() {
         const { control, store } = yield* gated
-        control.die = true
-        const limiter = yield* RateLimiter.make({ policy: perHour(3), fallback: { mode } }).pipe(
+        const limiter = yield* RateLimiter.make({ policy: perHour(2) }).pipe(
           Effect.provideService(Store.CurrentStore, store)
         )
-        const exit = yield* Effect.exit(limiter.acquire("k"))
-        if (mode === "error") {
-          assert.isTrue(
-            Exit.isFailure(exit) &&
-              exit.cause.reasons.some((r) => r._tag === "Fail" && r.error._tag === "StoreUnavailable")
-          )
-        } else {
-          assert.deepStrictEqual(exit, Exit.succeed(mode !== "deny"))
-        }
-        assert.strictEqual((yield* limiter.stats).storeFailures, 1)
-      }
-    }))
+        for (let i = 0; i < 50; i++) assert.isTrue(yield* limiter.acquire(`k${i}`))
+        // a call out: on the actor's path an actor would be running, waiting for it
+        control.gate = yield* Deferred.make<void>()
+        const call = yield* limiter.acquire("k0").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.strictEqual((yield* limiter.stats).actors, 0)
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.isTrue(yield* Fiber.join(call))
+        const stats = yield* limiter.stats
+        assert.strictEqual(stats.storeCalls, 51)
+        assert.strictEqual(stats.started, 50)
+        assert.strictEqual(stats.allowed, 51)
+      }))
 
-  it.effect("an interrupted caller frees the key: what queued behind it goes on, and the key keeps working", () =>
-    Effect.gen(function*() {
-      const { control, store } = yield* gated
-      const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
-        Effect.provideService(Store.CurrentStore, store)
-      )
-      control.gate = yield* Deferred.make<void>()
-      const first = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
-      const second = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
-      yield* settle
-      yield* Fiber.interrupt(first)
-      // the interrupted call no longer holds the key: the queued one goes out
-      yield* settle
-      assert.strictEqual(control.calls.length, 2)
-      yield* Deferred.succeed(control.gate, undefined)
-      assert.isTrue(yield* Fiber.join(second))
-      control.gate = undefined
-      yield* settle
-      assert.isTrue(yield* limiter.acquire("k"))
-      // the gated store had not applied the interrupted call: 2 of 5 taken
-      const peek = yield* limiter.peek("k")
-      assert.strictEqual(peek.remaining, 3)
-    }))
-})
+    it.effect("while the key's call is out, later requests queue and go in one call after it, in order", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+          Effect.provideService(Store.CurrentStore, store)
+        )
+        control.gate = yield* Deferred.make<void>()
+        const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        const rest = yield* Effect.forEach(
+          Array.from({ length: 9 }),
+          () => limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        )
+        yield* settle
+        assert.strictEqual(control.calls.length, 1) // only the first is out; the others wait behind it
+        yield* Deferred.succeed(control.gate, undefined)
+        const decisions = [yield* Fiber.join(first), ...(yield* Fiber.joinAll(rest))]
+        // in call order: 4, 3, 2, 1, 0 remaining, then denied
+        assert.deepStrictEqual(decisions.map((d) => d.allowed), [
+          true,
+          true,
+          true,
+          true,
+          true,
+          false,
+          false,
+          false,
+          false,
+          false
+        ])
+        assert.deepStrictEqual(decisions.slice(0, 5).map((d) => d.remaining), [4, 3, 2, 1, 0])
+        assert.deepStrictEqual(control.calls, [1, 9])
+        const stats = yield* limiter.stats
+        assert.strictEqual(stats.storeCalls, 2)
+        assert.strictEqual(stats.storeOps, 10)
+      }))
+
+    it.effect("a hung store on that path: the timeout, the fallback, the degraded flag, recovery", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(10),
+          fallback: { mode: "local", share: 0.5, timeout: "100 millis", retryAfter: "1 second" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        control.gate = yield* Deferred.make<void>() // never opened: hung
+        const call = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.isUndefined(call.pollUnsafe())
+        yield* TestClock.adjust("100 millis")
+        const degraded = yield* Fiber.join(call)
+        assert.isTrue(degraded.allowed && degraded.degraded === true && degraded.limit === 5)
+        const stats = yield* limiter.stats
+        assert.strictEqual(stats.storeFailures, 1)
+        assert.strictEqual(stats.degraded, 1)
+        control.gate = undefined
+        yield* TestClock.adjust("1 second")
+        const recovered = yield* limiter.consume("k")
+        assert.isUndefined(recovered.degraded)
+        assert.strictEqual(recovered.limit, 10)
+      }))
+
+    it.effect("the local fallback's state is dropped once the store answers again: the next outage starts fresh", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(4),
+          fallback: { mode: "local", share: 0.5, retryAfter: "1 second" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        control.die = true
+        const outage = [yield* limiter.consume("k"), yield* limiter.consume("k"), yield* limiter.consume("k")]
+        assert.deepStrictEqual(outage.map((d) => [d.allowed, d.degraded, d.limit]), [
+          [true, true, 2],
+          [true, true, 2],
+          [false, true, 2]
+        ])
+        control.die = false
+        yield* TestClock.adjust("1 second")
+        const back = yield* limiter.consume("k")
+        assert.isTrue(back.allowed && back.degraded === undefined && back.limit === 4)
+        // the second outage: the local share is whole again (half a token an hour
+        // has not refilled the first outage's two)
+        control.die = true
+        const again = yield* limiter.consume("k")
+        assert.isTrue(again.allowed && again.degraded === true && again.remaining === 1)
+      }))
+
+    it.effect("a store that dies on that path: each fallback mode answers, nobody hangs", () =>
+      Effect.gen(function*() {
+        for (const mode of ["local", "allow", "deny", "error"] as const) {
+          const { control, store } = yield* gated
+          control.die = true
+          const limiter = yield* RateLimiter.make({ policy: perHour(3), fallback: { mode } }).pipe(
+            Effect.provideService(Store.CurrentStore, store)
+          )
+          const exit = yield* Effect.exit(limiter.acquire("k"))
+          if (mode === "error") {
+            assert.isTrue(
+              Exit.isFailure(exit) &&
+                exit.cause.reasons.some((r) => r._tag === "Fail" && r.error._tag === "StoreUnavailable")
+            )
+          } else {
+            assert.deepStrictEqual(exit, Exit.succeed(mode !== "deny"))
+          }
+          assert.strictEqual((yield* limiter.stats).storeFailures, 1)
+        }
+      }))
+
+    it.effect("an interrupted caller frees the key: what queued behind it goes on, and the key keeps working", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+          Effect.provideService(Store.CurrentStore, store)
+        )
+        control.gate = yield* Deferred.make<void>()
+        const first = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+        const second = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* Fiber.interrupt(first)
+        // the interrupted call no longer holds the key: the queued one goes out
+        yield* settle
+        assert.strictEqual(control.calls.length, 2)
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.isTrue(yield* Fiber.join(second))
+        control.gate = undefined
+        yield* settle
+        assert.isTrue(yield* limiter.acquire("k"))
+        // the gated store had not applied the interrupted call: 2 of 5 taken
+        const peek = yield* limiter.peek("k")
+        assert.strictEqual(peek.remaining, 3)
+      }))
+  })
+}

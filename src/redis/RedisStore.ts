@@ -316,10 +316,10 @@ class Entry {
     this.answer = exit
     this.resume(exit)
   }
-  /** For a caller interrupted while its call waits for a round: it is not sent. */
-  readonly cancel: Effect.Effect<void> = Effect.sync(() => {
+  /** For a caller that left while its call waits for a round: it is not sent. */
+  readonly cancel = (): void => {
     this.cancelled = true
-  })
+  }
 }
 
 // One round trip: the commands it sends at once (one per entry point, and
@@ -626,30 +626,46 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       }
     }
 
-    // The hot path: one suspension of the caller, and plain JavaScript from
-    // there to the socket.
+    // The hot path: plain JavaScript from the caller to the socket, and from
+    // the reply to `done` (the caller's one suspension, in `apply` or the
+    // limiter's own).
+    const applyUnsafe = (
+      key: string,
+      policy: Policy.Valid,
+      ops: ReadonlyArray<Op>,
+      timeout: number,
+      done: (exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void
+    ): (() => void) | undefined => {
+      const e = encode(policy)
+      if (Predicate.isString(e)) {
+        done(Exit.fail(unavailable(e)))
+        return undefined
+      }
+      const fiber = Fiber.getCurrent()
+      const entry = new Entry(
+        prefix + key,
+        e,
+        ops,
+        timeout,
+        clock.currentTimeMillisUnsafe() + timeout,
+        done,
+        fiber === undefined || fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ? undefined : fiber.context
+      )
+      // While a round is answering its callers, those that call again join
+      // the next round (started when it ends) instead of going out one by one.
+      if (pending.length === 0 && inFlight < maxInFlight && !answering) {
+        sendAlone(entry)
+        return undefined
+      }
+      pending.push(entry)
+      // waits for a round: the watchdog wakes for it if it is the first due
+      if (entry.deadline < wakeAt) arm(entry.deadline)
+      return entry.cancel
+    }
     const apply = (key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>, timeoutMillis?: number) =>
       Effect.callback<ReadonlyArray<Reply>, StoreUnavailable>((resume) => {
-        const e = encode(policy)
-        if (Predicate.isString(e)) return resume(Exit.fail(unavailable(e)))
-        const timeout = timeoutMillis ?? defaultTimeout
-        const fiber = Fiber.getCurrent()
-        const entry = new Entry(
-          prefix + key,
-          e,
-          ops,
-          timeout,
-          clock.currentTimeMillisUnsafe() + timeout,
-          resume,
-          fiber === undefined || fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ? undefined : fiber.context
-        )
-        // While a round is answering its callers, those that call again join
-        // the next round (started when it ends) instead of going out one by one.
-        if (pending.length === 0 && inFlight < maxInFlight && !answering) return sendAlone(entry)
-        pending.push(entry)
-        // waits for a round: the watchdog wakes for it if it is the first due
-        if (entry.deadline < wakeAt) arm(entry.deadline)
-        return entry.cancel
+        const cancel = applyUnsafe(key, policy, ops, timeoutMillis ?? defaultTimeout, resume)
+        return cancel === undefined ? undefined : Effect.sync(cancel)
       })
     // A take over several keys, all or nothing: one call of the multi entry
     // point, straight to the socket (not batched with other calls: it is
@@ -685,7 +701,7 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     const checkKeys = settings.cluster
       ? (keys: ReadonlyArray<string>) => Slot.crossSlot(keys.map((key) => prefix + key))
       : undefined
-    return { name: "redis", apply, applyAll, checkKeys, timesOut: true }
+    return { name: "redis", apply, applyUnsafe, applyAll, checkKeys, timesOut: true }
   })
 
 /**

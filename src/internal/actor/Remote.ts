@@ -388,9 +388,49 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     outs.set(bucket, out)
     Bucket.touch(limiter, bucket, now)
     const op = opFor(undefined, kind, cost, payload)
+    const ops = op === takeOne ? takeOneOps : [op]
+    const applyUnsafe = store.applyUnsafe
+    if (applyUnsafe !== undefined && store.timesOut === true && now >= health.downUntil) {
+      // One suspension from the call to its answer: the store calls back
+      // with the outcome, which becomes the answer on the reply's stack.
+      health.calls++
+      health.ops += ops.length
+      return Effect.callback<Request.Reply<K>, Request.FailureOf<K>>((resume) => {
+        const cancel = applyUnsafe(bucket.key, bucket.policy, ops, fallback.timeoutMillis, (exit) => {
+          settle(bucket, out)
+          let answer: Request.Answer<K>
+          // (on the store's stack: a defect here is the caller's, never the store's)
+          try {
+            Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
+            let result: Answered
+            if (Exit.isSuccess(exit)) {
+              // the store is back: what the local fallback counted meanwhile is moot
+              if (Bucket.read(bucket) !== undefined) Bucket.write(bucket, undefined)
+              result = { replies: exit.value, degraded: false, error: undefined }
+            } else {
+              const [at, error] = failed(limiter, exit.cause)
+              result = degrade(bucket, ops, at, error)
+            }
+            // (the answer runs after the call is settled: a shaper's sleep holds nothing)
+            answer = result.error !== undefined
+              ? Exit.fail(result.error)
+              : answers[kind](limiter, op, result.replies[0], result.degraded, bucket.policy)
+          } catch (defect) {
+            answer = Exit.die(defect)
+          }
+          resume(answer)
+        })
+        // the caller leaves: a call not yet sent is withdrawn, one sent is
+        // applied by the store and its answer lost
+        return Effect.sync(() => {
+          cancel?.()
+          settle(bucket, out)
+        })
+      })
+    }
     // (the answer runs after the call is settled: a shaper's sleep holds nothing)
     return Effect.flatten(Effect.onExit(
-      Effect.map(call(limiter, bucket, op === takeOne ? takeOneOps : [op]), (result): Request.Answer<K> => {
+      Effect.map(call(limiter, bucket, ops), (result): Request.Answer<K> => {
         Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
         return result.error !== undefined
           ? Exit.fail(result.error)
