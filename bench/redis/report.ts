@@ -61,6 +61,10 @@ export interface RedisResults {
     }
   >
   readonly targets: ReadonlyArray<RedisTarget>
+  /** A lone call's floor (node-redis's FCALL of the lean script, no Effect), in the same rounds. */
+  readonly floors?:
+    | ReadonlyArray<{ readonly scenario: string; readonly floorVsRlf: number; readonly tollgateVsFloor: number }>
+    | undefined
 }
 
 const scenarios: ReadonlyArray<readonly [id: string, title: string]> = [
@@ -76,7 +80,8 @@ const contenders: ReadonlyArray<readonly [id: string, title: string]> = [
   ["store", "`RedisStore.apply` alone"],
   ["store-unbatched", "`RedisStore.apply` alone, `maxBatchKeys: 1`"],
   ["rlf", "rate-limiter-flexible `RateLimiterRedis` (ioredis)"],
-  ["effect", "Effect `RateLimiter`, `layerStoreRedis`"]
+  ["effect", "Effect `RateLimiter`, `layerStoreRedis`"],
+  ["floor", "floor of a lone call: node-redis `FCALL` of the lean script, no Effect"]
 ]
 
 const ops = (n: number | undefined): string =>
@@ -167,6 +172,19 @@ export const renderRedisSection = (results: RedisResults): string => {
         t.ratioOfMedians.toFixed(2)
       }× | ${t.pass ? "PASS" : "**FAIL**"} |`
     )
+  }
+  if (results.floors !== undefined && results.floors.length > 0) {
+    out.push(
+      "",
+      "A lone call's floor, in the same rounds (medians of the rounds' ratios):",
+      "",
+      "| scenario | the floor ÷ rate-limiter-flexible | tollgate `acquire` ÷ the floor |",
+      "|---|---:|---:|"
+    )
+    for (const f of results.floors) {
+      const title = scenarios.find(([id]) => id === f.scenario)?.[1] ?? f.scenario
+      out.push(`| ${title} | ${f.floorVsRlf.toFixed(2)}× | ${f.tollgateVsFloor.toFixed(2)}× |`)
+    }
   }
   // clients-<ping|evalsha>-c<callers>: one row per client, one column per command and concurrency
   const clients = results.rows.filter((r) => r.scenario.startsWith("clients-"))

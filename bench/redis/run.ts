@@ -267,6 +267,32 @@ const effectRedis: Contender = {
   }
 }
 
+// The floor of a lone call on this store: node-redis's own sendCommand of the
+// FCALL that RedisStore sends for one Take (the lean token-bucket function,
+// the same arguments), awaited as a promise: no Effect, no limiter, no store
+// code. What tollgate's acquire adds on top is the price of being an Effect
+// (one suspension of the caller) and of the limiter's path.
+const leanFloor: Contender = {
+  id: "floor",
+  label: "floor: node-redis FCALL of the lean script (no Effect)",
+  make: async (url, prefix) => {
+    const client = createClient({ url, commandOptions: { timeout: 0 } })
+    await client.connect()
+    try {
+      await client.sendCommand(["FUNCTION", "LOAD", Scripts.library.lua])
+    } catch {
+      // already loaded
+    }
+    const fn = tokenBucket.lean!.fn
+    return {
+      run: promiseLoops((key) =>
+        client.sendCommand(["FCALL", fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"])
+      ),
+      close: () => client.close()
+    }
+  }
+}
+
 // The clients alone, for the choice of client: PING and a raw EVALSHA of the
 // token bucket's lean script (the same ARGV as RedisStore sends for a lone
 // Take, as an EVAL script).
@@ -503,7 +529,7 @@ const main = async () => {
     rows.push(
       ...await measure(
         loader,
-        [tollgate, storeAlone(undefined), storeAlone(1), rlf, effectRedis],
+        [tollgate, storeAlone(undefined), storeAlone(1), rlf, effectRedis, ...(s.callers === 1 ? [leanFloor] : [])],
         url,
         s.id,
         s.callers,
@@ -542,6 +568,18 @@ const main = async () => {
     const ratio = median(paired)
     return { name, scenario, ratio, ratioOfMedians: a.opsPerSecond / b.opsPerSecond, rounds: paired, target }
   }
+  // The floor's own ratio, in the same rounds: where a lone call can get to at best.
+  const floors = ["c1-hot", "c1-many"].flatMap((scenario) => {
+    const a = row(scenario, "floor")
+    const b = row(scenario, "rlf")
+    const t = row(scenario, "tollgate")
+    if (a === undefined || b === undefined || t === undefined) return []
+    return [{
+      scenario,
+      floorVsRlf: median(a.samples.map((x, i) => x / b.samples[i])),
+      tollgateVsFloor: median(t.samples.map((x, i) => x / a.samples[i]))
+    }]
+  })
   const targets = [
     versus("c1-hot", 1, "tollgate ≥ 1.0× rate-limiter-flexible, 1 caller, one key"),
     versus("c1-many", 1, "tollgate ≥ 1.0× rate-limiter-flexible, 1 caller, 10 000 keys"),
@@ -558,6 +596,14 @@ const main = async () => {
     )
   }
 
+  for (const f of floors) {
+    log(
+      `  floor (${f.scenario}): the raw lean FCALL ${f.floorVsRlf.toFixed(2)}× rate-limiter-flexible; tollgate ${
+        f.tollgateVsFloor.toFixed(2)
+      }× the floor`
+    )
+  }
+
   const results: RedisResults = {
     meta: {
       date: new Date().toISOString(),
@@ -571,6 +617,7 @@ const main = async () => {
     },
     rows,
     ceilings,
+    floors,
     targets: targets.map((t) => ({ ...t, pass: t.ratio >= t.target }))
   }
   const name = only !== undefined ? "results-only.json" : quick ? "results-quick.json" : "results.json"
