@@ -182,6 +182,14 @@ export class Bucket {
    * their call commits (takes them) or gives them back. 0 almost always.
    */
   held = 0
+  /**
+   * A store call made for the key on a caller's fiber (a store-backed key's
+   * caller-side path), while it is out: the key's actor sends its first
+   * batch only after it. On the bucket, not in a table of the backend's: a
+   * lookup in a table of every key out costs a cache miss per call on a
+   * large key set.
+   */
+  direct: Direct | undefined = undefined
   readonly key: string
   constructor(key: string, policy: Policy.Valid, state: unknown, slot: number) {
     this.policy = policy
@@ -189,6 +197,18 @@ export class Bucket {
     this.slot = slot
     this.key = key
   }
+}
+
+/**
+ * A caller-side store call of a key (see {@link Bucket.direct}).
+ *
+ * @since 0.2.0
+ */
+export interface Direct {
+  /** When it started (an actor waits for it at most twice the store timeout). */
+  readonly since: number
+  /** Completed when it is back, for an actor that waits for it. */
+  idle: Deferred.Deferred<void> | undefined
 }
 
 /**

@@ -75,14 +75,6 @@ interface Answered {
   readonly error: StoreUnavailable | undefined
 }
 
-// A store call made on a caller's fiber for a key (see `now`).
-interface Out {
-  /** When it started (an actor waits for it at most twice the store timeout). */
-  readonly since: number
-  /** Completed when it is back, for an actor that waits for it. */
-  idle: Deferred.Deferred<void> | undefined
-}
-
 const isWait = (kind: Request.Kind): boolean => kind === Request.Kind.Wait || kind === Request.Kind.Reserve
 
 // Requests that change the key's state for whoever waits: the head asks again.
@@ -261,8 +253,6 @@ const inProcessOnly = (what: string) =>
  * @since 0.2.0
  */
 export const backend = (store: Store, fallback: Fallback, health: Health): Bucket.Backend => {
-  // Store calls made on callers' fibers that are out now, by bucket.
-  const outs = new Map<Bucket.Bucket, Out>()
   // The local fallback's policy: a share of the key's (made once per policy).
   const shares = new WeakMap<Policy.Valid, Policy.Valid>()
   const localPolicy = (policy: Policy.Valid): Policy.Valid => {
@@ -362,8 +352,8 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
 
   // A caller-side call is back (or given up on): the key is free, and an
   // actor waiting for it goes on.
-  const settle = (bucket: Bucket.Bucket, out: Out): void => {
-    if (outs.get(bucket) === out) outs.delete(bucket)
+  const settle = (bucket: Bucket.Bucket, out: Bucket.Direct): void => {
+    if (bucket.direct === out) bucket.direct = undefined
     if (out.idle !== undefined) Deferred.doneUnsafe(out.idle, Exit.void)
   }
 
@@ -380,12 +370,12 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     bucket: Bucket.Bucket,
     kind: K,
     cost: number,
-    payload: Request.Payload | undefined
+    payload: Request.Payload | undefined,
+    now: number
   ): Request.Answer<K> | undefined => {
-    if (outs.has(bucket) || bucket.actor?.mailbox !== undefined) return undefined
-    const now = limiter.clock.currentTimeMillisUnsafe()
-    const out: Out = { since: now, idle: undefined }
-    outs.set(bucket, out)
+    if (bucket.direct !== undefined || bucket.actor?.mailbox !== undefined) return undefined
+    const out: Bucket.Direct = { since: now, idle: undefined }
+    bucket.direct = out
     Bucket.touch(limiter, bucket, now)
     const op = opFor(undefined, kind, cost, payload)
     const ops = op === takeOne ? takeOneOps : [op]
@@ -444,11 +434,12 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     limiter: Bucket.Limiter,
     bucket: Bucket.Bucket,
     cost: number,
-    payload: Request.Payload | undefined
+    payload: Request.Payload | undefined,
+    now: number
   ) => Request.Answer<K> | undefined
   const queue = () => undefined
-  const directly = <K extends Request.DecideKind>(kind: K): Now<K> => (limiter, bucket, cost, payload) =>
-    direct(limiter, bucket, kind, cost, payload)
+  const directly = <K extends Request.DecideKind>(kind: K): Now<K> => (limiter, bucket, cost, payload, now) =>
+    direct(limiter, bucket, kind, cost, payload, now)
   const nowTable: { readonly [K in Request.Kind]: Now<K> } = {
     [Request.Kind.Acquire]: directly(Request.Kind.Acquire),
     [Request.Kind.Consume]: directly(Request.Kind.Consume),
@@ -491,7 +482,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
   // never have run it (interrupted before it started), the wait ends after
   // twice that.
   const takeOver = (limiter: Bucket.Limiter, bucket: Bucket.Bucket): Effect.Effect<void> | undefined => {
-    const out = outs.get(bucket)
+    const out = bucket.direct
     if (out === undefined) return undefined
     const left = out.since + 2 * fallback.timeoutMillis - limiter.clock.currentTimeMillisUnsafe()
     if (left <= 0) {
@@ -670,7 +661,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
   return {
     // The state a store-backed bucket keeps is the local fallback's: none yet.
     initial: () => undefined,
-    now: (limiter, bucket, kind, cost, _, payload) => nowTable[kind](limiter, bucket, cost, payload),
+    now: (limiter, bucket, kind, cost, now, payload) => nowTable[kind](limiter, bucket, cost, payload, now),
     // A key with no bucket still goes through one: the store holds its state.
     unstarted: () => undefined,
     serve,
@@ -681,7 +672,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     refund: () => {},
     // The state is the store's (it expires there); forget the bucket unless a
     // call for it is out, so the key's next call cannot overtake it.
-    settled: (bucket) => !outs.has(bucket),
+    settled: (bucket) => bucket.direct === undefined,
     gathers: true,
     minSleep: 1,
     all: (limiter, buckets, cost) => all(limiter, buckets, cost)
