@@ -4,7 +4,9 @@
  * client's machine moves. Three shapes of call, each through `RedisStore`:
  *
  * - `lone`: one caller, one Take of 1 per call, over 10 000 keys (each call
- *   reads and writes a key's state);
+ *   reads and writes a key's state; each sample's keys are new ones);
+ * - `lone, kept`: the same over 1 000 keys, each seen a moment before (its
+ *   state, and the TTL it was given, still there);
  * - `50 keys`: 50 callers at once on 10 000 keys, so a call carries about 50
  *   keys (per key: the call's time divided by its keys);
  * - `hot`: one key, 100 Takes of 1 per call (what a hot key's actor sends
@@ -80,13 +82,14 @@ const main = async () => {
   const keys = Array.from({ length: 10_000 }, (_, i) => `k${i}`)
   process.stdout.write(`redis ${(await admin.info("server")).match(/redis_version:(\S+)/)?.[1]} · ${url}\n\n`)
   process.stdout.write(
-    "| algorithm | lone call, µs | 50 keys, µs per key | hot key, µs per op |\n|---|---:|---:|---:|\n"
+    "| algorithm | lone call, µs | lone call, key kept, µs | 50 keys, µs per key | hot key, µs per op |\n|---|---:|---:|---:|---:|\n"
   )
   for (const [id, name, p] of policies) {
     if (only !== undefined && !only.includes(id)) continue
     const policy = await Effect.runPromise(Policy.validate(p))
     const shapes = [
       { callers: 1, calls: CALLS, keys, ops: take },
+      { callers: 1, calls: CALLS, keys: keys.slice(0, 1000), ops: take },
       { callers: 50, calls: CALLS / 50, keys, ops: take },
       { callers: 1, calls: CALLS / 10, keys: ["hot"], ops: take100 }
     ]
