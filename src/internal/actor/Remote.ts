@@ -334,20 +334,32 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       })
     // One handler for every outcome (a combinator per case costs on every call).
     return Effect.matchCauseEffect(applied, {
-      onSuccess: (replies) => {
-        // the store is back: what the local fallback counted meanwhile is moot,
-        // and a later outage starts from a whole share
-        if (Bucket.read(bucket) !== undefined) Bucket.write(bucket, undefined)
-        return Effect.succeed<Answered>({ replies, degraded: false, error: undefined })
-      },
-      onFailure: (cause) => {
+      onSuccess: (replies) => Effect.succeed(answered(bucket, replies)),
+      onFailure: (cause) =>
         // interrupted: the caller leaves (no answer is owed to it)
         // (the cause is an interruption, which fails with no error of the store's)
-        if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
-        const [at, error] = failed(limiter, cause)
-        return Effect.succeed(degrade(bucket, ops, at, error))
-      }
+        Cause.hasInterrupts(cause)
+          ? Effect.failCause(cause) as Effect.Effect<never>
+          : Effect.succeed(unanswered(limiter, bucket, ops, cause))
     })
+  }
+
+  // The store answered: what the local fallback counted meanwhile is moot,
+  // and a later outage starts from a whole share.
+  const answered = (bucket: Bucket.Bucket, replies: ReadonlyArray<Reply>): Answered => {
+    if (Bucket.read(bucket) !== undefined) Bucket.write(bucket, undefined)
+    return { replies, degraded: false, error: undefined }
+  }
+
+  // The store failed (not interrupted): the fallback answers.
+  const unanswered = (
+    limiter: Bucket.Limiter,
+    bucket: Bucket.Bucket,
+    ops: ReadonlyArray<Op>,
+    cause: Cause.Cause<StoreUnavailable>
+  ): Answered => {
+    const [at, error] = failed(limiter, cause)
+    return degrade(bucket, ops, at, error)
   }
 
   // A caller-side call is back (or given up on): the key is free, and an
@@ -392,15 +404,9 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
           // (on the store's stack: a defect here is the caller's, never the store's)
           try {
             Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
-            let result: Answered
-            if (Exit.isSuccess(exit)) {
-              // the store is back: what the local fallback counted meanwhile is moot
-              if (Bucket.read(bucket) !== undefined) Bucket.write(bucket, undefined)
-              result = { replies: exit.value, degraded: false, error: undefined }
-            } else {
-              const [at, error] = failed(limiter, exit.cause)
-              result = degrade(bucket, ops, at, error)
-            }
+            const result = Exit.isSuccess(exit)
+              ? answered(bucket, exit.value)
+              : unanswered(limiter, bucket, ops, exit.cause)
             // (the answer runs after the call is settled: a shaper's sleep holds nothing)
             answer = result.error !== undefined
               ? Exit.fail(result.error)
