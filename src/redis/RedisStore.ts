@@ -40,6 +40,7 @@ import * as Codec from "./internal/codec.ts"
 import * as Connection from "./internal/connection.ts"
 import * as Scripts from "./internal/scripts.ts"
 import * as Slot from "./internal/slot.ts"
+import * as Wire from "./internal/wire.ts"
 
 /**
  * Options of {@link make}.
@@ -83,11 +84,13 @@ export interface Options {
    */
   readonly maxBatchKeys?: number | undefined
   /**
-   * Most round trips out at once (default 1). A call made while they are out
-   * waits for the next round, which carries every call made meanwhile: a busy
-   * store costs few, large calls (far less CPU per decision, here and on the
-   * server) for at most one extra round trip of waiting. A lone call never
-   * waits. Raise it when callers are few and spread out over a slow link.
+   * Most commands out at once (default 2; with `maxBatchKeys` under 64, as
+   * many as carry 128 keys). A lone call goes out at once; calls made while
+   * every slot is taken wait for the next free one, and go out together
+   * (far less CPU per decision, here and on the server). With two out, the
+   * client answers the callers of one reply while Redis runs the other
+   * command, so both work at the same time. Raise it when callers are few
+   * and spread out over a slow link.
    */
   readonly maxInFlight?: number | undefined
   /**
@@ -233,7 +236,7 @@ const validate = (options: Options) => {
       reason: "on Redis Cluster must be 1 unless the prefix has a {hash tag} (one command's keys share one slot)"
     })
   }
-  const maxInFlight = options.maxInFlight ?? 1
+  const maxInFlight = options.maxInFlight ?? Math.max(2, Math.ceil(128 / maxBatchKeys))
   if (!(Number.isSafeInteger(maxInFlight) && maxInFlight > 0)) {
     return new InvalidPolicy({
       field: "maxInFlight",
@@ -264,6 +267,8 @@ const validate = (options: Options) => {
     cluster
   } as const
 }
+
+type Settings = Exclude<ReturnType<typeof validate>, InvalidPolicy>
 
 const unavailable = (reason: string) => new StoreUnavailable({ store: "redis", reason })
 
@@ -322,19 +327,22 @@ class Entry {
   }
 }
 
-// One round trip: the commands it sends at once (one per entry point, and
-// per `maxBatchKeys` keys) and their calls. It holds one of the
-// `maxInFlight` slots until its last reply, or its deadline.
+// One round trip: one command, to one entry point (the lean one of a
+// policy, or the batch one of an algorithm), with the calls it carries. It
+// holds one of the `maxInFlight` slots until its reply, or its deadline.
 class Round {
+  readonly route: Scripts.Route
+  readonly lean: boolean
+  readonly entries: Array<Entry> = []
   /** The earliest deadline of its calls. */
-  readonly deadline: number
-  readonly entries: ReadonlyArray<Entry>
-  /** Commands still out. */
-  left: number
-  constructor(deadline: number, entries: ReadonlyArray<Entry>, left: number) {
-    this.deadline = deadline
-    this.entries = entries
-    this.left = left
+  deadline = Infinity
+  constructor(route: Scripts.Route, lean: boolean) {
+    this.route = route
+    this.lean = lean
+  }
+  add(e: Entry): void {
+    this.entries.push(e)
+    if (e.deadline < this.deadline) this.deadline = e.deadline
   }
 }
 
@@ -369,340 +377,361 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
   .fnUntraced(function*(options: Options = {}) {
     const settings = validate(options)
     if (settings instanceof InvalidPolicy) return yield* settings
-    const { functions, keep, maxBatchKeys, maxInFlight, prefix, server, timeout: defaultTimeout } = settings
     const redis = yield* Redis.Redis
     const nodeRedis = yield* Effect.serviceOption(NodeRedis.NodeRedis)
-    const clock = yield* Clock.Clock
     const context = yield* Effect.context<never>()
-    const runFork = Effect.runForkWith(context)
-    const runner = Connection.makeRunner(
-      nodeRedis._tag === "Some"
-        ? Connection.viaClient(nodeRedis.value.client)
-        : Connection.viaService(redis, context),
-      Scripts.library,
-      functions
+    return yield* build(
+      nodeRedis._tag === "Some" ? Connection.viaClient(nodeRedis.value.client) : Connection.viaService(redis, context),
+      settings
     )
-    // Policies are immutable values, shared by every key they apply to.
-    const encoded = new WeakMap<Policy.Valid, Scripts.Encoded | string>()
-    const encode = (policy: Policy.Valid) => {
-      let e = encoded.get(policy)
-      if (e === undefined) {
-        e = encodePolicy(policy)
-        encoded.set(policy, e)
-      }
-      return e
-    }
+  })
 
-    // Batching: a call goes out at once while nothing waits for a round and
-    // fewer than `maxInFlight` rounds are out (so a lone caller waits for
-    // nothing but its round trip); past that it waits in `pending`, and the
-    // round that completes next sends everything pending at once, in as few
-    // commands as `maxBatchKeys` allows.
-    let pending: Array<Entry> = []
-    let inFlight = 0
-    // Set while a round answers several callers (who resume at once, on its
-    // stack): their next calls wait for the next round, which carries them
-    // all, rather than going out one by one.
-    let answering = false
-    // Deadlines: one watchdog per store, asleep until the earliest deadline
-    // of the rounds out and of the calls waiting for one. Not a timer per
-    // round: that timer, a race of two fibers, cost a lone caller about a
-    // sixth of its round trip here (docs/distributed.md). On waking it fails
-    // every call past its deadline as timed out and frees the slot of each
-    // round past its own, so the next round goes out even if that one's
-    // reply never comes.
-    const watched = new Set<Round>()
-    let wakeAt = Infinity
-    let watchdog: Fiber.Fiber<void> | undefined
-    let closed = false
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        closed = true
-        watchdog?.interruptUnsafe()
-      })
-    )
-    // A round's slot is given back once: answered, failed, or past its deadline.
-    const end = (round: Round): void => {
-      if (watched.delete(round)) inFlight--
+// The store over `send`, with its settings checked.
+const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings: Settings) {
+  const { functions, keep, maxBatchKeys, maxInFlight, prefix, server, timeout: defaultTimeout } = settings
+  const clock = yield* Clock.Clock
+  const context = yield* Effect.context<never>()
+  const runFork = Effect.runForkWith(context)
+  const runner = Connection.makeRunner(sendCommand, Scripts.library, functions)
+  // Policies are immutable values, shared by every key they apply to.
+  const encoded = new WeakMap<Policy.Valid, Scripts.Encoded | string>()
+  const encode = (policy: Policy.Valid) => {
+    let e = encoded.get(policy)
+    if (e === undefined) {
+      e = encodePolicy(policy)
+      encoded.set(policy, e)
     }
-    const expire = Effect.sync(() => {
-      watchdog = undefined
-      wakeAt = Infinity
-      const now = clock.currentTimeMillisUnsafe()
-      let next = Infinity
-      for (const round of watched) {
-        if (round.deadline > now) {
-          if (round.deadline < next) next = round.deadline
-          continue
-        }
-        end(round)
-        answer(round.entries, (e) => timedOut(e))
-      }
-      // and the calls waiting for a round (behind one that does not answer)
-      let kept = 0
-      for (const e of pending) {
-        if (e.cancelled) continue
-        if (e.deadline <= now) {
-          e.cancelled = true
-          e.complete(Exit.fail(timedOut(e)))
-          continue
-        }
-        if (e.deadline < next) next = e.deadline
-        pending[kept++] = e
-      }
-      pending.length = kept
-      if (next < Infinity) arm(next)
-      if (pending.length > 0 && inFlight < maxInFlight) dispatch()
+    return e
+  }
+
+  // Batching: a call goes out at once while nothing waits for a round and
+  // fewer than `maxInFlight` rounds are out (so a lone caller waits for
+  // nothing but its round trip); past that it waits in `pending`, and the
+  // round that completes next sends everything pending at once, in as few
+  // commands as `maxBatchKeys` allows.
+  let pending: Array<Entry> = []
+  let inFlight = 0
+  // Set while a round answers several callers (who resume at once, on its
+  // stack): their next calls wait for the next round, which carries them
+  // all, rather than going out one by one.
+  let answering = false
+  // Deadlines: one watchdog per store, asleep until the earliest deadline
+  // of the rounds out and of the calls waiting for one. Not a timer per
+  // round: that timer, a race of two fibers, cost a lone caller about a
+  // sixth of its round trip here (docs/distributed.md). On waking it fails
+  // every call past its deadline as timed out and frees the slot of each
+  // round past its own, so the next round goes out even if that one's
+  // reply never comes.
+  const watched = new Set<Round>()
+  let wakeAt = Infinity
+  let watchdog: Fiber.Fiber<void> | undefined
+  let closed = false
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      closed = true
+      watchdog?.interruptUnsafe()
     })
-    const arm = (at: number): void => {
-      if (closed) return
-      const previous = watchdog
-      wakeAt = at
-      watchdog = runFork(
-        Effect.andThen(clock.sleep(Duration.millis(Math.max(1, at - clock.currentTimeMillisUnsafe()))), expire)
-      )
-      previous?.interruptUnsafe()
-    }
-
-    // Answers calls, several at once with `answering` set; a timed-out
-    // call's late reply changes nothing (each is answered once).
-    const answer = (
-      entries: ReadonlyArray<Entry>,
-      outcome: (e: Entry, i: number) => StoreUnavailable | ReadonlyArray<Reply>
-    ): void => {
-      if (entries.length === 1) {
-        const e = entries[0]
-        if (e.answer === undefined) {
-          const result = outcome(e, 0)
-          if (result === Codec.deferred) again(e)
-          else e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
-        }
-        return
+  )
+  // A round's slot is given back once: answered, failed, or past its deadline.
+  const end = (round: Round): void => {
+    if (watched.delete(round)) inFlight--
+  }
+  const expire = Effect.sync(() => {
+    watchdog = undefined
+    wakeAt = Infinity
+    const now = clock.currentTimeMillisUnsafe()
+    let next = Infinity
+    for (const round of watched) {
+      if (round.deadline > now) {
+        if (round.deadline < next) next = round.deadline
+        continue
       }
-      answering = true
+      end(round)
+      answer(round.entries, (e) => timedOut(e))
+    }
+    // and the calls waiting for a round (behind one that does not answer)
+    let kept = 0
+    for (const e of pending) {
+      if (e.cancelled) continue
+      if (e.deadline <= now) {
+        e.cancelled = true
+        e.complete(Exit.fail(timedOut(e)))
+        continue
+      }
+      if (e.deadline < next) next = e.deadline
+      pending[kept++] = e
+    }
+    pending.length = kept
+    if (next < Infinity) arm(next)
+    if (pending.length > 0 && inFlight < maxInFlight) dispatch()
+  })
+  const arm = (at: number): void => {
+    if (closed) return
+    const previous = watchdog
+    wakeAt = at
+    watchdog = runFork(
+      Effect.andThen(clock.sleep(Duration.millis(Math.max(1, at - clock.currentTimeMillisUnsafe()))), expire)
+    )
+    previous?.interruptUnsafe()
+  }
+
+  // Answers calls, several at once with `answering` set; a timed-out
+  // call's late reply changes nothing (each is answered once).
+  const answer = (
+    entries: ReadonlyArray<Entry>,
+    outcome: (e: Entry, i: number) => StoreUnavailable | ReadonlyArray<Reply>
+  ): void => {
+    if (entries.length === 1) {
+      const e = entries[0]
+      if (e.answer === undefined) {
+        const result = outcome(e, 0)
+        if (result === Codec.deferred) again(e)
+        else e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
+      }
+      return
+    }
+    answering = true
+    try {
+      for (let i = 0; i < entries.length; i++) {
+        const e = entries[i]
+        if (e.answer !== undefined) continue
+        const result = outcome(e, i)
+        if (result === Codec.deferred) again(e)
+        else e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
+      }
+    } finally {
+      answering = false
+    }
+  }
+  // A call the lean entry point left to the batch one (its key is
+  // blocked): not answered, it goes again in the next round.
+  const again = (e: Entry): void => {
+    e.batchOnly = true
+    pending.push(e)
+    if (e.deadline < wakeAt) arm(e.deadline)
+  }
+
+  // One command: the arguments for its entry point and keys.
+  const argsOf = (lean: boolean, entries: ReadonlyArray<Entry>): Array<string> => {
+    // two slots for the command and the function or script (Connection.Runner)
+    const args = ["", "", String(entries.length)]
+    for (const e of entries) args.push(e.key)
+    args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
+    if (lean) {
+      args.push(entries[0].encoded.leanConfig)
+      for (const e of entries) {
+        const op = e.ops[0]
+        args.push(op.kind === OpKind.Admit ? "5" : "0", Codec.show(op.cost))
+      }
+    } else {
+      for (const e of entries) args.push(e.encoded.policy, Codec.encodeOps(e.ops))
+    }
+    return args
+  }
+
+  // Sends a round's command and answers its calls from the reply.
+  const send = (round: Round): void => {
+    const { entries, lean, route } = round
+    inFlight++
+    watched.add(round)
+    if (round.deadline < wakeAt) arm(round.deadline)
+    const settle = (reply: unknown, failure: string | undefined): void => {
       try {
-        for (let i = 0; i < entries.length; i++) {
-          const e = entries[i]
-          if (e.answer !== undefined) continue
-          const result = outcome(e, i)
-          if (result === Codec.deferred) again(e)
-          else e.complete(result instanceof StoreUnavailable ? Exit.fail(result) : Exit.succeed(result))
-        }
-      } finally {
-        answering = false
+        end(round)
+        answer(entries, (e, i) => {
+          if (failure !== undefined) return unavailable(failure)
+          const replies = lean
+            ? Codec.decodeLean(reply, i, entries.length, e.encoded.leanWidth)
+            : Array.isArray(reply) && reply.length === entries.length
+            ? Codec.decodeBatch(reply[i], e.ops.length)
+            : undefined
+          return replies ?? unavailable(`unexpected reply from the ${route.name} script`)
+        })
+        if (pending.length > 0 && inFlight < maxInFlight) dispatch()
+      } catch (defect) {
+        // whatever happens, every caller in it gets an answer
+        answer(entries, () => unavailable(`the round trip failed: ${Connection.reasonOf(defect)}`))
       }
     }
-    // A call the lean entry point left to the batch one (its key is
-    // blocked): not answered, it goes again in the next round.
-    const again = (e: Entry): void => {
-      e.batchOnly = true
-      pending.push(e)
-      if (e.deadline < wakeAt) arm(e.deadline)
+    const out = (): Promise<void> => {
+      let sent: Promise<unknown>
+      try {
+        sent = runner.run(route, argsOf(lean, entries))
+      } catch (error) {
+        sent = Promise.reject(error)
+      }
+      return sent.then((reply) => settle(reply, undefined), (error) => settle(undefined, Connection.reasonOf(error)))
     }
+    let traced: Context.Context<never> | undefined
+    for (let i = 0; i < entries.length && traced === undefined; i++) traced = entries[i].traced
+    if (traced === undefined) {
+      void out()
+      return
+    }
+    // The span, only when a tracer is installed to see it, without a stack
+    // trace (a span and its stack trace made a lone caller's round trip
+    // 10-20 % slower here; Effect's native tracer keeps spans nowhere).
+    runFork(
+      Effect.withSpan(Effect.promise(out), "RedisStore.apply", {
+        attributes: { "tollgate.script": route.name, "tollgate.keys": entries.length },
+        captureStackTrace: false
+      }).pipe(Effect.provideContext(traced))
+    )
+  }
 
-    // One command: the arguments for its entry point and keys.
-    const argsOf = (lean: boolean, entries: ReadonlyArray<Entry>): Array<string> => {
-      // two slots for the command and the function or script (Connection.Runner)
-      const args = ["", "", String(entries.length)]
-      for (const e of entries) args.push(e.key)
-      args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
-      if (lean) {
-        args.push(entries[0].encoded.leanConfig)
-        for (const e of entries) {
-          const op = e.ops[0]
-          args.push(op.kind === OpKind.Admit ? "5" : "0", Codec.show(op.cost))
-        }
-      } else {
-        for (const e of entries) args.push(e.encoded.policy, Codec.encodeOps(e.ops))
-      }
-      return args
-    }
+  // A call that goes out on its own, at once.
+  const sendAlone = (e: Entry): void => {
+    const lean = e.lean
+    const round = new Round(lean ? e.encoded.lean! : e.encoded.batch, lean)
+    round.add(e)
+    send(round)
+  }
 
-    // Sends one command of `round` and answers its calls from the reply.
-    const send = (round: Round, route: Scripts.Route, lean: boolean, entries: ReadonlyArray<Entry>): void => {
-      const settle = (reply: unknown, failure: string | undefined): void => {
-        try {
-          if (--round.left === 0) end(round)
-          answer(entries, (e, i) => {
-            if (failure !== undefined) return unavailable(failure)
-            const replies = lean
-              ? Codec.decodeLean(reply, i, entries.length, e.encoded.leanWidth)
-              : Array.isArray(reply) && reply.length === entries.length
-              ? Codec.decodeBatch(reply[i], e.ops.length)
-              : undefined
-            return replies ?? unavailable(`unexpected reply from the ${route.name} script`)
-          })
-          if (pending.length > 0 && inFlight < maxInFlight) dispatch()
-        } catch (defect) {
-          // whatever happens, every caller in it gets an answer
-          answer(entries, () => unavailable(`the round trip failed: ${Connection.reasonOf(defect)}`))
-        }
+  // What is pending, in as many rounds as there are free slots, in call
+  // order: one command per entry point (the lean one of a policy, the
+  // batch one of an algorithm), of up to `maxBatchKeys` keys. The calls of
+  // an entry point are shared out evenly between the commands they need
+  // (100 calls and 64 keys at most: two of 50, not 64 and 36), so the
+  // rounds out take turns of one size. A key's calls stay in order: once
+  // one of its calls is held back (no free slot, or it would take a
+  // command of another entry point), its later ones are too.
+  //
+  // Each round is answered on its own reply, and its callers' next calls
+  // go out at once while the other round is still at Redis: with two out
+  // (the default), the client answers one while Redis runs the other.
+  const dispatch = (): void => {
+    const now = clock.currentTimeMillisUnsafe()
+    // the calls of each entry point still to send, for the size of its commands
+    const counts = new Map<string, number>()
+    let kept = 0
+    for (const e of pending) {
+      if (e.cancelled) continue
+      // out of time while it waited for a round: not sent
+      if (e.deadline <= now) {
+        e.complete(Exit.fail(timedOut(e)))
+        continue
       }
-      const out = (): Promise<void> => {
-        let sent: Promise<unknown>
-        try {
-          sent = runner.run(route, argsOf(lean, entries))
-        } catch (error) {
-          sent = Promise.reject(error)
-        }
-        return sent.then((reply) => settle(reply, undefined), (error) => settle(undefined, Connection.reasonOf(error)))
-      }
-      let traced: Context.Context<never> | undefined
-      for (let i = 0; i < entries.length && traced === undefined; i++) traced = entries[i].traced
-      if (traced === undefined) {
-        void out()
-        return
-      }
-      // The span, only when a tracer is installed to see it, without a stack
-      // trace (a span and its stack trace made a lone caller's round trip
-      // 10-20 % slower here; Effect's native tracer keeps spans nowhere).
-      runFork(
-        Effect.withSpan(Effect.promise(out), "RedisStore.apply", {
-          attributes: { "tollgate.script": route.name, "tollgate.keys": entries.length },
-          captureStackTrace: false
-        }).pipe(Effect.provideContext(traced))
-      )
+      pending[kept++] = e
+      const id = groupOf(e)
+      counts.set(id, (counts.get(id) ?? 0) + 1)
     }
-
-    // A call that goes out on its own, at once.
-    const sendAlone = (e: Entry): void => {
-      const round = new Round(e.deadline, [e], 1)
-      inFlight++
-      watched.add(round)
-      if (e.deadline < wakeAt) arm(e.deadline)
-      const lean = e.lean
-      send(round, lean ? e.encoded.lean! : e.encoded.batch, lean, round.entries)
-    }
-
-    // Everything pending, in one round: one command per script (the lean
-    // one of a policy, the batch one of an algorithm), each of up to
-    // `maxBatchKeys` keys. A key's
-    // calls stay in order: one whose later call would go in another command
-    // of this round waits for the next round with its later ones.
-    const dispatch = (): void => {
-      const groups = new Map<string, { route: Scripts.Route; lean: boolean; entries: Array<Entry> }>()
-      const groupOf = new Map<string, string | undefined>()
-      const later: Array<Entry> = []
-      const all: Array<Entry> = []
-      const now = clock.currentTimeMillisUnsafe()
-      let until = Infinity
-      for (const e of pending) {
-        if (e.cancelled) continue
-        // out of time while it waited for a round: not sent
-        if (e.deadline <= now) {
-          e.complete(Exit.fail(timedOut(e)))
-          continue
-        }
-        const lean = e.lean
-        const route = lean ? e.encoded.lean! : e.encoded.batch
-        // (per algorithm for the batch script too, though the library's one
-        // function runs them all: a command whose FCALL falls back to EVALSHA
-        // then still has the one script for all its keys)
-        const id = lean ? e.encoded.leanGroup : route.script.sha
-        if (groupOf.has(e.key) && groupOf.get(e.key) !== id) {
-          groupOf.set(e.key, undefined)
+    pending.length = kept
+    const free = maxInFlight - inFlight
+    const rounds: Array<Round> = []
+    const open = new Map<string, Round>()
+    const placed = new Map<string, string | undefined>()
+    const later: Array<Entry> = []
+    for (const e of pending) {
+      const id = groupOf(e)
+      const at = placed.get(e.key)
+      if (at === undefined ? placed.has(e.key) : at !== id) {
+        placed.set(e.key, undefined)
+        later.push(e)
+        continue
+      }
+      let round = open.get(id)
+      if (round === undefined || round.entries.length >= evenly(counts.get(id)!)) {
+        if (rounds.length >= free) {
+          placed.set(e.key, undefined)
           later.push(e)
           continue
         }
-        groupOf.set(e.key, id)
-        if (e.deadline < until) until = e.deadline
-        all.push(e)
-        const group = groups.get(id)
-        if (group === undefined) groups.set(id, { route, lean, entries: [e] })
-        else group.entries.push(e)
+        const lean = e.lean
+        round = new Round(lean ? e.encoded.lean! : e.encoded.batch, lean)
+        rounds.push(round)
+        open.set(id, round)
       }
-      pending = later
-      if (all.length === 0) return
-      let commands = 0
-      for (const group of groups.values()) commands += Math.ceil(group.entries.length / maxBatchKeys)
-      const round = new Round(until, all, commands)
-      inFlight++
-      watched.add(round)
-      if (until < wakeAt) arm(until)
-      for (const { entries, lean, route } of groups.values()) {
-        for (let i = 0; i < entries.length; i += maxBatchKeys) {
-          send(round, route, lean, entries.length <= maxBatchKeys ? entries : entries.slice(i, i + maxBatchKeys))
-        }
-      }
+      placed.set(e.key, id)
+      round.add(e)
     }
+    pending = later
+    for (const round of rounds) send(round)
+  }
+  // The entry point a call takes (per algorithm for the batch script too,
+  // though the library's one function runs them all: a command whose FCALL
+  // falls back to EVALSHA then still has the one script for all its keys).
+  const groupOf = (e: Entry): string => e.lean ? e.encoded.leanGroup : e.encoded.batch.script.sha
+  // The size of each command when `n` calls share the fewest commands.
+  const evenly = (n: number): number => Math.ceil(n / Math.ceil(n / maxBatchKeys))
 
-    // The hot path: plain JavaScript from the caller to the socket, and from
-    // the reply to `done` (the caller's one suspension, in `apply` or the
-    // limiter's own).
-    const applyUnsafe = (
-      key: string,
-      policy: Policy.Valid,
-      ops: ReadonlyArray<Op>,
-      timeout: number,
-      done: (exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void
-    ): (() => void) | undefined => {
-      const e = encode(policy)
-      if (Predicate.isString(e)) {
-        done(Exit.fail(unavailable(e)))
-        return undefined
-      }
-      const fiber = Fiber.getCurrent()
-      const entry = new Entry(
-        prefix + key,
-        e,
-        ops,
-        timeout,
-        clock.currentTimeMillisUnsafe() + timeout,
-        done,
-        fiber === undefined || fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ? undefined : fiber.context
-      )
-      // While a round is answering its callers, those that call again join
-      // the next round (started when it ends) instead of going out one by one.
-      if (pending.length === 0 && inFlight < maxInFlight && !answering) {
-        sendAlone(entry)
-        return undefined
-      }
-      pending.push(entry)
-      // waits for a round: the watchdog wakes for it if it is the first due
-      if (entry.deadline < wakeAt) arm(entry.deadline)
-      return entry.cancel
+  // The hot path: plain JavaScript from the caller to the socket, and from
+  // the reply to `done` (the caller's one suspension, in `apply` or the
+  // limiter's own).
+  const applyUnsafe = (
+    key: string,
+    policy: Policy.Valid,
+    ops: ReadonlyArray<Op>,
+    timeout: number,
+    done: (exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void
+  ): (() => void) | undefined => {
+    const e = encode(policy)
+    if (Predicate.isString(e)) {
+      done(Exit.fail(unavailable(e)))
+      return undefined
     }
-    const apply = (key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>, timeoutMillis?: number) =>
-      Effect.callback<ReadonlyArray<Reply>, StoreUnavailable>((resume) => {
-        const cancel = applyUnsafe(key, policy, ops, timeoutMillis ?? defaultTimeout, resume)
-        return cancel === undefined ? undefined : Effect.sync(cancel)
+    const fiber = Fiber.getCurrent()
+    const entry = new Entry(
+      prefix + key,
+      e,
+      ops,
+      timeout,
+      clock.currentTimeMillisUnsafe() + timeout,
+      done,
+      fiber === undefined || fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ? undefined : fiber.context
+    )
+    // While a round is answering its callers, those that call again join
+    // the next round (started when it ends) instead of going out one by one.
+    if (pending.length === 0 && inFlight < maxInFlight && !answering) {
+      sendAlone(entry)
+      return undefined
+    }
+    pending.push(entry)
+    // waits for a round: the watchdog wakes for it if it is the first due
+    if (entry.deadline < wakeAt) arm(entry.deadline)
+    return entry.cancel
+  }
+  const apply = (key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>, timeoutMillis?: number) =>
+    Effect.callback<ReadonlyArray<Reply>, StoreUnavailable>((resume) => {
+      const cancel = applyUnsafe(key, policy, ops, timeoutMillis ?? defaultTimeout, resume)
+      return cancel === undefined ? undefined : Effect.sync(cancel)
+    })
+  // A take over several keys, all or nothing: one call of the multi entry
+  // point, straight to the socket (not batched with other calls: it is
+  // atomic over its own keys, and a call of its own keeps it so).
+  const applyAll = (entries: ReadonlyArray<Entry_>, timeoutMillis?: number) =>
+    Effect.suspend((): Effect.Effect<AllReply, StoreUnavailable> => {
+      const args = ["", "", String(entries.length)]
+      for (const e of entries) args.push(prefix + e.key)
+      args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
+      for (const e of entries) {
+        const encodedPolicy = encode(e.policy)
+        if (Predicate.isString(encodedPolicy)) return Effect.fail(unavailable(encodedPolicy))
+        args.push(encodedPolicy.policy, Codec.show(e.cost))
+      }
+      const timeout = timeoutMillis ?? defaultTimeout
+      const sent = Effect.tryPromise({
+        try: () => runner.run(Scripts.multi, args),
+        catch: (error) => unavailable(Connection.reasonOf(error))
       })
-    // A take over several keys, all or nothing: one call of the multi entry
-    // point, straight to the socket (not batched with other calls: it is
-    // atomic over its own keys, and a call of its own keeps it so).
-    const applyAll = (entries: ReadonlyArray<Entry_>, timeoutMillis?: number) =>
-      Effect.suspend((): Effect.Effect<AllReply, StoreUnavailable> => {
-        const args = ["", "", String(entries.length)]
-        for (const e of entries) args.push(prefix + e.key)
-        args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
-        for (const e of entries) {
-          const encodedPolicy = encode(e.policy)
-          if (Predicate.isString(encodedPolicy)) return Effect.fail(unavailable(encodedPolicy))
-          args.push(encodedPolicy.policy, Codec.show(e.cost))
+      return Effect.timeoutOrElse(
+        Effect.flatMap(sent, (reply) => {
+          const decoded = Codec.decodeMulti(reply, entries.length)
+          return decoded === undefined
+            ? Effect.fail(unavailable("unexpected reply from the multi script"))
+            : Effect.succeed(decoded)
+        }),
+        {
+          duration: Duration.millis(timeout),
+          orElse: () => Effect.fail(unavailable(`timed out after ${timeout} ms`))
         }
-        const timeout = timeoutMillis ?? defaultTimeout
-        const sent = Effect.tryPromise({
-          try: () => runner.run(Scripts.multi, args),
-          catch: (error) => unavailable(Connection.reasonOf(error))
-        })
-        return Effect.timeoutOrElse(
-          Effect.flatMap(sent, (reply) => {
-            const decoded = Codec.decodeMulti(reply, entries.length)
-            return decoded === undefined
-              ? Effect.fail(unavailable("unexpected reply from the multi script"))
-              : Effect.succeed(decoded)
-          }),
-          {
-            duration: Duration.millis(timeout),
-            orElse: () => Effect.fail(unavailable(`timed out after ${timeout} ms`))
-          }
-        )
-      })
-    const checkKeys = settings.cluster
-      ? (keys: ReadonlyArray<string>) => Slot.crossSlot(keys.map((key) => prefix + key))
-      : undefined
-    return { name: "redis", apply, applyUnsafe, applyAll, checkKeys, timesOut: true }
-  })
+      )
+    })
+  const checkKeys = settings.cluster
+    ? (keys: ReadonlyArray<string>) => Slot.crossSlot(keys.map((key) => prefix + key))
+    : undefined
+  const store: Store = { name: "redis", apply, applyUnsafe, applyAll, checkKeys, timesOut: true }
+  return store
+})
 
 /**
  * The store as the limiter's `Store.CurrentStore`, over the `Redis` service
@@ -759,54 +788,111 @@ const reconnect = (connected: { value: boolean }) => (retries: number, cause: Er
  */
 export const layer = (options: LayerOptions = {}): Layer.Layer<never, InvalidPolicy | Redis.RedisError> =>
   Layer.effectContext(Effect.gen(function*() {
+    const settings = validate(options)
+    if (settings instanceof InvalidPolicy) return yield* settings
     const connectTimeout = yield* bounded(options, "connectTimeout", 5000)
     const closeTimeout = yield* bounded(options, "closeTimeout", 2000)
-    const connected = { value: false }
-    const { client, url } = options
-    const socket = client?.socket
-    const redis = NodeRedis.layer({
-      disableOfflineQueue: true,
-      // The store bounds every call itself (`timeout`); node-redis' own
-      // per-command timeout costs an `AbortSignal.timeout` per call.
-      commandOptions: { timeout: 0 },
-      ...client,
-      ...(url === undefined ? {} : { url }),
-      socket: { ...socket, reconnectStrategy: socket?.reconnectStrategy ?? reconnect(connected) } as never
-    })
-    // The client lives in a scope of its own, built and closed on fibers of
-    // their own: a server that accepts the connection and never answers is
-    // left behind after `connectTimeout` / `closeTimeout`, not waited for.
-    const inner = yield* Scope.make()
-    const abandon = Effect.forkDetach(Scope.close(inner, Exit.void))
-    const building = yield* Effect.forkDetach(Layer.buildWithScope(redis, inner))
-    const built = yield* Effect.timeoutOption(Fiber.await(building), connectTimeout)
-    if (built._tag === "None") {
-      yield* Fiber.interrupt(building).pipe(Effect.andThen(abandon), Effect.forkDetach)
-      return yield* new Redis.RedisError({ cause: new Error(`no answer within ${Duration.format(connectTimeout)}`) })
-    }
-    if (Exit.isFailure(built.value)) {
-      yield* abandon
-      return yield* built.value
-    }
-    const context = built.value.value
-    connected.value = true
-    yield* Effect.addFinalizer(() =>
-      Effect.flatMap(
-        abandon,
-        (closing) =>
-          Effect.flatMap(Effect.timeoutOption(Fiber.await(closing), closeTimeout), (closed) =>
-            closed._tag === "Some" ? Effect.void : Effect.sync(() => {
-              // replies still due: dropped, their calls fail
-              const nodeRedis = Context.getOption(context, NodeRedis.NodeRedis)
-              if (nodeRedis._tag === "Some") {
-                nodeRedis.value.client.destroy()
-              }
-            }))
-      )
-    )
-    const store = yield* make(options).pipe(Effect.provideContext(context))
-    return Context.make(CurrentStore, store)
+    const send = options.client === undefined
+      ? yield* ownConnection(options.url ?? "redis://localhost:6379", connectTimeout, closeTimeout)
+      : yield* nodeRedisConnection(options, connectTimeout, closeTimeout)
+    return Context.make(CurrentStore, yield* build(send, settings))
   }))
+
+// The store's own connection (`Wire`): commands written the moment they
+// are sent (see wire.ts). Connecting again waits on Effect's `Clock`.
+const ownConnection = Effect.fnUntraced(function*(
+  url: string,
+  connectTimeout: Duration.Duration,
+  closeTimeout: Duration.Duration
+) {
+  const config = Wire.fromUrl(url)
+  if (Predicate.isString(config)) return yield* new Redis.RedisError({ cause: new Error(config) })
+  const clock = yield* Clock.Clock
+  const runFork = Effect.runForkWith(yield* Effect.context<never>())
+  const wire = new Wire.Wire(
+    config,
+    (millis, f) => {
+      const fiber = runFork(Effect.andThen(clock.sleep(Duration.millis(millis)), Effect.sync(f)))
+      return () => fiber.interruptUnsafe()
+    },
+    (level, message) => runFork(Effect.logWithLevel(level)(message))
+  )
+  const opened = yield* Effect.timeoutOption(
+    Effect.callback<Error | undefined>((resume) => {
+      wire.open((failure) => resume(Effect.succeed(failure)))
+      return Effect.sync(() => wire.destroy())
+    }),
+    connectTimeout
+  )
+  if (opened._tag === "None" || opened.value !== undefined) {
+    wire.destroy()
+    return yield* new Redis.RedisError({
+      cause: opened._tag === "None" ? new Error(`no answer within ${Duration.format(connectTimeout)}`) : opened.value
+    })
+  }
+  // closing waits for the replies still due, up to closeTimeout; then they fail
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(() => wire.drain()).pipe(
+      Effect.timeoutOption(closeTimeout),
+      Effect.andThen(Effect.sync(() => wire.destroy()))
+    )
+  )
+  const send: Connection.Send = (args) => wire.call(args)
+  return send
+})
+
+// node-redis's client (`NodeRedis.layer`), for a layer given node-redis
+// options of its own (`client`).
+const nodeRedisConnection = Effect.fnUntraced(function*(
+  options: LayerOptions,
+  connectTimeout: Duration.Duration,
+  closeTimeout: Duration.Duration
+) {
+  const connected = { value: false }
+  const { client, url } = options
+  const socket = client?.socket
+  const redis = NodeRedis.layer({
+    disableOfflineQueue: true,
+    // The store bounds every call itself (`timeout`); node-redis' own
+    // per-command timeout costs an `AbortSignal.timeout` per call.
+    commandOptions: { timeout: 0 },
+    ...client,
+    ...(url === undefined ? {} : { url }),
+    socket: { ...socket, reconnectStrategy: socket?.reconnectStrategy ?? reconnect(connected) } as never
+  })
+  // The client lives in a scope of its own, built and closed on fibers of
+  // their own: a server that accepts the connection and never answers is
+  // left behind after `connectTimeout` / `closeTimeout`, not waited for.
+  const inner = yield* Scope.make()
+  const abandon = Effect.forkDetach(Scope.close(inner, Exit.void))
+  const building = yield* Effect.forkDetach(Layer.buildWithScope(redis, inner))
+  const built = yield* Effect.timeoutOption(Fiber.await(building), connectTimeout)
+  if (built._tag === "None") {
+    yield* Fiber.interrupt(building).pipe(Effect.andThen(abandon), Effect.forkDetach)
+    return yield* new Redis.RedisError({ cause: new Error(`no answer within ${Duration.format(connectTimeout)}`) })
+  }
+  if (Exit.isFailure(built.value)) {
+    yield* abandon
+    return yield* Effect.failCause(built.value.cause)
+  }
+  const context = built.value.value
+  connected.value = true
+  yield* Effect.addFinalizer(() =>
+    Effect.flatMap(
+      abandon,
+      (closing) =>
+        Effect.flatMap(Effect.timeoutOption(Fiber.await(closing), closeTimeout), (closed) =>
+          closed._tag === "Some" ? Effect.void : Effect.sync(() => {
+            // replies still due: dropped, their calls fail
+            const nodeRedis = Context.getOption(context, NodeRedis.NodeRedis)
+            if (nodeRedis._tag === "Some") {
+              nodeRedis.value.client.destroy()
+            }
+          }))
+    )
+  )
+  return Connection.viaClient(Context.get(context, NodeRedis.NodeRedis).client)
+})
 
 const bounded = (
   options: LayerOptions,

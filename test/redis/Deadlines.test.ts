@@ -43,7 +43,7 @@ describe("RedisStore deadlines", () => {
   it.effect("a round without a reply: its call times out, the next round goes out, the late reply changes nothing", () =>
     Effect.gen(function*() {
       const { answer, redis, sent } = yield* silentRedis
-      const store = yield* RedisStore.make({ clock: "client", prefix: "" }).pipe(
+      const store = yield* RedisStore.make({ clock: "client", prefix: "", maxInFlight: 1 }).pipe(
         Effect.provideService(Redis.Redis, redis)
       )
       const call = (key: string, timeout?: number) =>
@@ -80,7 +80,7 @@ describe("RedisStore deadlines", () => {
   it.effect("a call waiting behind a silent round fails at its own deadline, unsent; no timeout given: the store's", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* silentRedis
-      const store = yield* RedisStore.make({ clock: "client", prefix: "", timeout: "5 seconds" }).pipe(
+      const store = yield* RedisStore.make({ clock: "client", prefix: "", timeout: "5 seconds", maxInFlight: 1 }).pipe(
         Effect.provideService(Redis.Redis, redis)
       )
       const call = (key: string, timeout?: number) =>
@@ -95,6 +95,47 @@ describe("RedisStore deadlines", () => {
       assert.isUndefined(slow.pollUnsafe())
       yield* TestClock.adjust("1 millis")
       assert.include(failure(yield* Fiber.join(slow)), "timed out after 5000 ms")
+    }))
+
+  it.effect("two commands out by default: a call goes out beside a silent one; the next waits for a free slot", () =>
+    Effect.gen(function*() {
+      const { answer, redis, sent } = yield* silentRedis
+      const store = yield* RedisStore.make({ clock: "client", prefix: "" }).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
+      const call = (key: string) =>
+        store.apply(key, policy, take, 1000).pipe(Effect.exit, Effect.forkChild({ startImmediately: true }))
+      const a = yield* call("a")
+      const b = yield* call("b")
+      const c = yield* call("c")
+      const d = yield* call("d")
+      assert.deepStrictEqual(sent.map((s) => s.keys), [["a"], ["b"]])
+      // b's reply first: c and d go out together in b's slot, a's still out
+      yield* answer(1)
+      assert.include(failure(yield* Fiber.join(b)), "unexpected reply")
+      yield* settle
+      assert.deepStrictEqual(sent.map((s) => s.keys), [["a"], ["b"], ["c", "d"]])
+      assert.isUndefined(a.pollUnsafe())
+      yield* answer(0)
+      yield* answer(2)
+      for (const f of [a, c, d]) assert.include(failure(yield* Fiber.join(f)), "unexpected reply")
+    }))
+
+  it.effect("one key per command (Redis Cluster): 128 commands out at once by default", () =>
+    Effect.gen(function*() {
+      const { redis, sent } = yield* silentRedis
+      const store = yield* RedisStore.make({ clock: "client", prefix: "", maxBatchKeys: 1 }).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
+      const calls = yield* Effect.forEach(
+        Array.from({ length: 130 }, (_, i) => `k${i}`),
+        (key) => store.apply(key, policy, take, 1000).pipe(Effect.exit, Effect.forkChild({ startImmediately: true }))
+      )
+      yield* settle
+      assert.strictEqual(sent.length, 128)
+      assert.isTrue(sent.every((s) => s.keys.length === 1))
+      yield* TestClock.adjust("1 second")
+      for (const f of calls) assert.include(failure(yield* Fiber.join(f)), "timed out after 1000 ms")
     }))
 
   it.effect("a timeout that is not a positive duration is refused, naming the field and the value", () =>

@@ -425,6 +425,35 @@ describeRedis("the limiter on Redis", (it) => {
       assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("no script for the \"custom\" algorithm"))
     }))
 
+  it.effect("RedisStore.layer given node-redis options of its own (client) runs on node-redis's client", () =>
+    Effect.gen(function*() {
+      const prefix = uniquePrefix("nodeRedis")
+      const redis = yield* Redis.Redis
+      const name = `tollgate-node-redis-${process.pid}`
+      const policy = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
+      const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+      const named = (list: string) => list.split("\n").filter((line) => line.includes(` name=${name} `))
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* Layer.build(RedisStore.layer({ url, prefix, client: { name } })).pipe(
+          Effect.map((context) => Context.get(context, Store.CurrentStore)!)
+        )
+        assert.isTrue((yield* store.apply("k", policy, take))[0].allowed)
+        assert.isFalse((yield* store.apply("k", policy, take))[0].allowed)
+        const mine = named(yield* redis.send<string>("CLIENT", "LIST"))
+        assert.strictEqual(mine.length, 1)
+        assert.include(mine[0], "cmd=fcall")
+      }))
+      // and without: its own connection, which names itself nothing
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* Layer.build(RedisStore.layer({ url, prefix })).pipe(
+          Effect.map((context) => Context.get(context, Store.CurrentStore)!)
+        )
+        assert.isFalse((yield* store.apply("k", policy, take))[0].allowed)
+        assert.strictEqual(named(yield* redis.send<string>("CLIENT", "LIST")).length, 0)
+      }))
+      yield* cleanup(prefix)
+    }))
+
   it.effect("bad options name the field", () =>
     Effect.gen(function*() {
       const clock = yield* Effect.flip(RedisStore.make({ clock: "local" as never }))

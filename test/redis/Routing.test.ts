@@ -84,7 +84,10 @@ describe("RedisStore routing", () => {
   it.effect("calls made together share one command per script (and per policy, for the lean one), in order", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* recordingRedis
-      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      // one command out at a time: each goes when the one before is answered
+      const store = yield* RedisStore.make({ prefix: "", maxInFlight: 1 }).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
       const calls: ReadonlyArray<readonly [string, Policy.Valid, ReadonlyArray<Op>]> = [
         ["first", tokenBucket, take], // goes out alone, at once
         ["k1", tokenBucket, take],
@@ -136,7 +139,7 @@ describe("RedisStore routing", () => {
   it.effect("maxBatchKeys splits a round's keys into commands of at most that many", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* recordingRedis
-      const store = yield* RedisStore.make({ prefix: "", maxBatchKeys: 3 }).pipe(
+      const store = yield* RedisStore.make({ prefix: "", maxBatchKeys: 3, maxInFlight: 1 }).pipe(
         Effect.provideService(Redis.Redis, redis)
       )
       yield* Effect.forEach(
@@ -147,7 +150,27 @@ describe("RedisStore routing", () => {
           discard: true
         }
       )
+      // 8 waiting: 3 + 3 + 2, the most that fit (3 of 8 now, then 3 of 5)
       assert.deepStrictEqual(sent.map((s) => s[2]), ["1", "3", "3", "2"])
+    }))
+
+  it.effect("two commands out by default; what waits is shared out evenly between the commands it needs", () =>
+    Effect.gen(function*() {
+      const { redis, sent } = yield* recordingRedis
+      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      yield* Effect.forEach(
+        Array.from({ length: 100 }, (_, i) => `k${i}`),
+        (key) => store.apply(key, tokenBucket, take),
+        { concurrency: "unbounded", discard: true }
+      )
+      // the first two go out at once; the other 98 need two commands of at
+      // most 64 keys: 49 and 49 (not 64 and 34), one in each slot as it frees
+      assert.deepStrictEqual(sent.map((s) => s[2]), ["1", "1", "49", "49"])
+      // every key once, in call order
+      assert.deepStrictEqual(
+        sent.flatMap((s) => s.slice(3, 3 + Number(s[2]))),
+        Array.from({ length: 100 }, (_, i) => `k${i}`)
+      )
     }))
 
   it.effect("a round's commands fall back one by one, each with its own script", () =>
@@ -256,7 +279,9 @@ describe("RedisStore routing", () => {
   it.effect("a caller interrupted while its call waits for a round: the call is never sent", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* recordingRedis
-      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      const store = yield* RedisStore.make({ prefix: "", maxInFlight: 1 }).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
       const first = yield* store.apply("first", tokenBucket, take).pipe(Effect.forkChild({ startImmediately: true }))
       const waiting = yield* store.apply("gone", tokenBucket, take).pipe(Effect.forkChild({ startImmediately: true }))
       yield* Fiber.interrupt(waiting)

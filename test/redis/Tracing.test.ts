@@ -28,7 +28,8 @@ describeRedis("RedisStore spans", (it) => {
       // The callers are answered on the round trip's fiber, before its span ends.
       const roundsDone = Effect.sleep("20 millis")
       const prefix = uniquePrefix("tracing")
-      const store = yield* RedisStore.make({ prefix })
+      // one command out at a time, so what is called meanwhile waits and shares one
+      const store = yield* RedisStore.make({ prefix, maxInFlight: 1 })
       const traced = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.withTracer(effect, tracer)
 
       const one = yield* traced(store.apply("a", policy, take))
