@@ -1,5 +1,5 @@
 /**
- * @effect-diagnostics globalDate:off
+ * @effect-diagnostics globalDate:off globalTimers:off
  *
  * The Redis benchmark: tollgate on `RedisStore` beside rate-limiter-flexible's
  * `RateLimiterRedis` (over ioredis, its fastest client here) and Effect's own
@@ -34,6 +34,7 @@ import { createClient } from "redis"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as Scripts from "../../src/redis/internal/scripts.ts"
+import * as Wire from "../../src/redis/internal/wire.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
 import { median } from "../stats.ts"
@@ -177,7 +178,7 @@ const strict = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 ho
 
 const tollgate: Contender = {
   id: "tollgate",
-  label: "tollgate acquire, RedisStore (node-redis via NodeRedis)",
+  label: "tollgate acquire, RedisStore (its own connection)",
   make: async (url, prefix, deny) => {
     const { close, value } = await withScope(Effect.gen(function*() {
       const context = yield* Layer.build(RedisStore.layer({ url, prefix }))
@@ -267,28 +268,32 @@ const effectRedis: Contender = {
   }
 }
 
-// The floor of a lone call on this store: node-redis's own sendCommand of the
-// FCALL that RedisStore sends for one Take (the lean token-bucket function,
-// the same arguments), awaited as a promise: no Effect, no limiter, no store
-// code. What tollgate's acquire adds on top is the price of being an Effect
-// (one suspension of the caller) and of the limiter's path.
+// The floor of a lone call on this store: the store's own connection
+// (`Wire`) writing the FCALL that RedisStore sends for one Take (the lean
+// token-bucket function, the same arguments), awaited as a promise: no
+// Effect, no limiter, no store code. What tollgate's acquire adds on top is
+// the price of being an Effect (one suspension of the caller) and of the
+// limiter's path.
+const openWire = async (url: string): Promise<Wire.Wire> => {
+  const wire = new Wire.Wire(Wire.fromUrl(url) as Wire.Config, (millis, f) => {
+    const timer = setTimeout(f, millis)
+    return () => clearTimeout(timer)
+  })
+  await new Promise<void>((resolve, reject) => wire.open((failure) => failure ? reject(failure) : resolve()))
+  return wire
+}
 const leanFloor: Contender = {
   id: "floor",
-  label: "floor: node-redis FCALL of the lean script (no Effect)",
+  label: "floor: the store's connection, FCALL of the lean script (no Effect)",
   make: async (url, prefix) => {
-    const client = createClient({ url, commandOptions: { timeout: 0 } })
-    await client.connect()
-    try {
-      await client.sendCommand(["FUNCTION", "LOAD", Scripts.library.lua])
-    } catch {
-      // already loaded
-    }
+    const wire = await openWire(url)
+    await wire.call(["FUNCTION", "LOAD", "REPLACE", Scripts.library.lua])
     const fn = tokenBucket.lean!.fn
     return {
       run: promiseLoops((key) =>
-        client.sendCommand(["FCALL", fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"])
+        wire.call(["FCALL", fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"])
       ),
-      close: () => client.close()
+      close: async () => wire.destroy()
     }
   }
 }
@@ -339,6 +344,18 @@ const clientContenders = (kind: "ping" | "evalsha"): ReadonlyArray<Contender> =>
         close: async () => {
           client.disconnect()
         }
+      }
+    }
+  },
+  {
+    id: `wire-${kind}`,
+    label: `the store's connection (Wire) ${kind === "ping" ? "PING" : "EVALSHA (raw)"}`,
+    make: async (url, prefix) => {
+      const wire = await openWire(url)
+      await wire.call(["SCRIPT", "LOAD", tokenBucketScript.lua])
+      return {
+        run: promiseLoops((key) => wire.call(kind === "ping" ? ["PING"] : evalArgs(prefix, key))),
+        close: async () => wire.destroy()
       }
     }
   },

@@ -17,12 +17,27 @@ import type { Redis } from "effect/persistence"
 import type * as Scripts from "./scripts.ts"
 
 /**
- * Sends one command (its name first); the reply, or a rejection whose
- * reason {@link reasonOf} reads.
+ * A command's answer: its reply, or the failure (an error reply, or the
+ * connection's) whose reason {@link reasonOf} reads. Called once.
+ *
+ * @since 0.3.0
+ */
+export type Done = (reply: unknown, failure: unknown) => void
+
+/**
+ * Sends one command (its name first) and calls `done` with its answer.
+ * A callback, not a promise: on the store's own connection the reply
+ * answers its callers on the socket's own stack, with no promise and no
+ * microtask per command.
  *
  * @since 0.2.0
  */
-export type Send = (args: Array<string>) => Promise<unknown>
+export type Send = (args: Array<string>, done: Done) => void
+
+// A promise's outcome as a `Done`.
+const settle = (promise: PromiseLike<unknown>, done: Done): void => {
+  promise.then((reply) => done(reply, undefined), (error) => done(undefined, error ?? new Error("failed")))
+}
 
 /**
  * The text of a failed command's error.
@@ -55,12 +70,15 @@ export const reasonOf = (error: unknown): string => {
  *
  * @since 0.2.0
  */
-export const viaClient = (client: NodeRedis.NodeRedis["Service"]["client"]): Send => (args) => {
+export const viaClient = (client: NodeRedis.NodeRedis["Service"]["client"]): Send => (args, done) => {
+  let sent: Promise<unknown>
   try {
-    return client.sendCommand(args)
+    sent = client.sendCommand(args)
   } catch (error) {
-    return Promise.reject(error)
+    done(undefined, error)
+    return
   }
+  settle(sent, done)
 }
 
 /**
@@ -80,9 +98,12 @@ export const viaClient = (client: NodeRedis.NodeRedis["Service"]["client"]): Sen
  */
 export const viaService = (redis: Redis.Redis["Service"], context: Context.Context<never>): Send => {
   const run = Effect.runPromiseExitWith(context)
-  return (args) =>
-    run(redis.send<unknown>(args[0], ...args.slice(1))).then((exit) =>
-      Exit.isSuccess(exit) ? exit.value : Promise.reject(new Error(describe(exit.cause)))
+  return (args, done) =>
+    settle(
+      run(redis.send<unknown>(args[0], ...args.slice(1))).then((exit) =>
+        Exit.isSuccess(exit) ? exit.value : Promise.reject(new Error(describe(exit.cause)))
+      ),
+      done
     )
 }
 
@@ -109,9 +130,9 @@ export interface Runner {
   /**
    * Runs `route` with `args`, whose first two elements are left for the
    * command and the function or script (`args` is handed to the client: it
-   * must not change afterwards).
+   * must not change afterwards); `done` gets the reply.
    */
-  readonly run: (route: Scripts.Route, args: Array<string>) => Promise<unknown>
+  readonly run: (route: Scripts.Route, args: Array<string>, done: Done) => void
 }
 
 /**
@@ -134,42 +155,52 @@ export const makeRunner = (
 ): Runner => {
   let useFunctions = functions
 
-  const evalSha = (route: Scripts.Route, args: Array<string>): Promise<unknown> => {
+  const evalSha = (route: Scripts.Route, args: Array<string>, done: Done): void => {
     args[0] = "EVALSHA"
     args[1] = route.script.sha
-    return send(args).catch((error) => {
-      if (!reasonOf(error).includes("NOSCRIPT")) throw error
-      return send(["SCRIPT", "LOAD", route.script.lua]).then(() => send(args.slice()))
+    send(args, (reply, error) => {
+      if (error === undefined) return done(reply, undefined)
+      if (!reasonOf(error).includes("NOSCRIPT")) return done(undefined, error)
+      send(["SCRIPT", "LOAD", route.script.lua], (_, failure) => {
+        if (failure !== undefined) return done(undefined, failure)
+        send(args.slice(), done)
+      })
     })
   }
 
   // true once loaded (or found loaded); false when the server has no Functions for us
-  const load = (): Promise<boolean> =>
-    send(["FUNCTION", "LOAD", library.lua]).then(() => true, (error) => {
+  const load = (done: (loaded: boolean, failure: unknown) => void): void =>
+    send(["FUNCTION", "LOAD", library.lua], (_, error) => {
+      if (error === undefined) return done(true, undefined)
       const reason = reasonOf(error)
-      if (reason.includes("already exists")) return true
+      if (reason.includes("already exists")) return done(true, undefined)
       if (noFunctions(reason)) {
         useFunctions = false
-        return false
+        return done(false, undefined)
       }
-      throw error
+      done(false, error)
     })
 
-  const fcall = (route: Scripts.Route, args: Array<string>): Promise<unknown> => {
+  const fcall = (route: Scripts.Route, args: Array<string>, done: Done): void => {
     args[0] = "FCALL"
     args[1] = route.fn
-    return send(args).catch((error) => {
+    send(args, (reply, error) => {
+      if (error === undefined) return done(reply, undefined)
       const reason = reasonOf(error)
       if (reason.includes("Function not found")) {
-        return load().then((loaded) => loaded ? send(args.slice()) : evalSha(route, args.slice()))
+        return load((loaded, failure) => {
+          if (failure !== undefined) return done(undefined, failure)
+          if (loaded) send(args.slice(), done)
+          else evalSha(route, args.slice(), done)
+        })
       }
       if (noFunctions(reason)) {
         useFunctions = false
-        return evalSha(route, args.slice())
+        return evalSha(route, args.slice(), done)
       }
-      throw error
+      done(undefined, error)
     })
   }
 
-  return { run: (route, args) => useFunctions ? fcall(route, args) : evalSha(route, args) }
+  return { run: (route, args, done) => useFunctions ? fcall(route, args, done) : evalSha(route, args, done) }
 }

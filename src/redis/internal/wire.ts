@@ -52,11 +52,12 @@ export type Sleep = (millis: number, f: () => void) => () => void
 
 /**
  * What the connection tells its owner: it was lost (a warning), an attempt
- * to connect again failed (debug), it is back (info).
+ * to connect again failed (debug), it is back (info), a reply's callback
+ * threw (an error).
  *
  * @since 0.3.0
  */
-export type Log = (level: "Warn" | "Info" | "Debug", message: string) => void
+export type Log = (level: "Error" | "Warn" | "Info" | "Debug", message: string) => void
 
 /**
  * Reads a `redis://` or `rediss://` URL: host, port, credentials and
@@ -177,14 +178,24 @@ export class Wire {
   private reply(reply: Resp.Reply): void {
     const cb = this.pending.shift()
     if (cb === undefined) return
-    if (reply instanceof Resp.ReplyError) cb(null, reply)
-    else cb(reply, undefined)
+    if (reply instanceof Resp.ReplyError) this.answer(cb, null, reply)
+    else this.answer(cb, reply, undefined)
     if (this.drained !== undefined && this.pending.size === 0) this.drained()
+  }
+
+  private answer(cb: Callback, reply: Resp.Reply, failure: Error | undefined): void {
+    try {
+      cb(reply, failure)
+    } catch (defect) {
+      // the owner's callback failed: said, and the connection goes on (the
+      // replies after this one still belong to their commands)
+      this.log("Error", `a reply's callback failed: ${defect instanceof Error ? defect.message : String(defect)}`)
+    }
   }
 
   private failAll(reason: string): void {
     let cb: Callback | undefined
-    while ((cb = this.pending.shift()) !== undefined) cb(null, new Error(reason))
+    while ((cb = this.pending.shift()) !== undefined) this.answer(cb, null, new Error(reason))
     if (this.drained !== undefined) this.drained()
   }
 
