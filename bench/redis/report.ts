@@ -61,7 +61,7 @@ export interface RedisResults {
     }
   >
   readonly targets: ReadonlyArray<RedisTarget>
-  /** A lone call's floor (node-redis's FCALL of the lean script, no Effect), in the same rounds. */
+  /** A lone call's floor (the store's connection's FCALL of the lean script, no Effect), in the same rounds. */
   readonly floors?:
     | ReadonlyArray<{ readonly scenario: string; readonly floorVsRlf: number; readonly tollgateVsFloor: number }>
     | undefined
@@ -81,7 +81,7 @@ const contenders: ReadonlyArray<readonly [id: string, title: string]> = [
   ["store-unbatched", "`RedisStore.apply` alone, `maxBatchKeys: 1`"],
   ["rlf", "rate-limiter-flexible `RateLimiterRedis` (ioredis)"],
   ["effect", "Effect `RateLimiter`, `layerStoreRedis`"],
-  ["floor", "floor of a lone call: node-redis `FCALL` of the lean script, no Effect"]
+  ["floor", "floor of a lone call: the store's connection, `FCALL` of the lean script, no Effect"]
 ]
 
 const ops = (n: number | undefined): string =>
@@ -190,7 +190,10 @@ export const renderRedisSection = (results: RedisResults): string => {
   const clients = results.rows.filter((r) => r.scenario.startsWith("clients-"))
   if (clients.length > 0) {
     const columns = [...new Set(clients.map((r) => r.scenario))]
-    const client = (r: RedisRow) => r.contender.replace(/-(ping|evalsha)$/, "")
+    const client = (r: RedisRow) => {
+      const id = r.contender.replace(/-(ping|evalsha)$/, "")
+      return id === "wire" ? "the store's own connection (`Wire`)" : id
+    }
     const title = (scenario: string) => {
       const [, kind, callers] = /^clients-(\w+)-c(\d+)$/.exec(scenario) ?? []
       return `${kind === "ping" ? "PING" : "EVALSHA (tollgate's lean script)"}, ${callers} caller${

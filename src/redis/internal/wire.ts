@@ -12,7 +12,7 @@
  * A command also costs less here: no queue of options, no promise per
  * command on the hot path, no tracing channel.
  *
- * What it does: connects (TCP, TLS, or a Unix socket), says who it is
+ * What it does: connects (TCP, or TLS for `rediss://`), says who it is
  * (`AUTH`, `SELECT`) and checks the server answers (`PING`) before it is
  * ready; when the connection drops, every command out fails at once, and it
  * connects again for ever, backing off to about a second. While it is not
@@ -33,8 +33,6 @@ import * as Resp from "./resp.ts"
 export interface Config {
   readonly host: string
   readonly port: number
-  /** A Unix socket's path, instead of host and port. */
-  readonly path?: string | undefined
   /** TLS options (`rediss://`), or undefined for plain TCP. */
   readonly tls?: tls.ConnectionOptions | undefined
   readonly username?: string | undefined
@@ -207,8 +205,6 @@ export class Wire {
     const { config } = this
     const socket = config.tls !== undefined
       ? tls.connect({ ...config.tls, host: config.host, port: config.port })
-      : config.path !== undefined
-      ? net.connect({ path: config.path })
       : net.connect({ host: config.host, port: config.port })
     socket.setNoDelay(true)
     socket.setKeepAlive(true, 5000)
