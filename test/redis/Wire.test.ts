@@ -4,13 +4,20 @@
  * redis-server echoes them back), and the connection's life: the handshake
  * (AUTH, SELECT, PING), a command refused at once while it is down, every
  * command out failed when the connection drops, connecting again after a
- * restart, and closing (waiting for the replies due, then failing them).
+ * restart, closing (waiting for the replies due, then failing them), and
+ * TLS against a redis-server that speaks only TLS.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import * as fc from "fast-check"
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
 import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as Resp from "../../src/redis/internal/resp.ts"
 import * as Wire from "../../src/redis/internal/wire.ts"
+import { freePort, hasServer, killServer, startServer } from "./redis.ts"
 
 const url = process.env.REDIS_URL
 
@@ -269,4 +276,61 @@ describe("Wire", () => {
       wire.destroy()
     }
   )
+})
+
+// A redis-server that speaks only TLS, with a certificate made for the test
+// (openssl, as Debian ships it): the connection's TLS path, end to end.
+const hasOpenssl = spawnSync("openssl", ["version"]).status === 0
+const tlsSuite = hasServer && hasOpenssl ? describe : describe.skip
+tlsSuite("Wire over TLS (rediss://)", () => {
+  it("connects to a TLS redis-server it can verify, and refuses one it cannot", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-tls-"))
+    const cert = path.join(dir, "cert.pem")
+    const key = path.join(dir, "key.pem")
+    const made = spawnSync("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+      "-days",
+      "1",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1"
+    ])
+    assert.strictEqual(made.status, 0, String(made.stderr))
+    const port = await Effect.runPromise(freePort)
+    const server = await Effect.runPromise(startServer(0, dir, [
+      "--tls-port",
+      String(port),
+      "--tls-cert-file",
+      cert,
+      "--tls-key-file",
+      key,
+      "--tls-auth-clients",
+      "no"
+    ]))
+    try {
+      const ca = fs.readFileSync(cert, "utf8")
+      const wire = await open({ host: "127.0.0.1", port, tls: { ca, servername: "localhost" } })
+      assert.strictEqual(await wire.call(["SET", "tls:k", "v"]), "OK")
+      assert.strictEqual(await wire.call(["GET", "tls:k"]), "v")
+      wire.destroy()
+      // rediss:// trusts the system's CAs only: this self-signed server is refused
+      const refused = await open(Wire.fromUrl(`rediss://localhost:${port}`) as Wire.Config).then(
+        () => "connected",
+        (e: Error) => e.message
+      )
+      assert.match(refused, /self[- ]signed|certificate/i)
+    } finally {
+      await Effect.runPromise(killServer(server))
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })
