@@ -7,17 +7,21 @@
  * or Admit by its algorithm's lean script, anything else by the batch
  * script, both functions of one Redis Functions library (or `EVAL` scripts
  * on a Redis without Functions). A lone call goes straight to the socket;
- * calls for many keys made at once share one command; the bucket actor in
- * front of each key sends a whole batch in one call (coalescing), so a hot
- * key costs one round trip per batch, not one per request.
+ * calls for many keys made at once share one command, two commands out at
+ * once (so the client answers one reply while Redis runs the other); the
+ * bucket actor in front of each key sends a whole batch in one call
+ * (coalescing), so a hot key costs one round trip per batch, not one per
+ * request.
  *
  * Supported algorithms: token bucket, GCRA, leaky bucket, fixed window,
  * sliding window, sliding log, concurrency, warm-up/bursty and composites of
  * them (see `supported`). A policy of any other algorithm fails its calls
  * with `StoreUnavailable`, whose reason says so.
  *
- * Built over effect's `Redis` service (`effect/persistence`); `layer` brings
- * its own node-redis client through `NodeRedis.layer`.
+ * `layer` opens a connection of its own (each command written the moment it
+ * is sent, each reply answering its callers on the socket's stack); `make`
+ * and `layerRedis` run over effect's `Redis` service (`effect/persistence`)
+ * that the application provides.
  *
  * @since 0.1.0
  */
@@ -136,9 +140,17 @@ export interface Options {
  * @since 0.1.0
  */
 export interface LayerOptions extends Options {
-  /** `redis://[[user]:password@]host[:port][/db]`. Default `redis://localhost:6379`. */
+  /**
+   * `redis://[[user]:password@]host[:port][/db]`, or `rediss://…` for TLS
+   * (verified against the system's CAs). Default `redis://localhost:6379`.
+   */
   readonly url?: string | undefined
-  /** More node-redis client options (TLS, credentials, timeouts) for `NodeRedis.layer`. */
+  /**
+   * node-redis client options (a Unix socket, TLS certificates, a credentials
+   * provider, …): given them, the store runs on a node-redis client
+   * (`NodeRedis.layer`) rather than its own connection, at node-redis's
+   * speed (it writes commands at the next `setImmediate`).
+   */
   readonly client?: Omit<NonNullable<Parameters<typeof NodeRedis.layer>[0]>, "url"> | undefined
   /**
    * How long building the layer waits for Redis to connect and answer
@@ -350,10 +362,10 @@ class Round {
  * Makes a store over the `Redis` service in context. Calls for different
  * keys made at the same moment (by the buckets of many keys) share a round
  * trip, each key still applied atomically and in order on its own; a lone
- * call goes straight to the socket. Over `NodeRedis` (what `layer` builds,
- * or `NodeRedis.layer` provided by the application) the store writes its
- * commands with node-redis's own client; over any other `Redis` service,
- * through its `send`.
+ * call goes straight to the socket. Over `NodeRedis` (`NodeRedis.layer`
+ * provided by the application) the store writes its commands with
+ * node-redis's own client; over any other `Redis` service, through its
+ * `send`. `layer` is faster: its own connection writes each command at once.
  *
  * @example
  * ```ts
@@ -406,9 +418,9 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
 
   // Batching: a call goes out at once while nothing waits for a round and
   // fewer than `maxInFlight` rounds are out (so a lone caller waits for
-  // nothing but its round trip); past that it waits in `pending`, and the
-  // round that completes next sends everything pending at once, in as few
-  // commands as `maxBatchKeys` allows.
+  // nothing but its round trip); past that it waits in `pending`, and each
+  // round that is answered fills its slot again from `pending` (see
+  // `dispatch`).
   let pending: Array<Entry> = []
   let inFlight = 0
   // Set while a round answers several callers (who resume at once, on its
@@ -775,9 +787,10 @@ const reconnect = (connected: { value: boolean }) => (retries: number, cause: Er
   connected.value ? Math.min(50 * 2 ** retries, 1000) + Math.floor(Math.random() * 100) : cause
 
 /**
- * The store as the limiter's `Store.CurrentStore`, with its own node-redis
- * client (`NodeRedis.layer`). Building it fails with `RedisError` when Redis
- * cannot be reached; once connected, the client reconnects for ever, and
+ * The store as the limiter's `Store.CurrentStore`, on a connection of its
+ * own to `url` (`redis://` or `rediss://`; with `client`, node-redis options,
+ * on a node-redis client instead). Building it fails with `RedisError` when
+ * Redis cannot be reached; once connected, it connects again for ever, and
  * while it is disconnected calls fail at once (no offline queue), so the
  * limiter's `fallback` decides.
  *
