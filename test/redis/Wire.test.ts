@@ -245,6 +245,17 @@ describe("Wire", () => {
     assert.strictEqual(h.timers.length, 0, "destroy cancels the wait")
   })
 
+  it("a reply to no command drops the connection (out of step, nothing on it is trusted)", async () => {
+    const server = await fakeServer((args) => args[0] === "PING" ? "+PONG\r\n" : ":1\r\n:2\r\n")
+    const h = harness()
+    const wire = await open({ host: "127.0.0.1", port: server.port }, h)
+    assert.strictEqual(await wire.call(["INCR", "k"]), 1)
+    await h.until(/^Warn the connection was lost \(a reply to no command\)/)
+    assert.include(await wire.call(["INCR", "k"]).then(() => "answered", (e: Error) => e.message), "is down")
+    wire.destroy()
+    await server.close()
+  })
+
   it("drain waits for the replies due; destroy fails what is still out", async () => {
     let answer = true
     const server = await fakeServer((args) => args[0] === "PING" ? "+PONG\r\n" : answer ? ":7\r\n" : undefined)

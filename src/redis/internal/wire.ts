@@ -125,7 +125,8 @@ class Pending {
 }
 
 /**
- * One connection. Make it with {@link connect}.
+ * One connection: `open` connects it (and it connects again by itself once
+ * it has been ready), `send` writes a command, `drain` and `destroy` end it.
  *
  * @since 0.3.0
  */
@@ -175,7 +176,12 @@ export class Wire {
 
   private reply(reply: Resp.Reply): void {
     const cb = this.pending.shift()
-    if (cb === undefined) return
+    if (cb === undefined) {
+      // a reply to no command: the connection is out of step, nothing on it can be trusted
+      this.down = "a reply to no command"
+      this.socket?.destroy()
+      return
+    }
     if (reply instanceof Resp.ReplyError) this.answer(cb, null, reply)
     else this.answer(cb, reply, undefined)
     if (this.drained !== undefined && this.pending.size === 0) this.drained()
