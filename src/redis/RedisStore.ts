@@ -44,7 +44,6 @@ import * as Codec from "./internal/codec.ts"
 import * as Connection from "./internal/connection.ts"
 import * as Scripts from "./internal/scripts.ts"
 import * as Slot from "./internal/slot.ts"
-import * as Wire from "./internal/wire.ts"
 
 /**
  * Options of {@link make}.
@@ -780,12 +779,6 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
 export const layerRedis = (options?: Options): Layer.Layer<never, InvalidPolicy, Redis.Redis> =>
   Layer.effect(CurrentStore, make(options))
 
-// After the first connection: reconnect for ever, backing off to about a
-// second, so a restarted server is used again soon after it is back. (The
-// default of `NodeRedis` stops reconnecting after a socket timeout.)
-const reconnect = (connected: { value: boolean }) => (retries: number, cause: Error): number | Error =>
-  connected.value ? Math.min(50 * 2 ** retries, 1000) + Math.floor(Math.random() * 100) : cause
-
 /**
  * The store as the limiter's `Store.CurrentStore`, on a connection of its
  * own to `url` (`redis://` or `rediss://`; with `client`, node-redis options,
@@ -816,106 +809,14 @@ export const layer = (options: LayerOptions = {}): Layer.Layer<never, InvalidPol
     const connectTimeout = yield* bounded(options, "connectTimeout", 5000)
     const closeTimeout = yield* bounded(options, "closeTimeout", 2000)
     const send = options.client === undefined
-      ? yield* ownConnection(options.url ?? "redis://localhost:6379", connectTimeout, closeTimeout)
-      : yield* nodeRedisConnection(options, connectTimeout, closeTimeout)
+      ? yield* Connection.own(options.url ?? "redis://localhost:6379", connectTimeout, closeTimeout)
+      : yield* Connection.viaNodeRedis(
+        options.url === undefined ? options.client : { ...options.client, url: options.url },
+        connectTimeout,
+        closeTimeout
+      )
     return Context.make(CurrentStore, yield* build(send, settings))
   }))
-
-// The store's own connection (`Wire`): commands written the moment they
-// are sent (see wire.ts). Connecting again waits on Effect's `Clock`.
-const ownConnection = Effect.fnUntraced(function*(
-  url: string,
-  connectTimeout: Duration.Duration,
-  closeTimeout: Duration.Duration
-) {
-  const config = Wire.fromUrl(url)
-  if (Predicate.isString(config)) return yield* new Redis.RedisError({ cause: new Error(config) })
-  const clock = yield* Clock.Clock
-  const runFork = Effect.runForkWith(yield* Effect.context<never>())
-  const wire = new Wire.Wire(
-    config,
-    (millis, f) => {
-      const fiber = runFork(Effect.andThen(clock.sleep(Duration.millis(millis)), Effect.sync(f)))
-      return () => fiber.interruptUnsafe()
-    },
-    (level, message) => runFork(Effect.logWithLevel(level)(message))
-  )
-  const opened = yield* Effect.timeoutOption(
-    Effect.callback<Error | undefined>((resume) => {
-      wire.open((failure) => resume(Effect.succeed(failure)))
-      return Effect.sync(() => wire.destroy())
-    }),
-    connectTimeout
-  )
-  if (opened._tag === "None" || opened.value !== undefined) {
-    wire.destroy()
-    return yield* new Redis.RedisError({
-      cause: opened._tag === "None" ? new Error(`no answer within ${Duration.format(connectTimeout)}`) : opened.value
-    })
-  }
-  // closing waits for the replies still due, up to closeTimeout; then they fail
-  yield* Effect.addFinalizer(() =>
-    Effect.promise(() => wire.drain()).pipe(
-      Effect.timeoutOption(closeTimeout),
-      Effect.andThen(Effect.sync(() => wire.destroy()))
-    )
-  )
-  const send: Connection.Send = (args, done) => wire.send(args, done)
-  return send
-})
-
-// node-redis's client (`NodeRedis.layer`), for a layer given node-redis
-// options of its own (`client`).
-const nodeRedisConnection = Effect.fnUntraced(function*(
-  options: LayerOptions,
-  connectTimeout: Duration.Duration,
-  closeTimeout: Duration.Duration
-) {
-  const connected = { value: false }
-  const { client, url } = options
-  const socket = client?.socket
-  const redis = NodeRedis.layer({
-    disableOfflineQueue: true,
-    // The store bounds every call itself (`timeout`); node-redis' own
-    // per-command timeout costs an `AbortSignal.timeout` per call.
-    commandOptions: { timeout: 0 },
-    ...client,
-    ...(url === undefined ? {} : { url }),
-    socket: { ...socket, reconnectStrategy: socket?.reconnectStrategy ?? reconnect(connected) } as never
-  })
-  // The client lives in a scope of its own, built and closed on fibers of
-  // their own: a server that accepts the connection and never answers is
-  // left behind after `connectTimeout` / `closeTimeout`, not waited for.
-  const inner = yield* Scope.make()
-  const abandon = Effect.forkDetach(Scope.close(inner, Exit.void))
-  const building = yield* Effect.forkDetach(Layer.buildWithScope(redis, inner))
-  const built = yield* Effect.timeoutOption(Fiber.await(building), connectTimeout)
-  if (built._tag === "None") {
-    yield* Fiber.interrupt(building).pipe(Effect.andThen(abandon), Effect.forkDetach)
-    return yield* new Redis.RedisError({ cause: new Error(`no answer within ${Duration.format(connectTimeout)}`) })
-  }
-  if (Exit.isFailure(built.value)) {
-    yield* abandon
-    return yield* Effect.failCause(built.value.cause)
-  }
-  const context = built.value.value
-  connected.value = true
-  yield* Effect.addFinalizer(() =>
-    Effect.flatMap(
-      abandon,
-      (closing) =>
-        Effect.flatMap(Effect.timeoutOption(Fiber.await(closing), closeTimeout), (closed) =>
-          closed._tag === "Some" ? Effect.void : Effect.sync(() => {
-            // replies still due: dropped, their calls fail
-            const nodeRedis = Context.getOption(context, NodeRedis.NodeRedis)
-            if (nodeRedis._tag === "Some") {
-              nodeRedis.value.client.destroy()
-            }
-          }))
-    )
-  )
-  return Connection.viaClient(Context.get(context, NodeRedis.NodeRedis).client)
-})
 
 const bounded = (
   options: LayerOptions,

@@ -1,20 +1,25 @@
 /**
- * How the Redis store reaches the server: one `send` of a command, and the
+ * How the Redis store reaches the server: one `send` of a command (on the
+ * store's own connection, on a node-redis client, or through any `Redis`
+ * service), the making of those connections for `RedisStore.layer`, and the
  * running of an entry point (a `Scripts.Route`) as a Redis function or as an
  * `EVAL` script, loading what the server lacks.
  *
  * A call of the store is plain JavaScript from the caller's fiber to the
- * socket: over node-redis (`NodeRedis`) the store writes the command with
- * the client's own `sendCommand`, so a lone call costs one promise and the
- * caller's one suspension, with no fiber of its own. Over any other `Redis`
- * service, each command runs that service's `send` on a fiber.
+ * socket: on the store's own connection ({@link own}) a command is written
+ * at once and its reply answers on the socket's stack, so a lone call costs
+ * the caller's one suspension and nothing else; over node-redis
+ * (`NodeRedis`) the store writes with the client's own `sendCommand` (one
+ * promise per command, written at the next `setImmediate`). Over any other
+ * `Redis` service, each command runs that service's `send` on a fiber.
  *
  * @since 0.2.0
  */
-import type { NodeRedis } from "@effect/platform-node"
-import { Cause, type Context, Effect, Exit, Predicate } from "effect"
-import type { Redis } from "effect/persistence"
+import { NodeRedis } from "@effect/platform-node"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope } from "effect"
+import { Redis } from "effect/persistence"
 import type * as Scripts from "./scripts.ts"
+import * as Wire from "./wire.ts"
 
 /**
  * A command's answer: its reply, or the failure (an error reply, or the
@@ -204,3 +209,145 @@ export const makeRunner = (
 
   return { run: (route, args, done) => useFunctions ? fcall(route, args, done) : evalSha(route, args, done) }
 }
+
+/**
+ * node-redis's options for {@link viaNodeRedis} (`NodeRedis.layer`'s).
+ *
+ * @since 0.3.0
+ */
+export type NodeRedisOptions = NonNullable<Parameters<typeof NodeRedis.layer>[0]>
+
+// After the first connection: reconnect for ever, backing off to about a
+// second, so a restarted server is used again soon after it is back. (The
+// default of `NodeRedis` stops reconnecting after a socket timeout.)
+const reconnect = (connected: { value: boolean }) => (retries: number, cause: Error): number | Error =>
+  connected.value ? Math.min(50 * 2 ** retries, 1000) + Math.floor(Math.random() * 100) : cause
+
+/**
+ * The store's own connection (`Wire`) to a `redis://` or `rediss://` URL,
+ * in the scope: commands written the moment they are sent (see wire.ts).
+ * Fails with `RedisError` when the server cannot be reached or does not
+ * answer within `connectTimeout`; connecting again waits on Effect's
+ * `Clock`, and the connection's log goes to Effect's loggers. Closing the
+ * scope waits up to `closeTimeout` for the replies still due, then fails
+ * them.
+ *
+ * @example
+ * ```ts
+ * import { Duration, Effect } from "effect"
+ * import { own } from "./connection.ts"
+ *
+ * const send = own("redis://localhost:6379", Duration.seconds(5), Duration.seconds(2))
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const own = Effect.fnUntraced(function*(
+  url: string,
+  connectTimeout: Duration.Duration,
+  closeTimeout: Duration.Duration
+) {
+  const config = Wire.fromUrl(url)
+  if (Predicate.isString(config)) return yield* new Redis.RedisError({ cause: new Error(config) })
+  const clock = yield* Clock.Clock
+  const runFork = Effect.runForkWith(yield* Effect.context<never>())
+  const wire = new Wire.Wire(
+    config,
+    (millis, f) => {
+      const fiber = runFork(Effect.andThen(clock.sleep(Duration.millis(millis)), Effect.sync(f)))
+      return () => fiber.interruptUnsafe()
+    },
+    (level, message) => runFork(Effect.logWithLevel(level)(message))
+  )
+  const opened = yield* Effect.timeoutOption(
+    Effect.callback<Error | undefined>((resume) => {
+      wire.open((failure) => resume(Effect.succeed(failure)))
+      return Effect.sync(() => wire.destroy())
+    }),
+    connectTimeout
+  )
+  if (opened._tag === "None" || opened.value !== undefined) {
+    wire.destroy()
+    return yield* new Redis.RedisError({
+      cause: opened._tag === "None" ? new Error(`no answer within ${Duration.format(connectTimeout)}`) : opened.value
+    })
+  }
+  // closing waits for the replies still due, up to closeTimeout; then they fail
+  yield* Effect.addFinalizer(() =>
+    Effect.promise(() => wire.drain()).pipe(
+      Effect.timeoutOption(closeTimeout),
+      Effect.andThen(Effect.sync(() => wire.destroy()))
+    )
+  )
+  const send: Send = (args, done) => wire.send(args, done)
+  return send
+})
+
+/**
+ * A node-redis client (`NodeRedis.layer`) of the store's own, in the scope,
+ * for node-redis options the store's connection does not take (a Unix
+ * socket, TLS certificates, a credentials provider, …): no offline queue,
+ * no per-command timeout (the store bounds every call), and once connected
+ * it reconnects for ever. Building and closing it are bounded by
+ * `connectTimeout` and `closeTimeout`, as for {@link own}.
+ *
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { viaNodeRedis } from "./connection.ts"
+ *
+ * const send = viaNodeRedis({ url: "redis://localhost:6379", name: "api" }, Duration.seconds(5), Duration.seconds(2))
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const viaNodeRedis = Effect.fnUntraced(function*(
+  options: NodeRedisOptions,
+  connectTimeout: Duration.Duration,
+  closeTimeout: Duration.Duration
+) {
+  const connected = { value: false }
+  const { url, ...client } = options
+  const socket = client.socket
+  const redis = NodeRedis.layer({
+    disableOfflineQueue: true,
+    // The store bounds every call itself (`timeout`); node-redis' own
+    // per-command timeout costs an `AbortSignal.timeout` per call.
+    commandOptions: { timeout: 0 },
+    ...client,
+    ...(url === undefined ? {} : { url }),
+    socket: { ...socket, reconnectStrategy: socket?.reconnectStrategy ?? reconnect(connected) } as never
+  })
+  // The client lives in a scope of its own, built and closed on fibers of
+  // their own: a server that accepts the connection and never answers is
+  // left behind after `connectTimeout` / `closeTimeout`, not waited for.
+  const inner = yield* Scope.make()
+  const abandon = Effect.forkDetach(Scope.close(inner, Exit.void))
+  const building = yield* Effect.forkDetach(Layer.buildWithScope(redis, inner))
+  const built = yield* Effect.timeoutOption(Fiber.await(building), connectTimeout)
+  if (built._tag === "None") {
+    yield* Fiber.interrupt(building).pipe(Effect.andThen(abandon), Effect.forkDetach)
+    return yield* new Redis.RedisError({ cause: new Error(`no answer within ${Duration.format(connectTimeout)}`) })
+  }
+  if (Exit.isFailure(built.value)) {
+    yield* abandon
+    return yield* Effect.failCause(built.value.cause)
+  }
+  const context = built.value.value
+  connected.value = true
+  yield* Effect.addFinalizer(() =>
+    Effect.flatMap(
+      abandon,
+      (closing) =>
+        Effect.flatMap(Effect.timeoutOption(Fiber.await(closing), closeTimeout), (closed) =>
+          closed._tag === "Some" ? Effect.void : Effect.sync(() => {
+            // replies still due: dropped, their calls fail
+            const nodeRedis = Context.getOption(context, NodeRedis.NodeRedis)
+            if (nodeRedis._tag === "Some") {
+              nodeRedis.value.client.destroy()
+            }
+          }))
+    )
+  )
+  return viaClient(Context.get(context, NodeRedis.NodeRedis).client)
+})
