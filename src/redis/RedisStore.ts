@@ -351,6 +351,11 @@ class Round {
     this.route = route
     this.lean = lean
   }
+  /** An empty round for the entry point that `e` takes. */
+  static for(e: Entry): Round {
+    const lean = e.lean
+    return new Round(lean ? e.encoded.lean! : e.encoded.batch, lean)
+  }
   add(e: Entry): void {
     this.entries.push(e)
     if (e.deadline < this.deadline) this.deadline = e.deadline
@@ -596,8 +601,7 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
 
   // A call that goes out on its own, at once.
   const sendAlone = (e: Entry): void => {
-    const lean = e.lean
-    const round = new Round(lean ? e.encoded.lean! : e.encoded.batch, lean)
+    const round = Round.for(e)
     round.add(e)
     send(round)
   }
@@ -651,8 +655,7 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
           later.push(e)
           continue
         }
-        const lean = e.lean
-        round = new Round(lean ? e.encoded.lean! : e.encoded.batch, lean)
+        round = Round.for(e)
         rounds.push(round)
         open.set(id, round)
       }

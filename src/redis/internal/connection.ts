@@ -221,7 +221,7 @@ export type NodeRedisOptions = NonNullable<Parameters<typeof NodeRedis.layer>[0]
 // second, so a restarted server is used again soon after it is back. (The
 // default of `NodeRedis` stops reconnecting after a socket timeout.)
 const reconnect = (connected: { value: boolean }) => (retries: number, cause: Error): number | Error =>
-  connected.value ? Math.min(50 * 2 ** retries, 1000) + Math.floor(Math.random() * 100) : cause
+  connected.value ? Wire.backoff(retries) : cause
 
 /**
  * The store's own connection (`Wire`) to a `redis://` or `rediss://` URL,

@@ -92,6 +92,24 @@ export const fromUrl = (url: string): Config | string => {
 }
 
 /**
+ * How long to wait before the attempt after `retries` failed ones to
+ * connect again: 50 ms doubling up to about a second, with up to 100 ms of
+ * jitter so that many clients do not come back at once. The store's
+ * node-redis client backs off the same way.
+ *
+ * @example
+ * ```ts
+ * import { backoff } from "./wire.ts"
+ *
+ * backoff(0) // 50 to 149
+ * backoff(10) // 1000 to 1099
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const backoff = (retries: number): number => Math.min(50 * 2 ** retries, 1000) + Math.floor(Math.random() * 100)
+
+/**
  * A command's answer: its reply, or the error that kept it from one.
  *
  * @since 0.3.0
@@ -281,10 +299,7 @@ export class Wire {
   }
 
   private reconnect(): void {
-    // backing off to about a second, with some jitter, for ever
-    const delay = Math.min(50 * 2 ** this.retries, 1000) + Math.floor(Math.random() * 100)
-    this.retries++
-    this.timer = this.sleep(delay, () => {
+    this.timer = this.sleep(backoff(this.retries++), () => {
       this.timer = undefined
       if (this.closing) return
       this.open((failure) => {
