@@ -23,6 +23,10 @@ export interface RedisRow {
   readonly decisionsPerEval?: number | undefined
   /** The server's time in scripts per decision, µs (`INFO commandstats`). */
   readonly serverMicros?: number | undefined
+  /** This process's CPU time (user and system) per decision, µs: the client's whole work, its socket calls too. */
+  readonly clientCpuMicros?: number | undefined
+  /** redis-server's CPU time (user and system) per decision, µs (`INFO cpu`): scripts, parsing, the socket. */
+  readonly serverCpuMicros?: number | undefined
   /** CPU stolen by the host while the scenario ran, % of all CPU time (Linux only). */
   readonly stealPercent?: number | undefined
   /** The VM's 1-minute load average when the scenario ended (other users' work shows here, not in steal). */
@@ -50,6 +54,9 @@ export interface RedisResults {
     readonly mode: "quick" | "full"
     readonly rounds: number
     readonly measureMillis: number
+    /** Rounds of the one-caller scenarios (more and shorter: see run.ts). */
+    readonly roundsOneCaller?: number | undefined
+    readonly measureMillisOneCaller?: number | undefined
   }
   readonly rows: ReadonlyArray<RedisRow>
   readonly ceilings: ReadonlyArray<
@@ -63,7 +70,14 @@ export interface RedisResults {
   readonly targets: ReadonlyArray<RedisTarget>
   /** A lone call's floor (the store's connection's FCALL of the lean script, no Effect), in the same rounds. */
   readonly floors?:
-    | ReadonlyArray<{ readonly scenario: string; readonly floorVsRlf: number; readonly tollgateVsFloor: number }>
+    | ReadonlyArray<{
+      readonly scenario: string
+      readonly floorVsRlf: number
+      readonly tollgateVsFloor: number
+      /** The same FCALL in one `Effect.callback`: the floor of any Effect API. */
+      readonly effectFloorVsRlf?: number | undefined
+      readonly tollgateVsEffectFloor?: number | undefined
+    }>
     | undefined
 }
 
@@ -81,7 +95,8 @@ const contenders: ReadonlyArray<readonly [id: string, title: string]> = [
   ["store-unbatched", "`RedisStore.apply` alone, `maxBatchKeys: 1`"],
   ["rlf", "rate-limiter-flexible `RateLimiterRedis` (ioredis)"],
   ["effect", "Effect `RateLimiter`, `layerStoreRedis`"],
-  ["floor", "floor of a lone call: the store's connection, `FCALL` of the lean script, no Effect"]
+  ["floor", "floor of a lone call: the store's connection, `FCALL` of the lean script, no Effect"],
+  ["effect-floor", "floor of an Effect call: the same `FCALL` in one `Effect.callback`"]
 ]
 
 const ops = (n: number | undefined): string =>
@@ -113,7 +128,11 @@ export const renderRedisSection = (results: RedisResults): string => {
       meta.cpu ?? "?"
     } × ${meta.cores} · ${meta.mode} run: ${meta.rounds} rounds of ${
       meta.measureMillis / 1000
-    } s per contender, interleaved. Decisions per second, medians over rounds; every limit is generous (every call a full decision that admits) except in the last column; \`redis-benchmark\` runs tollgate's lean token-bucket script, what a lone call runs. What these figures mean, what bounds them and what was tried: [distributed.md](distributed.md#performance).`,
+    } s per contender, interleaved${
+      meta.roundsOneCaller === undefined
+        ? ""
+        : ` (one caller: ${meta.roundsOneCaller} rounds of ${meta.measureMillisOneCaller! / 1000} s)`
+    }. Decisions per second, medians over rounds; every limit is generous (every call a full decision that admits) except in the last column; \`redis-benchmark\` runs tollgate's lean token-bucket script, what a lone call runs. What these figures mean, what bounds them and what was tried: [distributed.md](distributed.md#performance).`,
     "",
     `| decisions/s | ${present.map(([, t]) => t).join(" | ")} |`,
     `|---|${present.map(() => "---:").join("|")}|`
@@ -161,6 +180,30 @@ export const renderRedisSection = (results: RedisResults): string => {
     )
     for (const [id, title] of timed) out.push(`| ${title} | ${present.map(([s]) => micros(s, id)).join(" | ")} |`)
   }
+  // CPU per decision, the client's and the server's: for one caller the two
+  // run one after the other, so with the wake-ups between them they make
+  // the round trip; unlike the throughput, the noise of the machine moves
+  // them little.
+  const cpu = contenders.filter(([id]) =>
+    results.rows.some((r) => r.contender === id && r.clientCpuMicros !== undefined)
+  )
+  if (cpu.length > 0) {
+    const both = (scenario: string, contender: string) => {
+      const row = results.rows.find((r) => r.scenario === scenario && r.contender === contender)
+      if (row?.clientCpuMicros === undefined || row.serverCpuMicros === undefined) return ""
+      return `${row.clientCpuMicros.toFixed(0)} + ${row.serverCpuMicros.toFixed(0)} = ${
+        (row.clientCpuMicros + row.serverCpuMicros).toFixed(0)
+      }`
+    }
+    out.push(
+      "",
+      "CPU time per decision, µs: this process (the client, its socket calls included) + redis-server (`INFO cpu`) = both:",
+      "",
+      `| µs per decision | ${present.map(([, t]) => t).join(" | ")} |`,
+      `|---|${present.map(() => "---:").join("|")}|`
+    )
+    for (const [id, title] of cpu) out.push(`| ${title} | ${present.map(([s]) => both(s, id)).join(" | ")} |`)
+  }
   out.push(
     "",
     "| target | median of the rounds' ratios | each round | ratio of medians | result |",
@@ -178,12 +221,17 @@ export const renderRedisSection = (results: RedisResults): string => {
       "",
       "A lone call's floor, in the same rounds (medians of the rounds' ratios):",
       "",
-      "| scenario | the floor ÷ rate-limiter-flexible | tollgate `acquire` ÷ the floor |",
-      "|---|---:|---:|"
+      "| scenario | the floor ÷ rate-limiter-flexible | tollgate `acquire` ÷ the floor | the floor of an Effect call ÷ rate-limiter-flexible | tollgate `acquire` ÷ the floor of an Effect call |",
+      "|---|---:|---:|---:|---:|"
     )
+    const ratio = (x: number | undefined) => x === undefined ? "" : `${x.toFixed(2)}×`
     for (const f of results.floors) {
       const title = scenarios.find(([id]) => id === f.scenario)?.[1] ?? f.scenario
-      out.push(`| ${title} | ${f.floorVsRlf.toFixed(2)}× | ${f.tollgateVsFloor.toFixed(2)}× |`)
+      out.push(
+        `| ${title} | ${ratio(f.floorVsRlf)} | ${ratio(f.tollgateVsFloor)} | ${ratio(f.effectFloorVsRlf)} | ${
+          ratio(f.tollgateVsEffectFloor)
+        } |`
+      )
     }
   }
   // clients-<ping|evalsha>-c<callers>: one row per client, one column per command and concurrency

@@ -12,8 +12,8 @@
  * server's time in them per decision (`INFO commandstats`), which the noise
  * of a shared machine moves far less than the throughput.
  *
- *   npm run bench:redis              about 3 minutes: writes bench/redis/results.json
- *   npm run bench:redis -- --quick   about 1 minute: writes bench/redis/results-quick.json
+ *   npm run bench:redis              about 6 minutes: writes bench/redis/results.json
+ *   npm run bench:redis -- --quick   about 2 minutes: writes bench/redis/results-quick.json
  *
  * Uses REDIS_URL, or starts a redis-server of its own (127.0.0.1, a free port,
  * no persistence) and stops it at the end. Also measures the two clients
@@ -43,6 +43,13 @@ import type { RedisResults, RedisRow } from "./report.ts"
 const quick = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1"
 const ROUNDS = quick ? 3 : 5
 const MEASURE_MS = quick ? 500 : 1000
+// One caller: more and shorter rounds. A lone round trip is mostly the two
+// processes' wake-ups, which drift by ±15 % from one second to the next here,
+// while the contenders differ by a few per cent: the median of many short
+// rounds, each contender's close in time to the others', settles where five
+// rounds of a second do not.
+const ROUNDS_ONE = quick ? 5 : 15
+const MEASURE_MS_ONE = quick ? 300 : 500
 const WARMUP_MS = quick ? 300 : 700
 const MANY = 10_000
 // `--only=c100-hot,c100-many`: just those scenarios (and the targets they decide)
@@ -298,6 +305,30 @@ const leanFloor: Contender = {
   }
 }
 
+// The floor of a lone call for any Effect API over this store: the same
+// FCALL on the store's connection, inside one `Effect.callback` (the one
+// suspension an Effect-returning call cannot do without), no limiter, no
+// store code.
+const effectFloor: Contender = {
+  id: "effect-floor",
+  label: "floor for an Effect: the same FCALL in one Effect.callback",
+  make: async (url, prefix) => {
+    const wire = await openWire(url)
+    await wire.call(["FUNCTION", "LOAD", "REPLACE", Scripts.library.lua])
+    const fn = tokenBucket.lean!.fn
+    return {
+      run: effectLoops(Effect.runPromise, (key) =>
+        Effect.callback<unknown, Error>((resume) =>
+          wire.send(
+            ["FCALL", fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"],
+            (reply, failure) => resume(failure === undefined ? Effect.succeed(reply) : Effect.fail(failure))
+          )
+        )),
+      close: async () => wire.destroy()
+    }
+  }
+}
+
 // The clients alone, for the choice of client: PING and a raw EVALSHA of the
 // token bucket's lean script (the same ARGV as RedisStore sends for a lone
 // Take, as an EVAL script).
@@ -396,6 +427,8 @@ const measure = async (
   keyCount: number,
   deny = false
 ): Promise<Array<Row>> => {
+  const rounds = callers === 1 ? ROUNDS_ONE : ROUNDS
+  const measureMs = callers === 1 ? MEASURE_MS_ONE : MEASURE_MS
   const keys = keysOf(keyCount)
   const instances = new Map<string, Instance>()
   const samples = new Map<string, Array<number>>()
@@ -415,27 +448,44 @@ const measure = async (
     }
     return { calls, usec }
   }
+  // The redis-server's CPU time (user and system), µs: with its script time
+  // it shows what each decision costs the server in all (reading and
+  // writing the socket too).
+  const serverCpu = async () => {
+    const cpu = await admin.info("cpu")
+    const seconds = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(cpu)?.[1] ?? NaN)
+    return (seconds("used_cpu_user") + seconds("used_cpu_sys")) * 1e6
+  }
   const steal0 = cpuTimes()
-  const perCall = new Map<string, { decisions: number; calls: number; usec: number }>()
+  const perCall = new Map<
+    string,
+    { decisions: number; calls: number; usec: number; clientCpu: number; serverCpu: number }
+  >()
   const before = new Map<string, { calls: number; ops: number; degraded: number }>()
   for (const c of contenders) {
     const co = instances.get(c.id)!.coalescing
     if (co !== undefined) before.set(c.id, await co())
   }
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < rounds; round++) {
     // rotate the order each round, so no contender always runs first
     for (let i = 0; i < contenders.length; i++) {
       const c = contenders[(i + round) % contenders.length]
       const calls0 = await scriptCalls()
+      const server0 = await serverCpu()
+      const client0 = process.cpuUsage()
       const start = performance.now()
-      const done = await instances.get(c.id)!.run(callers, keys, start + MEASURE_MS)
+      const done = await instances.get(c.id)!.run(callers, keys, start + measureMs)
       samples.get(c.id)!.push(done / ((performance.now() - start) / 1000))
-      const seen = perCall.get(c.id) ?? { decisions: 0, calls: 0, usec: 0 }
+      const client = process.cpuUsage(client0)
+      const server1 = await serverCpu()
+      const seen = perCall.get(c.id) ?? { decisions: 0, calls: 0, usec: 0, clientCpu: 0, serverCpu: 0 }
       const calls1 = await scriptCalls()
       perCall.set(c.id, {
         decisions: seen.decisions + done,
         calls: seen.calls + calls1.calls - calls0.calls,
-        usec: seen.usec + calls1.usec - calls0.usec
+        usec: seen.usec + calls1.usec - calls0.usec,
+        clientCpu: seen.clientCpu + client.user + client.system,
+        serverCpu: seen.serverCpu + server1 - server0
       })
     }
   }
@@ -472,6 +522,8 @@ const measure = async (
       degraded,
       decisionsPerEval,
       serverMicros,
+      clientCpuMicros: pc.clientCpu / pc.decisions,
+      serverCpuMicros: pc.serverCpu / pc.decisions,
       stealPercent: steal,
       loadAverage: load
     })
@@ -480,6 +532,9 @@ const measure = async (
         (decisionsPerEval === undefined
           ? ""
           : `  ${decisionsPerEval.toFixed(1)} per script call, server ${serverMicros!.toFixed(1)} µs per decision`) +
+        `; CPU per decision ${(pc.clientCpu / pc.decisions).toFixed(1)} µs here, ${
+          (pc.serverCpu / pc.decisions).toFixed(1)
+        } µs redis-server` +
         (coalescing === undefined ? "" : `, ${coalescing.toFixed(1)} ops per store call`) +
         (degraded === undefined || degraded === 0 ? "" : `, ${degraded} decided by the fallback`)
     )
@@ -546,7 +601,14 @@ const main = async () => {
     rows.push(
       ...await measure(
         loader,
-        [tollgate, storeAlone(undefined), storeAlone(1), rlf, effectRedis, ...(s.callers === 1 ? [leanFloor] : [])],
+        [
+          tollgate,
+          storeAlone(undefined),
+          storeAlone(1),
+          rlf,
+          effectRedis,
+          ...(s.callers === 1 ? [leanFloor, effectFloor] : [])
+        ],
         url,
         s.id,
         s.callers,
@@ -585,16 +647,20 @@ const main = async () => {
     const ratio = median(paired)
     return { name, scenario, ratio, ratioOfMedians: a.opsPerSecond / b.opsPerSecond, rounds: paired, target }
   }
-  // The floor's own ratio, in the same rounds: where a lone call can get to at best.
+  // The floors' own ratios, in the same rounds: where a lone call can get to
+  // at best, with and without the one suspension of an Effect.
+  const paired = (a: Row, b: Row) => median(a.samples.map((x, i) => x / b.samples[i]))
   const floors = ["c1-hot", "c1-many"].flatMap((scenario) => {
     const a = row(scenario, "floor")
+    const e = row(scenario, "effect-floor")
     const b = row(scenario, "rlf")
     const t = row(scenario, "tollgate")
     if (a === undefined || b === undefined || t === undefined) return []
     return [{
       scenario,
-      floorVsRlf: median(a.samples.map((x, i) => x / b.samples[i])),
-      tollgateVsFloor: median(t.samples.map((x, i) => x / a.samples[i]))
+      floorVsRlf: paired(a, b),
+      tollgateVsFloor: paired(t, a),
+      ...(e === undefined ? {} : { effectFloorVsRlf: paired(e, b), tollgateVsEffectFloor: paired(t, e) })
     }]
   })
   const targets = [
@@ -617,7 +683,11 @@ const main = async () => {
     log(
       `  floor (${f.scenario}): the raw lean FCALL ${f.floorVsRlf.toFixed(2)}× rate-limiter-flexible; tollgate ${
         f.tollgateVsFloor.toFixed(2)
-      }× the floor`
+      }× the floor` + (f.effectFloorVsRlf === undefined
+        ? ""
+        : `; in one Effect.callback ${f.effectFloorVsRlf.toFixed(2)}× rate-limiter-flexible, tollgate ${
+          f.tollgateVsEffectFloor!.toFixed(2)
+        }× that`)
     )
   }
 
@@ -630,7 +700,9 @@ const main = async () => {
       cores: os.cpus().length,
       mode: quick ? "quick" : "full",
       rounds: ROUNDS,
-      measureMillis: MEASURE_MS
+      measureMillis: MEASURE_MS,
+      roundsOneCaller: ROUNDS_ONE,
+      measureMillisOneCaller: MEASURE_MS_ONE
     },
     rows,
     ceilings,
