@@ -162,48 +162,41 @@ export const renderRedisSection = (results: RedisResults): string => {
       } |`
     )
   }
-  // The server's time in scripts per decision: what the noise of the client's machine moves least.
-  const timed = contenders.filter(([id]) =>
-    results.rows.some((r) => r.contender === id && r.serverMicros !== undefined)
-  )
-  if (timed.length > 0) {
-    const micros = (scenario: string, contender: string) => {
+  // One row per contender that has a cell, one column per scenario.
+  const perDecision = (caption: string, cell: (row: RedisRow) => string | undefined) => {
+    const at = (scenario: string, contender: string) => {
       const row = results.rows.find((r) => r.scenario === scenario && r.contender === contender)
-      return row?.serverMicros === undefined ? "" : row.serverMicros.toFixed(1)
+      return row === undefined ? "" : cell(row) ?? ""
     }
+    const shown = contenders.filter(([id]) => results.rows.some((r) => r.contender === id && cell(r) !== undefined))
+    if (shown.length === 0) return
     out.push(
       "",
-      "The server's time in scripts per decision, µs (`INFO commandstats`, `usec` of EVALSHA and FCALL over the decisions made):",
+      caption,
       "",
       `| µs per decision | ${present.map(([, t]) => t).join(" | ")} |`,
       `|---|${present.map(() => "---:").join("|")}|`
     )
-    for (const [id, title] of timed) out.push(`| ${title} | ${present.map(([s]) => micros(s, id)).join(" | ")} |`)
+    for (const [id, title] of shown) out.push(`| ${title} | ${present.map(([s]) => at(s, id)).join(" | ")} |`)
   }
+  // The server's time in scripts per decision: what the noise of the client's machine moves least.
+  perDecision(
+    "The server's time in scripts per decision, µs (`INFO commandstats`, `usec` of EVALSHA and FCALL over the decisions made):",
+    (row) => row.serverMicros?.toFixed(1)
+  )
   // CPU per decision, the client's and the server's: for one caller the two
   // run one after the other, so with the wake-ups between them they make
   // the round trip; unlike the throughput, the noise of the machine moves
   // them little.
-  const cpu = contenders.filter(([id]) =>
-    results.rows.some((r) => r.contender === id && r.clientCpuMicros !== undefined)
+  perDecision(
+    "CPU time per decision, µs: this process (the client, its socket calls included) + redis-server (`INFO cpu`) = both:",
+    (row) =>
+      row.clientCpuMicros === undefined || row.serverCpuMicros === undefined
+        ? undefined
+        : `${row.clientCpuMicros.toFixed(0)} + ${row.serverCpuMicros.toFixed(0)} = ${
+          (row.clientCpuMicros + row.serverCpuMicros).toFixed(0)
+        }`
   )
-  if (cpu.length > 0) {
-    const both = (scenario: string, contender: string) => {
-      const row = results.rows.find((r) => r.scenario === scenario && r.contender === contender)
-      if (row?.clientCpuMicros === undefined || row.serverCpuMicros === undefined) return ""
-      return `${row.clientCpuMicros.toFixed(0)} + ${row.serverCpuMicros.toFixed(0)} = ${
-        (row.clientCpuMicros + row.serverCpuMicros).toFixed(0)
-      }`
-    }
-    out.push(
-      "",
-      "CPU time per decision, µs: this process (the client, its socket calls included) + redis-server (`INFO cpu`) = both:",
-      "",
-      `| µs per decision | ${present.map(([, t]) => t).join(" | ")} |`,
-      `|---|${present.map(() => "---:").join("|")}|`
-    )
-    for (const [id, title] of cpu) out.push(`| ${title} | ${present.map(([s]) => both(s, id)).join(" | ")} |`)
-  }
   out.push(
     "",
     "| target | median of the rounds' ratios | each round | ratio of medians | result |",

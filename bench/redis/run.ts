@@ -289,17 +289,24 @@ const openWire = async (url: string): Promise<Wire.Wire> => {
   await new Promise<void>((resolve, reject) => wire.open((failure) => failure ? reject(failure) : resolve()))
   return wire
 }
+// The store's connection with the library loaded, and the FCALL that
+// RedisStore sends for one Take of `key` (the lean token-bucket function).
+const openLean = async (url: string, prefix: string) => {
+  const wire = await openWire(url)
+  await wire.call(["FUNCTION", "LOAD", "REPLACE", Scripts.library.lua])
+  const fn = tokenBucket.lean!.fn
+  return {
+    wire,
+    take: (key: string) => ["FCALL", fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"]
+  }
+}
 const leanFloor: Contender = {
   id: "floor",
   label: "floor: the store's connection, FCALL of the lean script (no Effect)",
   make: async (url, prefix) => {
-    const wire = await openWire(url)
-    await wire.call(["FUNCTION", "LOAD", "REPLACE", Scripts.library.lua])
-    const fn = tokenBucket.lean!.fn
+    const { take, wire } = await openLean(url, prefix)
     return {
-      run: promiseLoops((key) =>
-        wire.call(["FCALL", fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"])
-      ),
+      run: promiseLoops((key) => wire.call(take(key))),
       close: async () => wire.destroy()
     }
   }
@@ -313,14 +320,12 @@ const effectFloor: Contender = {
   id: "effect-floor",
   label: "floor for an Effect: the same FCALL in one Effect.callback",
   make: async (url, prefix) => {
-    const wire = await openWire(url)
-    await wire.call(["FUNCTION", "LOAD", "REPLACE", Scripts.library.lua])
-    const fn = tokenBucket.lean!.fn
+    const { take, wire } = await openLean(url, prefix)
     return {
       run: effectLoops(Effect.runPromise, (key) =>
         Effect.callback<unknown, Error>((resume) =>
           wire.send(
-            ["FCALL", fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"],
+            take(key),
             (reply, failure) => resume(failure === undefined ? Effect.succeed(reply) : Effect.fail(failure))
           )
         )),
