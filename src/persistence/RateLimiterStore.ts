@@ -24,6 +24,7 @@
 import { Duration, Effect, Layer, Predicate, type Scope } from "effect"
 import { RateLimiter as EffectRateLimiter } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
+import * as Monotone from "../internal/actor/Monotone.ts"
 import * as Request from "../internal/actor/Request.ts"
 import { bind } from "../internal/algorithm/Algorithm.ts"
 import * as Supervisor from "../internal/supervisor/Supervisor.ts"
@@ -81,8 +82,41 @@ const storeError = (message: string) => (cause: unknown) =>
     reason: new EffectRateLimiter.RateLimitStoreError({ message, cause })
   })
 
+// Options checked, with their defaults filled in.
+interface Settings {
+  readonly idleMillis: number
+  readonly maxBuckets: number
+  readonly mailboxCapacity: number
+  readonly name: string
+}
+
+const defaults: Settings = { idleMillis: 60_000, maxBuckets: 1_000_000, mailboxCapacity: 1024, name: "persistence" }
+
+const settings = (options: Options): Settings | InvalidPolicy => {
+  const idle = options.idleTimeout === undefined ? undefined : Duration.fromInput(options.idleTimeout)
+  const idleMillis = idle === undefined
+    ? defaults.idleMillis
+    : idle._tag === "Some"
+    ? Duration.toMillis(idle.value)
+    : NaN
+  if (!(idleMillis > 0 && idleMillis < Infinity)) {
+    return new InvalidPolicy({
+      field: "idleTimeout",
+      value: String(options.idleTimeout),
+      reason: "must be a positive, finite duration"
+    })
+  }
+  const maxBuckets = positiveInt("maxBuckets", options.maxBuckets, defaults.maxBuckets)
+  if (maxBuckets instanceof InvalidPolicy) return maxBuckets
+  const mailboxCapacity = positiveInt("mailboxCapacity", options.mailboxCapacity, defaults.mailboxCapacity)
+  if (mailboxCapacity instanceof InvalidPolicy) return mailboxCapacity
+  return { idleMillis, maxBuckets, mailboxCapacity, name: options.name ?? defaults.name }
+}
+
 /**
  * Builds the store in the current scope; closing it stops every bucket.
+ * Without options it cannot fail (as Effect's `layerStoreMemory`); with
+ * options, a bad one fails with `InvalidPolicy` naming the field.
  *
  * @example
  * ```ts
@@ -100,78 +134,104 @@ const storeError = (message: string) => (cause: unknown) =>
  * @since 0.2.0
  * @category constructors
  */
-export const make = (
-  options: Options = {}
-): Effect.Effect<EffectRateLimiter.RateLimiterStore["Service"], InvalidPolicy, Scope.Scope> =>
+export function make(): Effect.Effect<EffectRateLimiter.RateLimiterStore["Service"], never, Scope.Scope>
+export function make(
+  options: Options
+): Effect.Effect<EffectRateLimiter.RateLimiterStore["Service"], InvalidPolicy, Scope.Scope>
+export function make(
+  options?: Options
+): Effect.Effect<EffectRateLimiter.RateLimiterStore["Service"], InvalidPolicy, Scope.Scope> {
+  return Effect.suspend(() => {
+    const checked = options === undefined ? defaults : settings(options)
+    return checked instanceof InvalidPolicy ? Effect.fail(checked) : build(checked)
+  })
+}
+
+const build = (options: Settings): Effect.Effect<EffectRateLimiter.RateLimiterStore["Service"], never, Scope.Scope> =>
   Effect.gen(function*() {
-    const idle = options.idleTimeout === undefined ? undefined : Duration.fromInput(options.idleTimeout)
-    const idleMillis = idle === undefined ? 60_000 : idle._tag === "Some" ? Duration.toMillis(idle.value) : NaN
-    if (!(idleMillis > 0 && idleMillis < Infinity)) {
-      return yield* new InvalidPolicy({
-        field: "idleTimeout",
-        value: String(options.idleTimeout),
-        reason: "must be a positive, finite duration"
-      })
-    }
-    const maxBuckets = positiveInt("maxBuckets", options.maxBuckets, 1_000_000)
-    if (maxBuckets instanceof InvalidPolicy) return yield* maxBuckets
-    const mailboxCapacity = positiveInt("mailboxCapacity", options.mailboxCapacity, 1024)
-    if (mailboxCapacity instanceof InvalidPolicy) return yield* mailboxCapacity
+    const { idleMillis, maxBuckets, mailboxCapacity } = options
     const supervisor = yield* Supervisor.make({
       policyFor: () => ledger,
       limits: { mailboxCapacity, maxWaiters: 1 },
       idleTimeoutMillis: idleMillis,
       maxBuckets,
-      name: options.name ?? "persistence"
+      name: options.name
     })
 
     // One transition of a key's ledger, by its bucket, in order with the
     // key's other calls. Each kind of call has keys of its own, as Effect's
-    // memory store keeps one map per kind.
+    // memory store keeps one map per kind. Effect's `RateLimiter.consume`
+    // calls the store while it builds its effect, so nothing happens here
+    // until the effect runs, and each run is a call of its own: an effect
+    // built once and run many times takes each time, and one built and
+    // dropped takes nothing. The transition also gets how far the limiter's
+    // clock is held above the caller's (`behind`, read with the time it
+    // decides at), so the durations it answers are on the caller's clock.
     const run = <A, S>(
       key: string,
       message: string,
-      step: (state: Ledger.State<S>, now: number) => readonly [A, Ledger.State<S>]
-    ): Effect.Effect<A, EffectRateLimiter.RateLimiterError> => {
-      let reply: A | undefined
-      let ran = false
-      const transaction: Request.Transaction = {
-        run: (state, now) => {
-          // the key's prefix fixes what its ledger holds
-          const [out, next] = step(state as Ledger.State<S>, now)
-          reply = out
-          ran = true
-          return [undefined, next]
+      step: (state: Ledger.State<S>, now: number, behind: number) => readonly [A, Ledger.State<S>]
+    ): Effect.Effect<A, EffectRateLimiter.RateLimiterError> =>
+      Effect.suspend(() => {
+        let reply: A | undefined
+        let ran = false
+        const transaction: Request.Transaction = {
+          run: (state, now) => {
+            // the key's prefix fixes what its ledger holds
+            const [out, next] = step(state as Ledger.State<S>, now, supervisor.limiter.clock.behind)
+            reply = out
+            ran = true
+            return [undefined, next]
+          }
         }
-      }
-      return Effect.flatMap(
-        Effect.mapError(supervisor.submitUnsafe(key, Request.Kind.Transact, 0, 0, transaction), storeError(message)),
-        () => ran ? Effect.succeed(reply as A) : Effect.fail(storeError(message)("the key's bucket did not run"))
-      )
-    }
+        return Effect.flatMap(
+          Effect.mapError(supervisor.submitUnsafe(key, Request.Kind.Transact, 0, 0, transaction), storeError(message)),
+          () => ran ? Effect.succeed(reply as A) : Effect.fail(storeError(message)("the key's bucket did not run"))
+        )
+      })
 
     return EffectRateLimiter.RateLimiterStore.of({
       fixedWindow: (o) =>
         run(
           `fw:${o.key}`,
           "Failed to execute fixedWindow rate limiting command",
-          (s: Ledger.State<Ledger.Counter>, now) =>
-            Ledger.fixedWindow(s, now, o.tokens, Duration.toMillis(o.refillRate), o.limit)
+          (s: Ledger.State<Ledger.Counter>, now, behind) => {
+            const [[count, ttl], next] = Ledger.fixedWindow(s, now, o.tokens, Duration.toMillis(o.refillRate), o.limit)
+            return [[count, Monotone.onClock(ttl, behind)] as const, next]
+          }
         ),
       tokenBucket: (o) =>
         run(
           `tb:${o.key}`,
           "Failed to execute tokenBucket rate limiting command",
-          (s: Ledger.State<Ledger.Tokens>, now) =>
-            Ledger.tokenBucket(s, now, o.tokens, o.limit, Duration.toMillis(o.refillRate), o.allowOverflow)
+          (s: Ledger.State<Ledger.Tokens>, now, behind) => {
+            const [[remaining, elapsed], next] = Ledger.tokenBucket(
+              s,
+              now,
+              o.tokens,
+              o.limit,
+              Duration.toMillis(o.refillRate),
+              o.allowOverflow
+            )
+            // the time since the last refill on the caller's clock, never
+            // negative (what Effect's store answers for the same state)
+            return [[remaining, Math.max(0, elapsed - behind)] as const, next]
+          }
         ),
       adaptiveConsume: (o) =>
         Effect.map(
           run(
             `ad:${o.key}`,
             "Failed to execute adaptive rate limiting consume command",
-            (s: Ledger.State<Ledger.Adaptive>, now) =>
-              Ledger.adaptiveConsume(s, now, o.tokens, Duration.toMillis(o.fallbackWindow))
+            (s: Ledger.State<Ledger.Adaptive>, now, behind) => {
+              const [[delay, epoch, phase], next] = Ledger.adaptiveConsume(
+                s,
+                now,
+                o.tokens,
+                Duration.toMillis(o.fallbackWindow)
+              )
+              return [[Monotone.onClock(delay, behind), epoch, phase] as const, next]
+            }
           ),
           ([delay, epoch, phase]): EffectRateLimiter.AdaptiveConsumeResult => ({
             delay: delay === 0 ? Duration.zero : Duration.millis(delay),
@@ -200,8 +260,9 @@ export const make = (
   })
 
 /**
- * Effect's `RateLimiterStore` as a layer, backed by tollgate: provide it
- * where `RateLimiter.layerStoreMemory` was.
+ * Effect's `RateLimiterStore` as a layer, backed by tollgate, with the
+ * default options: provide it where `RateLimiter.layerStoreMemory` was. Like
+ * that layer, it cannot fail (options go to {@link layerWith}).
  *
  * @example
  * ```ts
@@ -221,5 +282,25 @@ export const make = (
  * @since 0.2.0
  * @category layers
  */
-export const layer = (options?: Options): Layer.Layer<EffectRateLimiter.RateLimiterStore, InvalidPolicy> =>
+export const layer = (): Layer.Layer<EffectRateLimiter.RateLimiterStore> =>
+  Layer.effect(EffectRateLimiter.RateLimiterStore, make())
+
+/**
+ * The store as a layer with options (idle timeout, cap on live keys,
+ * mailbox size, metrics label), checked when the layer is built: a bad
+ * option fails it with `InvalidPolicy` naming the field and the value.
+ *
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { RateLimiter } from "effect/persistence"
+ * import { RateLimiterStore } from "tollgate/persistence"
+ *
+ * const Limiter = RateLimiter.layer.pipe(Layer.provide(RateLimiterStore.layerWith({ idleTimeout: "5 minutes" })))
+ * ```
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layerWith = (options: Options): Layer.Layer<EffectRateLimiter.RateLimiterStore, InvalidPolicy> =>
   Layer.effect(EffectRateLimiter.RateLimiterStore, make(options))

@@ -449,7 +449,7 @@ export const redis: Layer.Layer<never, unknown> = RedisStore.layer({ url: "redis
 export const rls = RlsConfig
 export const service = Layer.launch(Server.layerWith(ServiceConfig.ServiceConfig.layerFrom({ env: { PORT: "0" } })))
 export const effectLimiter: Layer.Layer<EffectRateLimiter.RateLimiter, InvalidPolicy> = EffectRateLimiter.layer.pipe(
-  Layer.provide(RateLimiterStore.layer({ idleTimeout: "1 minute" }))
+  Layer.provide(RateLimiterStore.layerWith({ idleTimeout: "1 minute" }))
 )
 export const flags = [mustBeTyped, notAny]
 `

@@ -150,7 +150,7 @@ describe("tollgate/persistence RateLimiterStore", () => {
         const samples = fc.sample(fc.array(step, { minLength: 1, maxLength: 60 }), { numRuns: 200, seed: 5 })
         for (const steps of samples) {
           const effect = yield* transcript(steps, RateLimiter.layerStoreMemory)
-          const tollgate = yield* transcript(steps, RateLimiterStore.layer({ idleTimeout }))
+          const tollgate = yield* transcript(steps, RateLimiterStore.layerWith({ idleTimeout }))
           assert.deepStrictEqual(tollgate, effect, JSON.stringify(steps))
         }
       }))
