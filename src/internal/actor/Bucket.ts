@@ -148,6 +148,11 @@ export interface Backend {
 export interface All {
   readonly allowed: boolean
   readonly decisions: ReadonlyArray<Decision>
+  /**
+   * A refusal no wait can outlast: the store does not answer and the
+   * fallback denies, so a caller that waits is refused at once.
+   */
+  readonly final?: boolean | undefined
 }
 
 /**

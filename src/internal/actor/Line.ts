@@ -202,7 +202,10 @@ export const ahead = (line: Line, index: number): number => {
  * that is past its `maxWait` (unless its turn depends on a release: then it
  * waits up to `maxWait` for one), or with `Overloaded` when the line is full;
  * otherwise it joins at the back. A reservation is answered at once with its
- * delay and a `cancel`; its place in line is a waiter nobody awaits.
+ * delay and a `cancel`; its place in line is a waiter nobody awaits. With
+ * `estimated` (the wait is a shared store's estimate, not a promise: other
+ * processes take from the same key), a waiter is held to its `maxWait`: it
+ * gives up with `RateLimitExceeded` if its turn has not come by then.
  *
  * @since 0.2.0
  */
@@ -214,7 +217,8 @@ export const join = (
   now: number,
   canRelease: boolean,
   answer: (request: Request.Request, answer: Request.Answer) => void,
-  leave: (entry: Request.Request) => void
+  leave: (entry: Request.Request) => void,
+  estimated = false
 ): void => {
   const { key, maxWaiters, recorder } = line.owner
   const reserving = request.kind === Request.Kind.Reserve
@@ -234,7 +238,11 @@ export const join = (
     : request
   entry.since = now
   entry.tag = request.tag
-  if (onRelease && request.maxWait !== Infinity) setDeadline(line, entry, now + request.maxWait)
+  // A turn that depends on a release, or a wait that is only an estimate (a
+  // shared store, where other processes take too), is held to its maxWait.
+  if ((onRelease || (estimated && !reserving)) && request.maxWait !== Infinity) {
+    setDeadline(line, entry, now + request.maxWait)
+  }
   const waiters = line.waiters
   if (index >= waiters.length) {
     waiters.push(entry)

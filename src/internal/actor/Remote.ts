@@ -22,7 +22,7 @@
  */
 import { Cause, Deferred, Duration, Effect, Exit, Option, Result } from "effect"
 import type * as Decision from "../../Decision.ts"
-import { BucketFailed, InvalidRequest } from "../../Errors.ts"
+import { BucketFailed, InvalidRequest, RateLimitExceeded } from "../../Errors.ts"
 import { applyAllOps, applyOps } from "../../MemoryStore.ts"
 import * as Policy from "../../Policy.ts"
 import { type AllReply, type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../../Store.ts"
@@ -243,6 +243,11 @@ const answers: { readonly [K in Request.DecideKind]: AnswerOf<K> } = {
 // Holds are the in-process protocol of calls over several keys (a shared
 // store decides those in one atomic call); transactions need the state in
 // process. Neither is ever sent to a store-backed bucket by the limiter.
+// A waiter refused by the fallback `deny`: told to try again once the store
+// is tried again.
+const deniedWaiterOf = (key: string, retryMillis: number) =>
+  new RateLimitExceeded({ key, retryAfter: Duration.millis(retryMillis) })
+
 const inProcessOnly = (what: string) =>
   new InvalidRequest({ field: "kind", value: what, reason: "needs the key's state in process, not in a shared store" })
 
@@ -253,6 +258,7 @@ const inProcessOnly = (what: string) =>
  * @since 0.2.0
  */
 export const backend = (store: Store, fallback: Fallback, health: Health): Bucket.Backend => {
+  const deniedWaiter = (bucket: Bucket.Bucket) => deniedWaiterOf(bucket.key, fallback.retryMillis)
   // The local fallback's policy: a share of the key's (made once per policy).
   const shares = new WeakMap<Policy.Valid, Policy.Valid>()
   const localPolicy = (policy: Policy.Valid): Policy.Valid => {
@@ -557,6 +563,12 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     const now = limiter.clock.currentTimeMillisUnsafe()
     Bucket.touch(limiter, bucket, now)
     if (result.error !== undefined) return Request.reply(request, Exit.fail(result.error))
+    // The store does not answer and the fallback denies: no turn comes while
+    // it is down, so the waiter is refused now rather than kept waiting.
+    if (result.degraded && fallback.mode === "deny") {
+      limiter.recorder.denied++
+      return Request.reply(request, Exit.fail(deniedWaiter(bucket)))
+    }
     if (empty && result.replies[0].allowed) {
       limiter.recorder.allowed++
       return Request.reply(request, Line.admittedAtOnce(request, shaping(result.replies[0], bucket.policy)))
@@ -572,7 +584,8 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       now,
       bucket.policy.rule.release !== undefined,
       Request.reply,
-      (entry) => Bucket.leave(limiter, bucket, entry, false)
+      (entry) => Bucket.leave(limiter, bucket, entry, false),
+      true
     )
     if (empty && line.waiters.length > 0) line.wakeAt = now + (wait === Infinity ? releasePollMillis : wait)
   })
@@ -605,6 +618,13 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         Line.shift(line)
         Request.reply(head, Exit.fail(result.error))
         continue
+      }
+      if (result.degraded && fallback.mode === "deny") {
+        // the fallback denies while the store is down: nobody's turn comes
+        const refused = Exit.fail(deniedWaiter(bucket))
+        limiter.recorder.denied += line.waiters.length
+        Line.clear(line, refused, Request.reply)
+        return
       }
       const reply = result.replies[0]
       if (!reply.allowed) {
@@ -706,13 +726,14 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     if (refused !== undefined) {
       return Effect.fail(new InvalidRequest({ field: "keys", value: String(buckets.length), reason: refused }))
     }
-    const toAll = (reply: AllReply, degraded: boolean): Bucket.All => {
+    const toAll = (reply: AllReply, degraded: boolean, final = false): Bucket.All => {
       for (const r of reply.replies) {
         if (r.allowed && reply.allowed) limiter.recorder.allowed++
       }
       if (!reply.allowed) limiter.recorder.denied++
       const op: Op = { kind: OpKind.Take, cost, queued: 0 }
-      return { allowed: reply.allowed, decisions: reply.replies.map((r) => decisionOf(op, r, degraded)) }
+      const decisions = reply.replies.map((r) => decisionOf(op, r, degraded))
+      return final ? { allowed: reply.allowed, decisions, final } : { allowed: reply.allowed, decisions }
     }
     const fallbackAll = (
       now: number,
@@ -730,16 +751,20 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         case "deny": {
           const allowed = fallback.mode === "allow"
           const retryAfter = allowed ? 0 : fallback.retryMillis
-          return Effect.succeed(toAll({
-            allowed,
-            replies: buckets.map((b) => ({
+          return Effect.succeed(toAll(
+            {
               allowed,
-              remaining: allowed ? b.policy.rule.maxCost : 0,
-              retryAfter,
-              resetAfter: retryAfter,
-              limit: b.policy.rule.maxCost
-            }))
-          }, true))
+              replies: buckets.map((b) => ({
+                allowed,
+                remaining: allowed ? b.policy.rule.maxCost : 0,
+                retryAfter,
+                resetAfter: retryAfter,
+                limit: b.policy.rule.maxCost
+              }))
+            },
+            true,
+            !allowed
+          ))
         }
         case "error":
           return Effect.fail(error ?? new StoreUnavailable({ store: store.name, reason: "down; retrying shortly" }))

@@ -423,7 +423,7 @@ const waitStore = (
       const decision = combine(false, keys, answer.decisions)
       const retry = Duration.toMillis(decision.retryAfter)
       const waited = (yield* Clock.currentTimeMillis) - start
-      if (waited + retry > maxWait) {
+      if (answer.final === true || waited + retry > maxWait) {
         const key = decision.keys?.find((k) => Duration.equals(k.decision.retryAfter, decision.retryAfter))?.key
         return yield* new RateLimitExceeded({ key: key ?? keys[0], retryAfter: decision.retryAfter })
       }
