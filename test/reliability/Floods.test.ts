@@ -6,15 +6,24 @@
  * - Eviction at `maxBuckets`: a new key takes the place of a settled bucket.
  *   A walk of a `Map` from its front passes every slot its deletions left
  *   there, so starting one per new key makes each new key dearer than the
- *   last; the table is walked with a cursor that goes round it instead.
+ *   last; and a `Map` iterator kept between evictions pins every table the
+ *   `Map` grew or shrank out of (a flood kept its memory after every bucket
+ *   was reaped). A cursor goes round the buckets' activity slots instead, and
+ *   the `Map` is never walked.
  * - Reconfigured keys keep their policy across reaps: at most `maxBuckets`
  *   of them, whatever the number of distinct keys reconfigured.
- * - The sweep looks at a bounded slice of the table between two yields, so
- *   other fibers (and the event loop) run while it goes round a large table.
+ * - The sweep does a bounded slice of work between two yields, so other
+ *   fibers (and the event loop) run while it goes round a large table; a
+ *   slice is bounded by what it sets off (a reap, an actor's fiber ended),
+ *   not only by the buckets it looks at.
+ * - A flood past the cap, then every bucket reaped: the heap is back where
+ *   the same flood without a cap leaves it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import { Policy, RateLimiter } from "../../src/index.ts"
 import * as Request from "../../src/internal/actor/Request.ts"
 import * as Supervisor from "../../src/internal/supervisor/Supervisor.ts"
@@ -71,6 +80,17 @@ describe("floods of keys", () => {
         idleTimeoutMillis: 3_600_000, // no sweep during the test: only eviction makes room
         maxBuckets: cap
       })
+      // counts the slots the eviction cursor looks at
+      const owners = supervisor.limiter.activity.owners
+      let looks = 0
+      Object.defineProperty(supervisor.limiter.activity, "owners", {
+        value: new Proxy(owners, {
+          get: (target, property, receiver) => {
+            if (typeof property === "string" && /^[0-9]+$/.test(property)) looks++
+            return Reflect.get(target, property, receiver)
+          }
+        })
+      })
       let next = 0
       const newKeys = (n: number) =>
         Effect.gen(function*() {
@@ -85,23 +105,24 @@ describe("floods of keys", () => {
       assert.isDefined(counts.table)
       yield* TestClock.adjust("1 second")
       // batches of new keys at the cap, each one evicting a bucket
-      const batches: Array<{ walks: number; steps: number }> = []
+      const batches: Array<{ walks: number; looks: number }> = []
       for (let batch = 0; batch < 8; batch++) {
-        const before = { ...counts }
+        const before = { walks: counts.walks, looks }
         yield* newKeys(cap)
-        batches.push({ walks: counts.walks - before.walks, steps: counts.steps - before.steps })
+        batches.push({ walks: counts.walks - before.walks, looks: looks - before.looks })
       }
       const stats = yield* supervisor.stats
       assert.strictEqual(stats.buckets, cap)
       assert.strictEqual(stats.reaped, 8 * cap)
       for (const [i, b] of batches.entries()) {
-        // the cursor goes round the table: one walk from the front per round, not one per key
-        assert.isAtMost(b.walks, 3, `batch ${i}: walks of the table started from its front`)
-        // and looks at a few buckets per new key
-        assert.isAtMost(b.steps, 3 * cap, `batch ${i}: buckets looked at`)
+        // the Map of keys is never walked (a kept iterator pins its old tables)
+        assert.strictEqual(b.walks, 0, `batch ${i}: walks of the key table`)
+        // the cursor looks at a few buckets per new key
+        assert.isAtLeast(b.looks, cap, `batch ${i}: buckets looked at`)
+        assert.isAtMost(b.looks, 3 * cap, `batch ${i}: buckets looked at`)
       }
       // nothing grows from batch to batch
-      assert.isAtMost(batches[7].steps, batches[0].steps + cap / 10)
+      assert.isAtMost(batches[7].looks, batches[0].looks + cap / 10)
     }))
 
   it.effect("reconfigured keys are bounded by maxBuckets, across reaps", () =>
@@ -128,33 +149,89 @@ describe("floods of keys", () => {
       assert.strictEqual((yield* limiter.peek("key-42")).limit, 5)
     }))
 
-  it.effect("the sweep looks at a bounded slice of the table between two yields", () =>
-    Effect.gen(function*() {
-      const keys = 2000
-      const slice = 100
-      const supervisor = yield* Supervisor.make({
-        policyFor: () => policy,
-        limits: { mailboxCapacity: 16, maxWaiters: 16 },
-        idleTimeoutMillis: 1000,
-        sweepSlice: slice
-      })
-      // used at 1 ms: the sweeps at 500 and 1000 ms find nothing idle, one
-      // started at 1001 ms finds every bucket idle
-      yield* TestClock.adjust("1 millis")
-      for (let i = 0; i < keys; i++) yield* supervisor.submit(`flood-${i}`, Request.Kind.Acquire, 1, 0)
-      yield* TestClock.adjust("1000 millis")
-      assert.strictEqual((yield* supervisor.stats).reaped, 0)
-      const sweeping = yield* Effect.forkChild(supervisor.sweep)
-      const seen: Array<number> = []
-      for (let step = 0; step < 10 * keys; step++) {
-        const { reaped } = yield* supervisor.stats
-        if (seen.length === 0 || reaped !== seen[seen.length - 1]) seen.push(reaped)
-        if (reaped === keys) break
-        yield* Effect.yieldNow
-      }
-      assert.strictEqual(yield* Fiber.join(sweeping), keys)
-      assert.strictEqual(seen[seen.length - 1], keys, "every bucket is reaped")
-      const steps = seen.slice(1).map((reaped, i) => reaped - seen[i])
-      assert.isAtMost(Math.max(seen[0], ...steps), slice, `reaped between two yields: ${seen.join(", ")}`)
-    }))
+  // What one slice of the sweep may do (Supervisor.ts): looking costs 1, a
+  // reap 10, a reap that ends an actor's fiber 100.
+  for (const fastPath of [true, false]) {
+    it.effect(`the sweep does a bounded slice of work between two yields (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        const keys = 600
+        const slice = 500
+        const supervisor = yield* Supervisor.make({
+          policyFor: () => policy,
+          limits: { mailboxCapacity: 16, maxWaiters: 16 },
+          idleTimeoutMillis: 1000,
+          sweepSlice: slice,
+          fastPath
+        })
+        // used at 1 ms: the sweeps at 500 and 1000 ms find nothing idle, one
+        // started at 1001 ms finds every bucket idle
+        yield* TestClock.adjust("1 millis")
+        for (let i = 0; i < keys; i++) yield* supervisor.submit(`flood-${i}`, Request.Kind.Acquire, 1, 0)
+        yield* TestClock.adjust("1000 millis")
+        const before = yield* supervisor.stats
+        assert.strictEqual(before.reaped, 0)
+        // without the fast path, every bucket's actor has a fiber running: reaping it ends the fiber
+        assert.strictEqual(before.actors, fastPath ? 0 : keys)
+        const sweeping = yield* Effect.forkChild(supervisor.sweep)
+        const seen: Array<number> = []
+        for (let step = 0; step < 10 * keys; step++) {
+          const { reaped } = yield* supervisor.stats
+          if (seen.length === 0 || reaped !== seen[seen.length - 1]) seen.push(reaped)
+          if (reaped === keys) break
+          yield* Effect.yieldNow
+        }
+        assert.strictEqual(yield* Fiber.join(sweeping), keys)
+        assert.strictEqual(seen[seen.length - 1], keys, "every bucket is reaped")
+        const steps = seen.slice(1).map((reaped, i) => reaped - seen[i])
+        const most = Math.max(seen[0], ...steps)
+        const perReap = fastPath ? 11 : 101 // the look and the reap
+        assert.isAtMost(most, Math.ceil(slice / perReap), `reaped between two yields: ${seen.join(", ")}`)
+        assert.isAtLeast(most, Math.floor(slice / perReap), `reaped between two yields: ${seen.join(", ")}`)
+        assert.strictEqual((yield* supervisor.stats).actors, 0)
+      }))
+  }
+
+  it.live(
+    "a flood past the cap, every bucket reaped: the heap is back where the flood without a cap leaves it",
+    () =>
+      Effect.gen(function*() {
+        v8.setFlagsFromString("--expose-gc")
+        const gc = vm.runInNewContext("gc") as () => void
+        const heap = () => {
+          gc()
+          gc()
+          return process.memoryUsage().heapUsed
+        }
+        const keys = 200_000
+        const flood = (maxBuckets: number | undefined) =>
+          Effect.gen(function*() {
+            const before = heap()
+            const limiter = yield* RateLimiter.make({
+              policy,
+              idleTimeout: "1 minute",
+              ...(maxBuckets === undefined ? {} : { maxBuckets })
+            })
+            for (let i = 0; i < keys; i++) {
+              assert.isTrue(yield* limiter.acquire(`flood:${i}`))
+              // every bucket is settled a second after its use: room at the cap
+              if (i % 10_000 === 9_999) yield* TestClock.adjust("1 second")
+            }
+            yield* TestClock.adjust("2 minutes")
+            while ((yield* limiter.stats).buckets > 0) yield* TestClock.adjust("1 minute")
+            if (maxBuckets !== undefined) assert.isAbove((yield* limiter.stats).reaped, keys - maxBuckets)
+            return heap() - before
+          }).pipe(Effect.scoped, Effect.provide(TestClock.layer()))
+        const uncapped = yield* flood(undefined)
+        const capped = yield* flood(keys / 10)
+        const again = yield* flood(undefined)
+        const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`
+        // within 10 % of the run without a cap (and 1 MB for the collector's noise)
+        assert.isAtMost(
+          capped,
+          1.1 * Math.max(uncapped, again) + 1e6,
+          `kept after the flood: ${mb(capped)} at the cap, ${mb(uncapped)} and ${mb(again)} without`
+        )
+      }),
+    120_000
+  )
 })

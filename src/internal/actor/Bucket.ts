@@ -64,8 +64,8 @@ export type Mailbox = Queue.Queue<Request.Request, Cause.Done>
  */
 export interface Limiter {
   readonly clock: Monotone.Now
-  /** When each bucket last decided (see `Activity`). */
-  readonly activity: Activity
+  /** When each bucket last decided (see `Activity`), and the bucket in each slot. */
+  readonly activity: Activity<Bucket>
   readonly recorder: Recorder
   readonly limits: Limits
   /** Decide a quiet key's requests on the caller's fiber (see {@link submit}). */
@@ -250,7 +250,10 @@ export class Actor {
  */
 export const make = (limiter: Limiter, key: string, policy: Policy.Valid): Bucket => {
   const now = limiter.clock.currentTimeMillisUnsafe()
-  return new Bucket(key, policy, limiter.backend.initial(policy, now), limiter.activity.take(now))
+  const slot = limiter.activity.take(now)
+  const bucket = new Bucket(key, policy, limiter.backend.initial(policy, now), slot)
+  limiter.activity.own(slot, bucket)
+  return bucket
 }
 
 /**
@@ -524,6 +527,14 @@ export const settled = (limiter: Limiter, bucket: Bucket, now: number): boolean 
  */
 export const idle = (limiter: Limiter, bucket: Bucket, now: number, idleMillis: number): boolean =>
   now - limiter.activity.times[bucket.slot] >= idleMillis && settled(limiter, bucket, now)
+
+/**
+ * Whether the bucket's actor has a fiber running (retiring the bucket then
+ * ends that fiber).
+ *
+ * @since 0.3.0
+ */
+export const running = (bucket: Bucket): boolean => bucket.actor?.mailbox !== undefined
 
 /**
  * Retires the bucket (reaped, or the limiter closes): it takes no more

@@ -36,7 +36,11 @@ export interface Options {
   /** Where keys' state lives: in each bucket (undefined, the default) or in a shared store. */
   readonly store?: Store | undefined
   readonly fallback?: Remote.Fallback | undefined
-  /** Most buckets one step of the sweep looks at before it yields (default 5,000). */
+  /**
+   * The work one step of the sweep does before it yields (default 5,000):
+   * looking at a bucket costs 1, reaping one 10, reaping one whose actor's
+   * fiber runs (and so ends) 100.
+   */
   readonly sweepSlice?: number | undefined
 }
 
@@ -100,6 +104,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const { idleTimeoutMillis } = options
   const maxBuckets = options.maxBuckets ?? 1_000_000
   const slice = options.sweepSlice ?? 5_000
+  const reapCost = 10
+  const fiberCost = 100
   const buckets = new Map<string, Bucket.Bucket>()
   // Keys reconfigured at runtime keep their policy across reaps.
   const overrides = new Map<string, Policy.Valid>()
@@ -128,19 +134,20 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   }
 
   // At the cap, a new key takes the place of a bucket that is safe to forget,
-  // however recently it was used. A cursor goes round the table, a few
-  // buckets per new key, starting from the front once per round: the work per
+  // however recently it was used. A cursor goes round the activity slots (one
+  // per live bucket; an index pins nothing, where a kept Map iterator pins
+  // every table the Map has outgrown), a few slots per new key: the work per
   // new key stays the same however many came before it.
-  let cursor: Iterator<[string, Bucket.Bucket]> | undefined = undefined
+  const { activity } = limiter
+  let cursor = 0
   const evictOne = (): boolean => {
     const now = limiter.clock.currentTimeMillisUnsafe()
-    for (let looked = 0, restarts = 0; looked < 64 && restarts < 2;) {
-      const next = (cursor ??= buckets.entries()).next()
-      if (next.done === true) {
-        cursor = undefined
-        restarts++
-      } else if (looked++, Bucket.settled(limiter, next.value[1], now)) {
-        reap(...next.value)
+    const end = activity.end
+    for (let looked = 0; looked < 64 && looked < end; looked++) {
+      if (cursor >= end) cursor = 0
+      const bucket = activity.owners[cursor++]
+      if (bucket !== undefined && Bucket.settled(limiter, bucket, now)) {
+        reap(bucket.key, bucket)
         return true
       }
     }
@@ -209,18 +216,25 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     return Bucket.refuse(bucket.policy, Request.Kind.Acquire, cost) ?? bucket
   }
 
-  // One pass over the table, a slice at a time: other fibers (and the event
-  // loop) run between slices, so no pause grows with the number of buckets.
+  // One pass over the buckets (their activity slots), a slice at a time:
+  // other fibers and the event loop run between slices, so no pause grows
+  // with the number of buckets. A slice is bounded by the work it sets off,
+  // not by the buckets it looks at: looking costs 1, a reap `reapCost`, and
+  // a reap that ends an actor's fiber `fiberCost` (that fiber's ending runs
+  // right after the slice yields, and it is what a slice costs most).
   const sweep = Effect.suspend(() => {
-    const walk = buckets.entries()
+    let slot = 0
     let reaped = 0
     const step: Effect.Effect<number> = Effect.suspend(() => {
       const now = limiter.clock.currentTimeMillisUnsafe()
-      for (let i = 0; i < slice; i++) {
-        const next = walk.next()
-        if (next.done === true) return Effect.succeed(reaped)
-        if (Bucket.idle(limiter, next.value[1], now, idleTimeoutMillis)) {
-          reap(...next.value)
+      let work = 0
+      while (work < slice) {
+        if (slot >= activity.end) return Effect.succeed(reaped)
+        const bucket = activity.owners[slot++]
+        work++
+        if (bucket !== undefined && Bucket.idle(limiter, bucket, now, idleTimeoutMillis)) {
+          work += Bucket.running(bucket) ? fiberCost : reapCost
+          reap(bucket.key, bucket)
           reaped++
         }
       }
