@@ -550,9 +550,10 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     options?: { readonly duration?: Duration.Input | undefined }
   ) => Effect.Effect<Decision, CallError>
   /**
-   * Forgets the key's state (a block included) and says whether it had any
-   * (rate-limiter-flexible's `delete`). A policy the key was reconfigured to
-   * stays.
+   * Forgets the key (rate-limiter-flexible's `delete`): its state, a block,
+   * and a policy or rate it was given by `reconfigure` or `setRate` (it comes
+   * back under the limiter's policy, as a key never seen); says whether it
+   * had state worth keeping.
    */
   readonly delete: (key: string) => Effect.Effect<boolean, CallError>
   /**
@@ -569,7 +570,10 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * the old rate) and rescales its stored permits; a token bucket keeps the
    * tokens it holds and refills at the new rate from now (0 stops it). Any
    * other policy fails with `InvalidRequest` (`reconfigure` changes any
-   * policy). The key keeps the new rate across reaps, as after `reconfigure`.
+   * policy). The key keeps the new rate across reaps, as after `reconfigure`,
+   * until it is set back to its policy's own rate, reconfigured or deleted.
+   * Keys at the same rate share one policy, so a rate costs a key no more
+   * than a `reconfigure` does.
    */
   readonly setRate: (key: string, perSecond: number) => Effect.Effect<void, CallError>
 }>()("tollgate/RateLimiter") {
@@ -598,6 +602,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       const supervisor = yield* Supervisor.make({ ...settings.supervisor, store })
       const { maxKeyLength } = settings
       const maxKeys = 64
+      const rated = new RatedPolicies()
 
       const checkKey = (key: string): InvalidRequest | undefined => {
         if (!Predicate.isString(key)) {
@@ -787,7 +792,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             if (invalid !== undefined) return Effect.fail(invalid)
             const policy = supervisor.policyOf(key)
             if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
-            const next = Policy.withRate(policy, perSecond)
+            const next = rated.withRate(policy, perSecond)
             if (next._tag === "Invalid") {
               return Effect.fail(
                 new InvalidRequest({ field: "rate", value: String(perSecond), reason: next.error.reason })
@@ -877,6 +882,39 @@ const units = (field: string, n: number | undefined, fallback: number, least: nu
 
 // A window a call opens, or a block's length: positive milliseconds, or
 // Infinity (for ever).
+// The policies `setRate` makes, shared by value: every key set to one rate
+// of one policy holds the same policy object (a policy with its bound rule
+// is about a kilobyte; one per key was a kilobyte per key for ever). A rate
+// is always derived from the policy the key's rates started from, and that
+// policy's own rate gives it back, so a key set back to its rate holds its
+// policy again (and gives up its place among the reconfigured keys when
+// that is the limiter's). At most `perPolicy` rates are kept per policy (the
+// most recently made): a limiter that sets ever new rates makes new ones.
+class RatedPolicies {
+  private readonly roots = new WeakMap<Policy.Valid, Policy.Valid>()
+  private readonly made = new WeakMap<Policy.Valid, Map<number, Policy.Valid>>()
+  private readonly perPolicy = 256
+  withRate(policy: Policy.Valid, perSecond: number): Policy.Policy {
+    const root = this.roots.get(policy) ?? policy
+    let rates = this.made.get(root)
+    const known = rates?.get(perSecond)
+    if (known !== undefined) return known
+    const next = Policy.withRate(root, perSecond)
+    if (next._tag === "Invalid") return next
+    const [count, per] = next.rule.rate?.of ?? [NaN, NaN]
+    const own = root.rule.rate?.of
+    const shared = own !== undefined && own[0] === count && own[1] === per ? root : next
+    if (rates === undefined) this.made.set(root, rates = new Map())
+    if (rates.size >= this.perPolicy) {
+      const oldest = rates.keys().next()
+      if (oldest.done !== true) rates.delete(oldest.value)
+    }
+    rates.set(perSecond, shared)
+    this.roots.set(shared, root)
+    return shared
+  }
+}
+
 const parseWindow = (input: Duration.Input): number | InvalidRequest => {
   const duration = Predicate.isNumber(input) && Number.isNaN(input)
     ? { _tag: "None" as const }

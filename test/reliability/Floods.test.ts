@@ -235,3 +235,63 @@ describe("floods of keys", () => {
     120_000
   )
 })
+
+describe("setRate keeps nothing for ever", () => {
+  const smooth = Policy.tokenBucket({ capacity: 10, refill: { tokens: 10, per: "1 second" } })
+
+  it.effect("a key set back to its rate, or deleted, gives its place up; deleting it brings back the limiter's policy", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: smooth })
+      yield* limiter.setRate("a", 2)
+      yield* limiter.setRate("b", 2)
+      yield* limiter.setRate("c", 5)
+      assert.strictEqual((yield* limiter.stats).overrides, 3)
+      // back to the policy's own rate: the key holds the limiter's policy again
+      yield* limiter.setRate("a", 5)
+      yield* limiter.setRate("a", 10)
+      assert.strictEqual((yield* limiter.stats).overrides, 2)
+      // deleted: forgotten, rate and all
+      assert.isTrue(yield* limiter.consume("b", { cost: 10 }).pipe(Effect.map((d) => d.allowed)))
+      yield* limiter.delete("b")
+      assert.strictEqual((yield* limiter.stats).overrides, 1)
+      yield* limiter.consume("b", { cost: 10 })
+      yield* TestClock.adjust("500 millis")
+      // refilled at the limiter's 10 per second, not at 2
+      assert.strictEqual((yield* limiter.peek("b")).remaining, 5)
+      // a reconfigured key is forgotten by delete too
+      yield* limiter.reconfigure("d", Policy.fixedWindow({ limit: 3, window: "1 minute" }))
+      assert.strictEqual((yield* limiter.peek("d")).limit, 3)
+      yield* limiter.delete("d")
+      assert.strictEqual((yield* limiter.peek("d")).limit, 10)
+      assert.strictEqual((yield* limiter.stats).overrides, 1)
+    }))
+
+  it.live("200,000 keys set to a rate and then deleted: the heap is back within 10 %", () =>
+    Effect.gen(function*() {
+      v8.setFlagsFromString("--expose-gc")
+      const gc = vm.runInNewContext("gc") as () => void
+      const heap = () => {
+        gc()
+        gc()
+        return process.memoryUsage().heapUsed
+      }
+      const keys = 200_000
+      const limiter = yield* RateLimiter.make({ policy: smooth, idleTimeout: "1 minute" })
+      const before = heap()
+      for (let i = 0; i < keys; i++) yield* limiter.acquire(`k:${i}`)
+      const started = heap()
+      for (let i = 0; i < keys; i++) yield* limiter.setRate(`k:${i}`, 1 + (i % 3))
+      const set = heap()
+      assert.strictEqual((yield* limiter.stats).overrides, keys)
+      for (let i = 0; i < keys; i++) yield* limiter.delete(`k:${i}`)
+      const after = heap()
+      assert.strictEqual((yield* limiter.stats).overrides, 0)
+      assert.strictEqual((yield* limiter.stats).buckets, 0)
+      const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`
+      const figures = `heap ${mb(before)} before, ${mb(started)} with the keys, ${mb(set)} set, ${mb(after)} deleted`
+      // three rates, three policies: a key's rate costs it about a Map entry
+      assert.isBelow((set - started) / keys, 200, `per key set to a rate: ${(set - started) / keys} B; ${figures}`)
+      // every key deleted: back within 10 % of where the heap was before them
+      assert.isAtMost(after, before * 1.1, figures)
+    }).pipe(Effect.scoped, Effect.provide(TestClock.layer())), 120_000)
+})

@@ -331,9 +331,12 @@ export const decide: { readonly [K in Request.DecideKind]: Decide<K> } = {
     Bucket.touch(limiter, bucket, now)
     return Exit.succeed(standing(limiter, bucket, now))
   },
-  [Request.Kind.Delete]: (limiter, bucket, _, now) => {
+  [Request.Kind.Delete]: (limiter, bucket, _, now, payload) => {
     const had = !Bucket.settled(limiter, bucket, now)
     unblock(bucket)
+    // the policy the key was given is forgotten too (the supervisor sends its own)
+    const to = reconfigurationOf(payload)
+    if (to !== undefined) reconfigure(bucket, to, now)
     Bucket.write(bucket, bucket.policy.rule.initial(now))
     return Exit.succeed(had)
   },

@@ -151,6 +151,18 @@ const opFor = (
   }
 }
 
+// A reconfigure switches the key's policy; a delete forgets a policy the key
+// was given (the supervisor sends the key's own). The local fallback then
+// counts a share of that policy, afresh.
+const adopt = (bucket: Bucket.Bucket, kind: Request.Kind, payload: Request.Payload | undefined): void => {
+  if (
+    (kind === Request.Kind.Reconfigure || kind === Request.Kind.Delete) && payload !== undefined && "policy" in payload
+  ) {
+    bucket.policy = payload.policy
+    Bucket.write(bucket, undefined)
+  }
+}
+
 const durationOf = (ms: number): Duration.Duration => ms === Infinity ? Duration.infinity : Duration.millis(ms)
 
 const decisionOf = (op: Op, r: Reply, degraded: boolean): Decision.Decision => {
@@ -392,6 +404,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     now: number
   ): Request.Answer<K> | undefined => {
     if (bucket.direct !== undefined || bucket.actor?.mailbox !== undefined) return undefined
+    adopt(bucket, kind, payload)
     const out: Bucket.Direct = { since: now, idle: undefined }
     bucket.direct = out
     Bucket.touch(limiter, bucket, now)
@@ -517,11 +530,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
   ) {
     const ops = requests.map((r) => opFor(line, r.kind, r.cost, r.payload))
     for (const r of requests) {
-      if (r.kind === Request.Kind.Reconfigure && r.payload !== undefined && "policy" in r.payload) {
-        bucket.policy = r.payload.policy
-        // The local fallback now counts a share of the new policy, afresh.
-        Bucket.write(bucket, undefined)
-      }
+      adopt(bucket, r.kind, r.payload)
       // The key's state changes under the line: the head asks again now.
       if (changesUnderLine(r.kind)) line.wakeAt = 0
     }

@@ -167,7 +167,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     }
   }
 
+  // A deleted key is forgotten with the policy it was given: it goes back to
+  // its own, carried to its bucket by the delete (if it still has one).
+  const restore = (key: string): Request.Reconfiguration | undefined => {
+    if (!overrides.delete(key)) return undefined
+    const policy = options.policyFor(key)
+    return policy._tag === "InvalidPolicy" ? undefined : { policy, carry: "reset" }
+  }
+
   const submit: Submit = (key, kind, cost, maxWait, payload) => {
+    if (kind === Request.Kind.Delete && overrides.size > 0) payload = restore(key) ?? payload
     while (true) {
       if (closed) return shutdownExit
       const full = kind === Request.Kind.Reconfigure ? override(key, payload) : undefined
