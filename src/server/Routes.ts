@@ -294,20 +294,18 @@ export const layer: Layer.Layer<
       const validateQuery = Body.validate(PeekQuery)
 
       const context = yield* Effect.context<never>()
-      // The wrapper of every API route: answers errors as problems, closes
-      // connections while draining, counts the answer and the requests in
-      // flight. Metrics are updated in place (no fiber step per update): this
+      // The wrapper of every API route: answers errors as problems, counts
+      // the answer and the requests in flight. Metrics are updated in place (no fiber step per update): this
       // runs on every request, and its cost shows next to a bare route's.
       const handle = <R>(
         route: string,
         effect: Effect.Effect<HttpServerResponse.HttpServerResponse, RouteError, R>
       ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> => {
         const count = HttpMetrics.routeCounter(route)
+        // While draining, the HTTP server itself (Server.layerHttp) closes connections after their answers.
         const answered = (response: HttpServerResponse.HttpServerResponse) => {
           count(response.status, context)
-          // While draining, connections are closed after their response instead of kept alive,
-          // so that the server's close does not wait for clients to drop idle connections.
-          return lifecycle.isDrainingUnsafe() ? HttpServerResponse.setHeader(response, "connection", "close") : response
+          return response
         }
         const done = () => {
           HttpMetrics.inFlight.modifyUnsafe(-1, context)
