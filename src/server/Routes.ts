@@ -29,7 +29,7 @@
  * @since 0.1.0
  */
 import { Duration, Effect, Layer, Metric, Schema } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import type { Decision } from "../Decision.ts"
 import * as Problem from "../http/Problem.ts"
@@ -38,6 +38,7 @@ import * as AdminAuth from "./internal/AdminAuth.ts"
 import * as Body from "./internal/Body.ts"
 import * as FieldErrors from "./internal/FieldErrors.ts"
 import * as HttpMetrics from "./internal/HttpMetrics.ts"
+import * as Query from "./internal/Query.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
 import * as Tollgate from "./Tollgate.ts"
@@ -129,6 +130,12 @@ export const problemOf = (error: RouteError): Effect.Effect<HttpServerResponse.H
       )
   }
 }
+
+// A key with a lone surrogate (a JSON escape such as "\ud800") is refused: stored as UTF-8 (in Redis) every
+// lone surrogate becomes U+FFFD, so different keys would share one bucket.
+const wellFormed = Schema.makeFilter((key: string) => !/\p{Surrogate}/u.test(key), {
+  expected: "a key of whole Unicode characters (not a lone surrogate)"
+})
 
 const Cost = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000_000 }))
 
@@ -233,7 +240,7 @@ export const layer: Layer.Layer<
       const { maxBodyBytes, maxKeyLength, maxWaitMillis } = settings.limits
       const authorize = AdminAuth.make(settings.adminToken)
 
-      const Key = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(maxKeyLength))
+      const Key = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(maxKeyLength), wellFormed)
       const Request = Schema.Struct({
         key: Key,
         cost: Schema.optionalKey(Cost),
@@ -345,8 +352,7 @@ export const layer: Layer.Layer<
         handle(
           "/v1/peek",
           Effect.gen(function*() {
-            const query = yield* HttpServerRequest.ParsedSearchParams
-            const request = yield* validateQuery(query)
+            const request = yield* validateQuery(yield* Query.parse((yield* HttpServerRequest.HttpServerRequest).url))
             return json(yield* tollgate.peek(request))
           })
         )
@@ -410,7 +416,7 @@ export const layer: Layer.Layer<
         handle(
           "/v1/get",
           Effect.gen(function*() {
-            const query = yield* HttpServerRequest.ParsedSearchParams
+            const query = yield* Query.parse((yield* HttpServerRequest.HttpServerRequest).url)
             return json(yield* tollgate.get(yield* validateGet(query)))
           })
         )
@@ -515,5 +521,31 @@ export const layer: Layer.Layer<
       yield* router.addAll(fallbackMethods.map((method) => HttpRouter.route(method, "/*", fallback)))
     })
   ),
-  PrometheusMetrics.layerHttp({ path: "/metrics" })
+  PrometheusMetrics.layerHttp({ path: "/metrics" }),
+  // The router finds no route for a path it cannot percent-decode, and answers an empty 404; such a path
+  // (`/v1/check/a%FF` from a gateway) is a request the service cannot read, answered as one.
+  HttpRouter.middleware(
+    (httpEffect) =>
+      Effect.catch(httpEffect, (error) => {
+        const path = undecodablePath(error)
+        if (path === undefined) return Effect.fail(error)
+        const field = { field: "path", value: FieldErrors.show(path), reason: "is not valid percent-encoded UTF-8" }
+        return Effect.succeed(Problem.response("invalid-request", FieldErrors.format(field), {
+          extensions: { errors: [field] }
+        }))
+      }),
+    { global: true }
+  )
 )
+
+// The path of a request the router found no route for because it could not decode the path.
+const undecodablePath = (error: unknown): string | undefined => {
+  if (!HttpServerError.isHttpServerError(error) || error.reason._tag !== "RouteNotFound") return undefined
+  const path = error.reason.request.url.split("?")[0]
+  try {
+    decodeURI(path)
+    return undefined
+  } catch {
+    return path
+  }
+}
