@@ -1,9 +1,10 @@
 /**
  * `node bench/http/healthz.ts`: how long `GET /healthz` takes on a cold
  * service under saturation, as a liveness probe sees it. Each round starts
- * the service afresh (no warm-up), saturates it at once with autocannon
- * (POST /v1/consume on `--connections` kept-alive connections, as fast as it
- * answers), and meanwhile probes `/healthz` every 100 ms the way kubelet does:
+ * the service afresh (no warm-up), saturates it at once with autocannon in a
+ * process of its own (POST /v1/consume on `--connections` kept-alive
+ * connections, as fast as it answers), and meanwhile probes `/healthz` every
+ * 100 ms from this process the way kubelet does:
  * a new connection per probe, one request, `Connection: close`. It reports
  * the probes' latency (median, p99, max) over the first `--cold` seconds and
  * over the rest of the round.
@@ -15,7 +16,7 @@
  *
  * The machine may be shared: compare contenders from the same run only.
  */
-import autocannon from "autocannon"
+import type autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import * as http from "node:http"
@@ -87,24 +88,48 @@ const probe = (url: URL): Promise<number> =>
     req.setTimeout(10_000, () => req.destroy())
   })
 
+// autocannon in a process of its own, so that the probes' event loop is as free as kubelet's.
+const saturate = (url: string): Promise<autocannon.Result> =>
+  new Promise((resolvePromise, reject) => {
+    const child = spawn(process.execPath, [
+      join(root, "node_modules/autocannon/autocannon.js"),
+      "--json",
+      "--connections",
+      String(connections),
+      "--duration",
+      String(duration),
+      "--method",
+      "POST",
+      "--headers",
+      "content-type=application/json",
+      "--body",
+      JSON.stringify({ key: "hot" }),
+      url + "/v1/consume"
+    ], { stdio: ["ignore", "pipe", "ignore"] })
+    let output = ""
+    child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+    child.on("exit", (code) => {
+      try {
+        resolvePromise(JSON.parse(output) as autocannon.Result)
+      } catch {
+        reject(new Error(`autocannon exited with ${code}: ${output}`))
+      }
+    })
+  })
+
 interface Round {
   readonly cold: ReadonlyArray<number>
   readonly warm: ReadonlyArray<number>
   readonly requestsPerSecond: number
+  /** Answers of the load that were not 2xx, and its errors and timeouts. */
+  readonly refused: number
 }
 
 const round = async (checkout: string, config: string): Promise<Round> => {
   const service = await launch(checkout, config)
   try {
     const url = new URL(service.url)
-    const load = autocannon({
-      url: service.url + "/v1/consume",
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ key: "hot" }),
-      connections,
-      duration
-    })
+    const load = saturate(service.url)
     const started = performance.now()
     const cold: Array<number> = []
     const warm: Array<number> = []
@@ -120,7 +145,12 @@ const round = async (checkout: string, config: string): Promise<Round> => {
     }
     const result = await load
     await Promise.all(probes)
-    return { cold, warm, requestsPerSecond: result.requests.average }
+    return {
+      cold,
+      warm,
+      requestsPerSecond: result.requests.average,
+      refused: result.non2xx + result.errors + result.timeouts
+    }
   } finally {
     await stop(service)
   }
@@ -160,7 +190,8 @@ const main = async () => {
         const r = await round(contender.checkout, config)
         results.get(contender.name)!.push(r)
         console.log(
-          `  round ${i + 1}, ${contender.name}: ${Math.round(r.requestsPerSecond)} req/s; cold ${summary(r.cold)}; ` +
+          `  round ${i + 1}, ${contender.name}: ${Math.round(r.requestsPerSecond)} req/s (${r.refused} not 2xx or ` +
+            `failed); cold ${summary(r.cold)}; ` +
             `warm ${summary(r.warm)}`
         )
       }

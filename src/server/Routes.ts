@@ -302,14 +302,15 @@ export const layer: Layer.Layer<
 
       const context = yield* Effect.context<never>()
       // The wrapper of every API route: answers errors as problems, counts
-      // the answer and the requests in flight. Metrics are updated in place (no fiber step per update): this
-      // runs on every request, and its cost shows next to a bare route's.
+      // the answer and the requests in flight. Metrics are updated in place
+      // (no fiber step per update): this runs on every request, and its cost
+      // shows next to a bare route's. While draining, the HTTP server itself
+      // (Server.layerHttp) closes each connection after its answer.
       const handle = <R>(
         route: string,
         effect: Effect.Effect<HttpServerResponse.HttpServerResponse, RouteError, R>
       ): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> => {
         const count = HttpMetrics.routeCounter(route)
-        // While draining, the HTTP server itself (Server.layerHttp) closes connections after their answers.
         const answered = (response: HttpServerResponse.HttpServerResponse) => {
           count(response.status, context)
           return response
