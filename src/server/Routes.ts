@@ -353,7 +353,11 @@ export const layer: Layer.Layer<
         handle(
           "/v1/peek",
           Effect.gen(function*() {
-            const request = yield* validateQuery(yield* Query.parse((yield* HttpServerRequest.HttpServerRequest).url))
+            const query = yield* Query.parse(
+              (yield* HttpServerRequest.HttpServerRequest).url,
+              yield* HttpServerRequest.ParsedSearchParams
+            )
+            const request = yield* validateQuery(query)
             return json(yield* tollgate.peek(request))
           })
         )
@@ -417,7 +421,10 @@ export const layer: Layer.Layer<
         handle(
           "/v1/get",
           Effect.gen(function*() {
-            const query = yield* Query.parse((yield* HttpServerRequest.HttpServerRequest).url)
+            const query = yield* Query.parse(
+              (yield* HttpServerRequest.HttpServerRequest).url,
+              yield* HttpServerRequest.ParsedSearchParams
+            )
             return json(yield* tollgate.get(yield* validateGet(query)))
           })
         )

@@ -186,7 +186,6 @@ const rawResponse = (kind: Problem.Kind, detail: string, extensions?: Record<str
  * @since 0.3.0
  */
 export const make = (options: Options): NodeServer => {
-  let draining = false
   // Each connection's current response, to know whether an answer of its own can still be written.
   const responses = new WeakMap<Socket, ServerResponse>()
   const refused = new WeakSet<Duplex>()
@@ -199,12 +198,15 @@ export const make = (options: Options): NodeServer => {
     }
   }
   const writeHead = ServerResponse.prototype.writeHead
-  // Every answer, whichever way it is written (Node's implicit headers go through writeHead too), says
-  // that the connection closes once the drain has begun; Node then closes it after the answer.
-  Response.prototype.writeHead = function(this: ServerResponse, ...args: ReadonlyArray<unknown>) {
-    if (draining && !this.headersSent) this.setHeader("connection", "close")
-    return Reflect.apply(writeHead, this, args)
-  } as ServerResponse["writeHead"]
+  // Once the drain has begun, every answer, whichever way it is written (Node's implicit headers go through
+  // writeHead too), says that the connection closes; Node then closes it after the answer. Installed only
+  // then, so that it costs nothing before.
+  const closeAfterAnswers = () => {
+    Response.prototype.writeHead = function(this: ServerResponse, ...args: ReadonlyArray<unknown>) {
+      if (!this.headersSent) this.setHeader("connection", "close")
+      return Reflect.apply(writeHead, this, args)
+    } as ServerResponse["writeHead"]
+  }
 
   const server = createServer({
     ServerResponse: Response,
@@ -243,7 +245,7 @@ export const make = (options: Options): NodeServer => {
 
   const drainOnce = (timeout: Duration.Input) =>
     Effect.suspend(() => {
-      draining = true
+      closeAfterAnswers()
       // net.Server's close stops listening and leaves connections open; http.Server's would first
       // destroy idle connections, resetting a request a client may be writing on one of them.
       if (server.listening) NetServer.prototype.close.call(server)

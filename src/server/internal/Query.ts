@@ -27,7 +27,9 @@ const reason = "is not valid percent-encoded UTF-8"
 
 /**
  * The parameters of a URL's query (a repeated one as an array, in order), or
- * the parameters that could not be decoded.
+ * the parameters that could not be decoded. `parsed`, the router's lenient
+ * parameters of the same URL, is returned as it is when nothing in the query
+ * is percent-encoded (the two decodings agree then).
  *
  * @example
  * ```ts
@@ -39,10 +41,15 @@ const reason = "is not valid percent-encoded UTF-8"
  *
  * @since 0.3.0
  */
-export const parse = (url: string): Exit.Exit<Readonly<Record<string, string | Array<string>>>, InvalidBody> => {
+export const parse = (
+  url: string,
+  parsed?: Readonly<Record<string, string | Array<string>>>
+): Exit.Exit<Readonly<Record<string, string | Array<string>>>, InvalidBody> => {
   const out: Record<string, string | Array<string>> = Object.create(null)
   const start = url.indexOf("?")
   if (start < 0) return Exit.succeed(out)
+  // Nothing percent-encoded (the common case): the router's parameters are exact.
+  if (parsed !== undefined && url.indexOf("%", start) < 0) return Exit.succeed(parsed)
   const errors: Array<FieldErrors.FieldError> = []
   for (const pair of url.slice(start + 1).split("&")) {
     if (pair === "") continue
