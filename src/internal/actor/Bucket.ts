@@ -217,6 +217,30 @@ export interface Direct {
 }
 
 /**
+ * A caller-side store call of the key goes out at `now` (see
+ * {@link Bucket.direct}): the key's actor, if one starts meanwhile, sends its
+ * first batch after it.
+ *
+ * @since 0.3.0
+ */
+export const directOut = (bucket: Bucket, now: number): Direct => {
+  const out: Direct = { since: now, idle: undefined }
+  bucket.direct = out
+  return out
+}
+
+/**
+ * The caller-side call `out` is back (or given up on): the key is free, and
+ * an actor waiting for it goes on.
+ *
+ * @since 0.3.0
+ */
+export const directBack = (bucket: Bucket, out: Direct): void => {
+  if (bucket.direct === out) bucket.direct = undefined
+  if (out.idle !== undefined) Deferred.doneUnsafe(out.idle, Exit.void)
+}
+
+/**
  * The part of a bucket that exists once a request has had to queue: the
  * mailbox (while the fiber runs), the line, and the `stopped` latch.
  *

@@ -247,10 +247,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
 
   // A caller-side call is back (or given up on): the key is free, and an
   // actor waiting for it goes on.
-  const settle = (bucket: Bucket.Bucket, out: Bucket.Direct): void => {
-    if (bucket.direct === out) bucket.direct = undefined
-    if (out.idle !== undefined) Deferred.doneUnsafe(out.idle, Exit.void)
-  }
+  const settle = Bucket.directBack
 
   // The caller-side path: a decide-now request (`acquire`, `consume`,
   // `peek`, `reset`, `release`) for a key with no actor running and no call
@@ -260,7 +257,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
   // operation not yet sent is dropped; one already sent is applied by the
   // store (its units taken) and its answer is lost, as for a caller that
   // leaves while its batch is out.
-  const direct = <K extends Request.DecideKind>(
+  const direct = <K extends Request.Kind>(
     limiter: Bucket.Limiter,
     bucket: Bucket.Bucket,
     kind: K,
@@ -270,8 +267,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
   ): Request.Answer<K> | undefined => {
     if (bucket.direct !== undefined || bucket.actor?.mailbox !== undefined) return undefined
     adopt(bucket, kind, payload)
-    const out: Bucket.Direct = { since: now, idle: undefined }
-    bucket.direct = out
+    const out = Bucket.directOut(bucket, now)
     Bucket.touch(limiter, bucket, now)
     const op = opFor(undefined, kind, cost, payload)
     const ops = [op]
@@ -320,50 +316,33 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     ))
   }
 
-  type Now<K extends Request.Kind> = (
+  // The caller's fiber, the key quiet: a decide-now request goes out as the
+  // caller's own store call; a reconfigure (it changes the policy waiters
+  // are timed by), a feedback (the rate they are timed by) and waiters go to
+  // the actor, in order. Holds and transactions need the state in process.
+  const now = (
     limiter: Bucket.Limiter,
     bucket: Bucket.Bucket,
+    kind: Request.Kind,
     cost: number,
-    payload: Request.Payload | undefined,
-    now: number
-  ) => Request.Answer<K> | undefined
-  const queue = () => undefined
-  const directly = <K extends Request.DecideKind>(kind: K): Now<K> => (limiter, bucket, cost, payload, now) =>
-    direct(limiter, bucket, kind, cost, payload, now)
-  const nowTable: { readonly [K in Request.Kind]: Now<K> } = {
-    [Request.Kind.Acquire]: directly(Request.Kind.Acquire),
-    [Request.Kind.Consume]: directly(Request.Kind.Consume),
-    [Request.Kind.Peek]: directly(Request.Kind.Peek),
-    [Request.Kind.Reset]: directly(Request.Kind.Reset),
-    [Request.Kind.Release]: directly(Request.Kind.Release),
-    [Request.Kind.Reconfigure]: queue,
-    [Request.Kind.Wait]: queue,
-    [Request.Kind.Reserve]: queue,
-    [Request.Kind.Poke]: queue,
-    [Request.Kind.Force]: directly(Request.Kind.Force),
-    [Request.Kind.Add]: directly(Request.Kind.Add),
-    [Request.Kind.ForceAdd]: directly(Request.Kind.ForceAdd),
-    [Request.Kind.Fill]: directly(Request.Kind.Fill),
-    [Request.Kind.TakeUpTo]: directly(Request.Kind.TakeUpTo),
-    [Request.Kind.Get]: directly(Request.Kind.Get),
-    [Request.Kind.Set]: directly(Request.Kind.Set),
-    [Request.Kind.Delete]: directly(Request.Kind.Delete),
-    [Request.Kind.Block]: directly(Request.Kind.Block),
-    [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
-    [Request.Kind.HoldWait]: () => Exit.fail(inProcessOnly("a hold")),
-    // a feedback changes the rate waiters are timed by: in order, by the
-    // actor; a fixed-rate key refuses it, as in process
-    [Request.Kind.Feedback]: (_, bucket) =>
-      bucket.policy.rule.adapt === undefined
-        ? Exit.fail(
-          new InvalidRequest({
-            field: "key",
-            value: JSON.stringify(bucket.key),
-            reason: `its policy (${bucket.policy.rule.name}) has a fixed rate: feedback needs Policy.adaptive`
-          })
-        )
-        : undefined,
-    [Request.Kind.Transact]: () => Exit.fail(inProcessOnly("a transaction"))
+    at: number,
+    payload: Request.Payload | undefined
+  ): Request.Answer | undefined => {
+    switch (kind) {
+      case Request.Kind.Reconfigure:
+      case Request.Kind.Feedback:
+      case Request.Kind.Wait:
+      case Request.Kind.Reserve:
+      case Request.Kind.Poke:
+        return undefined
+      case Request.Kind.Hold:
+      case Request.Kind.HoldWait:
+        return Exit.fail(inProcessOnly("a hold"))
+      case Request.Kind.Transact:
+        return Exit.fail(inProcessOnly("a transaction"))
+      default:
+        return direct(limiter, bucket, kind, cost, payload, at)
+    }
   }
 
   // Waits until the key's caller-side call is back, so the actor's first
@@ -530,6 +509,11 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     let segment: Array<Request.Request> = []
     for (const request of batch) {
       if (request.cancelled || request.kind === Request.Kind.Poke) continue
+      if (Operations.table[request.kind].op === undefined && !isWait(request.kind)) {
+        // a hold or a transaction: in process only
+        Request.reply(request, Exit.fail(inProcessOnly(`a request of kind ${request.kind}`)))
+        continue
+      }
       if (!isWait(request.kind)) {
         segment.push(request)
         continue
@@ -561,7 +545,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       }))
 
   return {
-    now: (limiter, bucket, kind, cost, now, payload) => nowTable[kind](limiter, bucket, cost, payload, now),
+    now,
     // A key with no bucket still goes through one: the store holds its state.
     unstarted: () => undefined,
     serve,
