@@ -20,7 +20,6 @@ import * as CompositeAlgorithm from "./internal/algorithm/Composite.ts"
 import * as ConcurrencyAlgorithm from "./internal/algorithm/Concurrency.ts"
 import * as FixedWindowAlgorithm from "./internal/algorithm/FixedWindow.ts"
 import * as GcraAlgorithm from "./internal/algorithm/Gcra.ts"
-import * as LeakyBucketAlgorithm from "./internal/algorithm/LeakyBucket.ts"
 import * as SlidingLogAlgorithm from "./internal/algorithm/SlidingLog.ts"
 import * as SlidingWindowAlgorithm from "./internal/algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "./internal/algorithm/TokenBucket.ts"
@@ -132,7 +131,7 @@ export interface Gcra extends Base<"Gcra", GcraAlgorithm.Config, GcraAlgorithm.S
  * @since 0.1.0
  * @category models
  */
-export interface LeakyBucket extends Base<"LeakyBucket", LeakyBucketAlgorithm.Config, LeakyBucketAlgorithm.State> {}
+export interface LeakyBucket extends Base<"LeakyBucket", GcraAlgorithm.Config, GcraAlgorithm.State> {}
 
 /**
  * A fixed window counter.
@@ -1046,19 +1045,19 @@ export const leakyBucket = (options: LeakyBucketOptions): Policy => {
   if (Result.isFailure(decoded)) return decoded.failure
   const o = decoded.success
   const rate = perRate(o.rate, o.rate.tokens)
-  const config = LeakyBucketAlgorithm.config({
-    tokens: rate.count,
+  // GCRA as a shaper: the same meter, its admissions delayed beyond `delay` units
+  const config = GcraAlgorithm.config({
+    count: rate.count,
     periodMillis: rate.per,
-    burst: o.burst,
-    delay: o.delay,
-    nodelay: o.nodelay
+    maxBurst: o.burst ?? 0,
+    delay: o.nodelay === true ? Infinity : o.delay ?? 0
   })
   return make<LeakyBucket>({
     _tag: "LeakyBucket",
-    algorithm: LeakyBucketAlgorithm.algorithm,
+    algorithm: GcraAlgorithm.algorithm,
     config,
-    rule: bind(LeakyBucketAlgorithm.algorithm, config),
-    quota: { limit: config.capacity, windowMillis: (config.capacity / rate.count) * rate.per }
+    rule: bind(GcraAlgorithm.algorithm, config),
+    quota: { limit: config.limit, windowMillis: (config.limit / rate.count) * rate.per }
   }, o)
 }
 
@@ -1559,8 +1558,8 @@ const scale = (p: Valid, f: number): Policy => {
       })
     case "LeakyBucket":
       return leakyBucket({
-        rate: { tokens: p.config.tokens * f, per: p.config.periodMillis },
-        burst: p.config.burst * f,
+        rate: { tokens: p.config.count * f, per: p.config.periodMillis },
+        burst: p.config.maxBurst * f,
         delay: p.config.delay === Infinity ? undefined : p.config.delay * f,
         nodelay: p.config.delay === Infinity
       })

@@ -14,7 +14,6 @@ import * as Composite from "../../src/internal/algorithm/Composite.ts"
 import * as Concurrency from "../../src/internal/algorithm/Concurrency.ts"
 import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
 import * as Gcra from "../../src/internal/algorithm/Gcra.ts"
-import * as LeakyBucket from "../../src/internal/algorithm/LeakyBucket.ts"
 import * as SlidingLog from "../../src/internal/algorithm/SlidingLog.ts"
 import * as SlidingWindow from "../../src/internal/algorithm/SlidingWindow.ts"
 import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
@@ -22,6 +21,7 @@ import * as Unlimited from "../../src/internal/algorithm/Unlimited.ts"
 import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
 import * as Interpreter from "../../src/internal/operation/Interpreter.ts"
 import * as Op from "../../src/internal/operation/Op.ts"
+import { leakyConfig } from "./support.ts"
 
 interface Case {
   readonly name: string
@@ -138,8 +138,8 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "leaky bucket",
-    algorithm: LeakyBucket.algorithm,
-    config: LeakyBucket.config({ tokens: 1, periodMillis: 50, burst: 3 }),
+    algorithm: Gcra.algorithm,
+    config: leakyConfig({ tokens: 1, periodMillis: 50, burst: 3 }),
     scale: 150,
     costs: 5,
     forgets: true,
@@ -147,8 +147,8 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "leaky bucket, delay 2",
-    algorithm: LeakyBucket.algorithm,
-    config: LeakyBucket.config({ tokens: 3, periodMillis: 100, burst: 5, delay: 2 }),
+    algorithm: Gcra.algorithm,
+    config: leakyConfig({ tokens: 3, periodMillis: 100, burst: 5, delay: 2 }),
     scale: 150,
     costs: 7,
     forgets: true,
@@ -156,8 +156,8 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "leaky bucket, nodelay",
-    algorithm: LeakyBucket.algorithm,
-    config: LeakyBucket.config({ tokens: 2, periodMillis: 100, burst: 4, nodelay: true }),
+    algorithm: Gcra.algorithm,
+    config: leakyConfig({ tokens: 2, periodMillis: 100, burst: 4, nodelay: true }),
     scale: 150,
     costs: 6,
     forgets: true,

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as LeakyBucket from "../../src/internal/algorithm/LeakyBucket.ts"
-import { least } from "./support.ts"
+import * as Gcra from "../../src/internal/algorithm/Gcra.ts"
+import { leakyConfig, least } from "./support.ts"
 
 // nginx's limit_req, transcribed per request of one unit, in exact integers
 // (excess × period instead of milli-requests). A key without a node has its
@@ -74,19 +74,19 @@ const runs = (p: Params) => {
 const cases = params.chain((p) => fc.tuple(fc.constant(p), fc.integer({ min: 0, max: 2 ** 42 }), runs(p)))
 
 const configOf = (p: Params, nodelay = false) =>
-  LeakyBucket.config({ tokens: p.tokens, periodMillis: p.period, burst: p.burst, delay: p.delay, nodelay })
+  leakyConfig({ tokens: p.tokens, periodMillis: p.period, burst: p.burst, delay: p.delay, nodelay })
 
 describe("LeakyBucket", () => {
   it("agrees with nginx's limit_req, delays and retryAfter included", () => {
     fc.assert(
       fc.property(cases, ([p, t0, run]) => {
         const c = configOf(p)
-        let s = LeakyBucket.initial(c, t0)
+        let s = Gcra.initial(c, t0)
         let node: Node = { excess: undefined, last: t0 }
         let now = t0
         for (const { cost, delta } of run) {
           now += delta
-          const o = LeakyBucket.step(c, s, now, cost)
+          const o = Gcra.step(c, s, now, cost)
           const v = limitReq(p, node, now, cost)
           assert.strictEqual(o.allowed, v.allowed)
           assert.strictEqual(o.delay, v.delay)
@@ -108,12 +108,12 @@ describe("LeakyBucket", () => {
       fc.property(cases, ([p0, t0, run]) => {
         const p = { ...p0, delay: 0 }
         const c = configOf(p)
-        let s = LeakyBucket.initial(c, t0)
+        let s = Gcra.initial(c, t0)
         let now = t0
         const released: Array<{ readonly at: number; readonly cost: number }> = []
         for (const { cost, delta } of run) {
           now += delta
-          const o = LeakyBucket.step(c, s, now, cost)
+          const o = Gcra.step(c, s, now, cost)
           if (o.allowed) released.push({ at: now + o.delay, cost })
           s = o.state
         }
@@ -133,13 +133,13 @@ describe("LeakyBucket", () => {
       fc.property(cases, ([p, t0, run]) => {
         const shaped = configOf(p)
         const eager = configOf(p, true)
-        let a = LeakyBucket.initial(shaped, t0)
-        let b = LeakyBucket.initial(eager, t0)
+        let a = Gcra.initial(shaped, t0)
+        let b = Gcra.initial(eager, t0)
         let now = t0
         for (const { cost, delta } of run) {
           now += delta
-          const x = LeakyBucket.step(shaped, a, now, cost)
-          const y = LeakyBucket.step(eager, b, now, cost)
+          const x = Gcra.step(shaped, a, now, cost)
+          const y = Gcra.step(eager, b, now, cost)
           assert.deepStrictEqual({ ...x, delay: 0 }, y)
           a = x.state
           b = y.state
@@ -150,17 +150,17 @@ describe("LeakyBucket", () => {
   })
 
   it("follows nginx on a fresh key: burst 5 at 1 r/s, delay 2", () => {
-    const c = LeakyBucket.config({ tokens: 1, periodMillis: 1000, burst: 5, delay: 2 })
-    let s = LeakyBucket.initial(c, 0)
+    const c = leakyConfig({ tokens: 1, periodMillis: 1000, burst: 5, delay: 2 })
+    let s = Gcra.initial(c, 0)
     const delays: Array<number> = []
     for (let i = 0; i < 7; i++) {
-      const o = LeakyBucket.step(c, s, 0, 1)
+      const o = Gcra.step(c, s, 0, 1)
       delays.push(o.allowed ? o.delay : -1)
       s = o.state
     }
     // Units meet excess 0..5: the first three go at once, the next wait 1, 2, 3 s; the 7th is rejected.
     assert.deepStrictEqual(delays, [0, 0, 0, 1000, 2000, 3000, -1])
-    const denied = LeakyBucket.step(c, s, 0, 1)
+    const denied = Gcra.step(c, s, 0, 1)
     assert.strictEqual(denied.retryAfter, 1000)
     assert.strictEqual(denied.remaining, 0)
     assert.strictEqual(denied.resetAfter, 6000)
@@ -168,44 +168,44 @@ describe("LeakyBucket", () => {
   })
 
   it("denies a cost above burst + 1 forever, taking nothing", () => {
-    const c = LeakyBucket.config({ tokens: 1, periodMillis: 1000, burst: 2 })
-    const s = LeakyBucket.initial(c, 0)
-    const o = LeakyBucket.step(c, s, 0, 4)
+    const c = leakyConfig({ tokens: 1, periodMillis: 1000, burst: 2 })
+    const s = Gcra.initial(c, 0)
+    const o = Gcra.step(c, s, 0, 4)
     assert.strictEqual(o.allowed, false)
     assert.strictEqual(o.retryAfter, Infinity)
     assert.strictEqual(o.state, s)
-    assert.strictEqual(LeakyBucket.algorithm.maxCost(c), 3)
+    assert.strictEqual(Gcra.algorithm.maxCost(c), 3)
   })
 
   it("leaks nothing while the clock is behind, and survives huge jumps", () => {
-    const c = LeakyBucket.config({ tokens: 1, periodMillis: 1000, burst: 1 })
-    let s = LeakyBucket.initial(c, 10_000)
-    s = LeakyBucket.step(c, s, 10_000, 2).state
-    const back = LeakyBucket.step(c, s, 9_000, 1)
+    const c = leakyConfig({ tokens: 1, periodMillis: 1000, burst: 1 })
+    let s = Gcra.initial(c, 10_000)
+    s = Gcra.step(c, s, 10_000, 2).state
+    const back = Gcra.step(c, s, 9_000, 1)
     assert.strictEqual(back.allowed, false)
     assert.strictEqual(back.retryAfter, 2000)
     // Admitted with the clock a second behind: its delay runs from the anchor.
-    const later = LeakyBucket.step(c, s, 11_000, 1)
+    const later = Gcra.step(c, s, 11_000, 1)
     assert.strictEqual(later.delay, 1000)
-    const behind = LeakyBucket.step(c, later.state, 10_500, 1)
+    const behind = Gcra.step(c, later.state, 10_500, 1)
     assert.strictEqual(behind.allowed, false)
-    const far = LeakyBucket.step(c, s, 2 ** 52, 2)
+    const far = Gcra.step(c, s, 2 ** 52, 2)
     assert.strictEqual(far.allowed, true)
     assert.strictEqual(far.delay, 0)
     assert.strictEqual(far.resetAfter, 2000)
   })
 
   it("is exact for fractional rates (1 per minute, 30 per 7 seconds)", () => {
-    const perMinute = LeakyBucket.config({ tokens: 1, periodMillis: 60_000, burst: 0 })
-    let s = LeakyBucket.step(perMinute, LeakyBucket.initial(perMinute, 0), 0, 1).state
-    assert.strictEqual(LeakyBucket.step(perMinute, s, 59_999, 1).allowed, false)
-    s = LeakyBucket.step(perMinute, s, 60_000, 1).state
-    assert.strictEqual(LeakyBucket.settledAt(perMinute, s), 120_000)
-    const odd = LeakyBucket.config({ tokens: 30, periodMillis: 7000, burst: 29 })
-    let t = LeakyBucket.initial(odd, 0)
+    const perMinute = leakyConfig({ tokens: 1, periodMillis: 60_000, burst: 0 })
+    let s = Gcra.step(perMinute, Gcra.initial(perMinute, 0), 0, 1).state
+    assert.strictEqual(Gcra.step(perMinute, s, 59_999, 1).allowed, false)
+    s = Gcra.step(perMinute, s, 60_000, 1).state
+    assert.strictEqual(Gcra.settledAt(perMinute, s), 120_000)
+    const odd = leakyConfig({ tokens: 30, periodMillis: 7000, burst: 29 })
+    let t = Gcra.initial(odd, 0)
     let admitted = 0
     for (let now = 0; now < 70_000; now += 10) {
-      const o = LeakyBucket.step(odd, t, now, 1)
+      const o = Gcra.step(odd, t, now, 1)
       if (o.allowed) {
         admitted++
         t = o.state

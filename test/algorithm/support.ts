@@ -1,4 +1,5 @@
 import * as fc from "fast-check"
+import * as Gcra from "../../src/internal/algorithm/Gcra.ts"
 /**
  * Helpers shared by the algorithm property tests.
  */
@@ -32,3 +33,22 @@ export const windowRuns = (window: number, limit: number) => {
   )
   return fc.array(fc.record({ delta, cost: fc.integer({ min: 1, max: limit + 1 }) }), { maxLength: 40 })
 }
+
+/**
+ * The leaky bucket in nginx's terms (rate `tokens` per `periodMillis`,
+ * `burst`, `delay` or `nodelay`): GCRA as a shaper, the one module that runs
+ * both.
+ */
+export const leakyConfig = (o: {
+  readonly tokens: number
+  readonly periodMillis: number
+  readonly burst?: number | undefined
+  readonly delay?: number | undefined
+  readonly nodelay?: boolean | undefined
+}): Gcra.Config =>
+  Gcra.config({
+    count: o.tokens,
+    periodMillis: o.periodMillis,
+    maxBurst: o.burst ?? 0,
+    delay: o.nodelay === true ? Infinity : o.delay ?? 0
+  })

@@ -9,10 +9,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { Redis } from "effect/persistence"
+import * as Engine from "../../src/internal/actor/Engine.ts"
+import { Kind as OpKind, type Op } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import * as Scripts from "../../src/redis/internal/scripts.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
-import { type Op, OpKind } from "../../src/Store.ts"
 
 const tokenBucket = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
 const gcra = Policy.gcra({ rate: { count: 10, per: "1 second" }, maxBurst: 2 }) as Policy.Valid
@@ -31,10 +32,17 @@ const peek: ReadonlyArray<Op> = [{ kind: OpKind.Peek, cost: 1, queued: 0 }]
 const recordingRedis = Effect.sync(() => {
   const sent: Array<ReadonlyArray<string>> = []
   const errors = new Map<string, Array<string>>()
-  const leans = new Set([tokenBucket, gcra].flatMap((p) => [encoded(p).lean!.fn, encoded(p).lean!.script.sha]))
+  // each lean script's name, and the values it answers per key (a shaper's delay sixth)
+  const leans = new Map(
+    [tokenBucket, gcra].flatMap((p) => {
+      const e = encoded(p)
+      return [[e.lean!.fn, e.leanWidth], [e.lean!.script.sha, e.leanWidth]] as const
+    })
+  )
   const reply = (name: string, args: ReadonlyArray<string>): unknown => {
     const keys = Number(args[0])
-    if (leans.has(name)) return Array.from({ length: keys }, () => [1, 0, 0, 0, 5]).flat()
+    const width = leans.get(name)
+    if (width !== undefined) return Array.from({ length: keys }, () => [1, 0, 0, 0, 5, 0].slice(0, width)).flat()
     // the batch script: one reply per key, `*n` for its n ops
     return Array.from({ length: keys }, (_, i) => {
       const ops = args[1 + keys + 2 + 2 * i + 1].split(" ").map(Number)
@@ -65,7 +73,9 @@ describe("RedisStore routing", () => {
   it.effect("a lone Take or Admit takes the lean script with the policy as numbers; anything else the batch script", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* recordingRedis
-      const store = yield* RedisStore.make({ prefix: "p:" }).pipe(Effect.provideService(Redis.Redis, redis))
+      const store = yield* Effect.map(RedisStore.make({ prefix: "p:" }), Engine.engineOf).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
       yield* store.apply("a", tokenBucket, take)
       yield* store.apply("a", tokenBucket, admit)
       yield* store.apply("a", tokenBucket, peek)
@@ -85,7 +95,7 @@ describe("RedisStore routing", () => {
     Effect.gen(function*() {
       const { redis, sent } = yield* recordingRedis
       // one command out at a time: each goes when the one before is answered
-      const store = yield* RedisStore.make({ prefix: "", maxInFlight: 1 }).pipe(
+      const store = yield* Effect.map(RedisStore.make({ prefix: "", maxInFlight: 1 }), Engine.engineOf).pipe(
         Effect.provideService(Redis.Redis, redis)
       )
       const calls: ReadonlyArray<readonly [string, Policy.Valid, ReadonlyArray<Op>]> = [
@@ -121,7 +131,9 @@ describe("RedisStore routing", () => {
   it.effect("a key whose later call would take another script in the same round waits for the next round", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* recordingRedis
-      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      const store = yield* Effect.map(RedisStore.make({ prefix: "" }), Engine.engineOf).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
       yield* Effect.forEach(
         [["busy", take], ["k", peek], ["k", take], ["k", peek]] as const,
         ([key, ops]) => store.apply(key, tokenBucket, ops),
@@ -139,9 +151,10 @@ describe("RedisStore routing", () => {
   it.effect("maxBatchKeys splits a round's keys into commands of at most that many", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* recordingRedis
-      const store = yield* RedisStore.make({ prefix: "", maxBatchKeys: 3, maxInFlight: 1 }).pipe(
-        Effect.provideService(Redis.Redis, redis)
-      )
+      const store = yield* Effect.map(RedisStore.make({ prefix: "", maxBatchKeys: 3, maxInFlight: 1 }), Engine.engineOf)
+        .pipe(
+          Effect.provideService(Redis.Redis, redis)
+        )
       yield* Effect.forEach(
         Array.from({ length: 9 }, (_, i) => `k${i}`),
         (key) => store.apply(key, tokenBucket, take),
@@ -157,7 +170,9 @@ describe("RedisStore routing", () => {
   it.effect("two commands out by default; what waits is shared out evenly between the commands it needs", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* recordingRedis
-      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      const store = yield* Effect.map(RedisStore.make({ prefix: "" }), Engine.engineOf).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
       yield* Effect.forEach(
         Array.from({ length: 100 }, (_, i) => `k${i}`),
         (key) => store.apply(key, tokenBucket, take),
@@ -176,7 +191,9 @@ describe("RedisStore routing", () => {
   it.effect("a round's commands fall back one by one, each with its own script", () =>
     Effect.gen(function*() {
       const { failNext, redis, sent } = yield* recordingRedis
-      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      const store = yield* Effect.map(RedisStore.make({ prefix: "" }), Engine.engineOf).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
       const first = yield* store.apply("first", tokenBucket, take).pipe(Effect.forkChild({ startImmediately: true }))
       failNext("FCALL", "ERR unknown command 'FCALL'")
       failNext("FCALL", "ERR unknown command 'FCALL'")
@@ -198,7 +215,9 @@ describe("RedisStore routing", () => {
     Effect.gen(function*() {
       const { failNext, redis, sent } = yield* recordingRedis
       failNext("FCALL", "ERR unknown command 'FCALL', with args beginning with: 'tollgate'")
-      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      const store = yield* Effect.map(RedisStore.make({ prefix: "" }), Engine.engineOf).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
       const [reply] = yield* store.apply("a", tokenBucket, take)
       assert.isTrue(reply.allowed)
       yield* store.apply("a", tokenBucket, peek)
@@ -213,7 +232,9 @@ describe("RedisStore routing", () => {
     Effect.gen(function*() {
       const { failNext, redis, sent } = yield* recordingRedis
       failNext("FCALL", "ERR Function not found")
-      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      const store = yield* Effect.map(RedisStore.make({ prefix: "" }), Engine.engineOf).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
       assert.isTrue((yield* store.apply("a", tokenBucket, take))[0].allowed)
       assert.deepStrictEqual(sent.map((s) => s.slice(0, 2).join(" ")), [
         `FCALL ${tb.lean!.fn}`,
@@ -225,7 +246,7 @@ describe("RedisStore routing", () => {
 
       const evalsha = yield* recordingRedis
       evalsha.failNext("EVALSHA", "NOSCRIPT No matching script. Please use EVAL.")
-      const scripted = yield* RedisStore.make({ prefix: "", functions: false }).pipe(
+      const scripted = yield* Effect.map(RedisStore.make({ prefix: "", functions: false }), Engine.engineOf).pipe(
         Effect.provideService(Redis.Redis, evalsha.redis)
       )
       assert.isTrue((yield* scripted.apply("a", tokenBucket, take))[0].allowed)
@@ -242,7 +263,9 @@ describe("RedisStore routing", () => {
       const loaded = yield* recordingRedis
       loaded.failNext("FCALL", "ERR Function not found")
       loaded.failNext("FUNCTION", `ERR Library '${Scripts.library.name}' already exists`)
-      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, loaded.redis))
+      const store = yield* Effect.map(RedisStore.make({ prefix: "" }), Engine.engineOf).pipe(
+        Effect.provideService(Redis.Redis, loaded.redis)
+      )
       assert.isTrue((yield* store.apply("a", tokenBucket, take))[0].allowed)
       assert.deepStrictEqual(commands(loaded.sent).map((c) => c.split(" ").slice(0, 2).join(" ")), [
         `FCALL ${tb.lean!.fn}`,
@@ -253,7 +276,9 @@ describe("RedisStore routing", () => {
       const refused = yield* recordingRedis
       refused.failNext("FCALL", "ERR Function not found")
       refused.failNext("FUNCTION", "NOPERM this user has no permissions to run the 'function|load' command")
-      const other = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, refused.redis))
+      const other = yield* Effect.map(RedisStore.make({ prefix: "" }), Engine.engineOf).pipe(
+        Effect.provideService(Redis.Redis, refused.redis)
+      )
       assert.isTrue((yield* other.apply("a", tokenBucket, take))[0].allowed)
       yield* other.apply("b", tokenBucket, take)
       assert.deepStrictEqual(refused.sent.map((s) => s.slice(0, 2).join(" ")), [
@@ -268,7 +293,9 @@ describe("RedisStore routing", () => {
     Effect.gen(function*() {
       const { failNext, redis, sent } = yield* recordingRedis
       failNext("FCALL", "OOM command not allowed when used memory > 'maxmemory'")
-      const store = yield* RedisStore.make({ prefix: "" }).pipe(Effect.provideService(Redis.Redis, redis))
+      const store = yield* Effect.map(RedisStore.make({ prefix: "" }), Engine.engineOf).pipe(
+        Effect.provideService(Redis.Redis, redis)
+      )
       const error = yield* Effect.flip(store.apply("a", tokenBucket, take))
       assert.strictEqual(error._tag, "StoreUnavailable")
       assert.include(error.reason, "OOM command not allowed")
@@ -279,7 +306,7 @@ describe("RedisStore routing", () => {
   it.effect("a caller interrupted while its call waits for a round: the call is never sent", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* recordingRedis
-      const store = yield* RedisStore.make({ prefix: "", maxInFlight: 1 }).pipe(
+      const store = yield* Effect.map(RedisStore.make({ prefix: "", maxInFlight: 1 }), Engine.engineOf).pipe(
         Effect.provideService(Redis.Redis, redis)
       )
       const first = yield* store.apply("first", tokenBucket, take).pipe(Effect.forkChild({ startImmediately: true }))

@@ -7,6 +7,7 @@ import { assert, expect } from "@effect/vitest"
 import { Clock, Duration, Effect } from "effect"
 import { Redis } from "effect/persistence"
 import * as fc from "fast-check"
+import * as Engine from "../../src/internal/actor/Engine.ts"
 import * as Adaptive from "../../src/internal/algorithm/Adaptive.ts"
 import { type Algorithm, bind } from "../../src/internal/algorithm/Algorithm.ts"
 import * as Block from "../../src/internal/algorithm/Block.ts"
@@ -14,16 +15,16 @@ import * as Composite from "../../src/internal/algorithm/Composite.ts"
 import * as Concurrency from "../../src/internal/algorithm/Concurrency.ts"
 import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
 import * as Gcra from "../../src/internal/algorithm/Gcra.ts"
-import * as LeakyBucket from "../../src/internal/algorithm/LeakyBucket.ts"
 import * as SlidingLog from "../../src/internal/algorithm/SlidingLog.ts"
 import * as SlidingWindow from "../../src/internal/algorithm/SlidingWindow.ts"
 import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
-import { applyOps, settledAt } from "../../src/MemoryStore.ts"
+import { apply as applyOps, settledAt } from "../../src/internal/operation/Interpreter.ts"
+import { Kind as OpKind, type Op, type Reply } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import * as Lean from "../../src/redis/internal/lean.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
-import { type Op, OpKind, type Reply } from "../../src/Store.ts"
+import { leakyConfig } from "../algorithm/support.ts"
 import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
 
 interface Case {
@@ -208,15 +209,15 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "leaky bucket",
-    policy: policy(LeakyBucket.algorithm, LeakyBucket.config({ tokens: 1, periodMillis: 50, burst: 3 })),
+    policy: policy(Gcra.algorithm, leakyConfig({ tokens: 1, periodMillis: 50, burst: 3 })),
     scale: 150,
     costs: 5
   },
   {
     name: "leaky bucket, nodelay",
     policy: policy(
-      LeakyBucket.algorithm,
-      LeakyBucket.config({ tokens: 2, periodMillis: 100, burst: 4, nodelay: true })
+      Gcra.algorithm,
+      leakyConfig({ tokens: 2, periodMillis: 100, burst: 4, nodelay: true })
     ),
     scale: 150,
     costs: 6
@@ -256,7 +257,7 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "leaky bucket, 2 released without delay",
-    policy: policy(LeakyBucket.algorithm, LeakyBucket.config({ tokens: 1, periodMillis: 40, burst: 5, delay: 2 })),
+    policy: policy(Gcra.algorithm, leakyConfig({ tokens: 1, periodMillis: 40, burst: 5, delay: 2 })),
     scale: 150,
     costs: 7
   },
@@ -647,12 +648,15 @@ export const conformance = (functions: boolean): void => {
             Effect.gen(function*() {
               const prefix = uniquePrefix("conformance")
               const { clock, time } = settableClock(T0)
-              const store = yield* RedisStore.make({
-                prefix,
-                clock: "client",
-                functions,
-                keepSettled: forever ? Duration.infinity : Duration.millis(KEEP)
-              }).pipe(Effect.provideService(Clock.Clock, clock))
+              const store = yield* Effect.map(
+                RedisStore.make({
+                  prefix,
+                  clock: "client",
+                  functions,
+                  keepSettled: forever ? Duration.infinity : Duration.millis(KEEP)
+                }),
+                Engine.engineOf
+              ).pipe(Effect.provideService(Clock.Clock, clock))
               const context = yield* Effect.context<Redis.Redis>()
               const run = Effect.runPromiseWith(context)
               const property = sending === "several keys at once"
@@ -710,7 +714,10 @@ export const conformance = (functions: boolean): void => {
         Effect.gen(function*() {
           const prefix = uniquePrefix("large")
           const { clock, time } = settableClock(T0)
-          const store = yield* RedisStore.make({ prefix, clock: "client", functions, keepSettled: Duration.infinity })
+          const store = yield* Effect.map(
+            RedisStore.make({ prefix, clock: "client", functions, keepSettled: Duration.infinity }),
+            Engine.engineOf
+          )
             .pipe(Effect.provideService(Clock.Clock, clock))
           const p = Policy.slidingLog({ limit: 10_000, window: "1 hour" }) as Policy.Valid
           const take = { kind: OpKind.Take, cost: 1, queued: 0 }

@@ -1,7 +1,10 @@
 /**
- * GCRA, the generic cell rate algorithm, as redis-cell and throttled run it: a
- * key may make `count` requests per `periodMillis`, in bursts of `maxBurst`
- * beyond the one in progress.
+ * GCRA, the generic cell rate algorithm, as redis-cell and throttled run it,
+ * and the same algorithm as a shaper, as nginx's `limit_req` runs it (the
+ * leaky bucket): one module, one parameter between them (`delay`).
+ *
+ * A key may make `count` requests per `periodMillis`, in bursts of
+ * `maxBurst` beyond the one in progress.
  *
  * Definitions (redis-cell's names):
  *
@@ -16,12 +19,27 @@
  * by `count` per `periodMillis`, with `tokens = (t + τ − max(TAT, t)) / T`.
  * The tests check that equivalence decision by decision.
  *
+ * **The leaky bucket is the same meter.** nginx's bucket holds a `level` that
+ * leaks at the rate; the *excess* a request meets is `x = max(0, level − rate
+ * × elapsed)`, and it is admitted iff `x + cost ≤ burst + 1`. That level is
+ * GCRA's distance of the TAT ahead of now (`ahead`, below), `burst` is
+ * `maxBurst`, and the rule is the same inequality. What the leaky bucket adds
+ * is **shaping**: an admitted request is told how long to wait before it
+ * proceeds (`delay`), `max(0, x − delay) / rate`, the time for the units
+ * ahead of it to leak less the first `delay` units, which are not delayed
+ * (nginx's `delay`; `nodelay` is `delay = Infinity`: the whole burst goes at
+ * once, and the accounting is unchanged). GCRA as a meter is `delay =
+ * Infinity`: nobody is delayed.
+ *
  * The figures follow redis-cell, with `TAT'` the arrival time after the step:
  * `remaining = floor((τ − (TAT' − t)) / T)`, `resetAfter = TAT' − t`, and for
  * a denial `retryAfter = max(TAT, t) + cost × T − τ − t`. redis-cell reports
  * "never" (cost above `maxBurst + 1`) as -1; here it is `Infinity`. redis-cell
  * compares `diff.num_seconds() < 0`, which lets a request through up to a
- * second early; here the comparison is exact to the millisecond.
+ * second early; here the comparison is exact to the millisecond. nginx keeps
+ * the excess in integer milli-requests and truncates `rate × ms / 1000` at
+ * each request, so at low rates and high request rates it leaks slower than
+ * configured; here it is exact.
  *
  * Arithmetic is scaled so that `T` never has to be a whole number of
  * milliseconds (redis-cell refuses rates above one per millisecond, #80):
@@ -34,13 +52,18 @@
  *
  * Edge cases:
  *
- * - A new key is fresh (`TAT = now`): a full burst of `maxBurst + 1`.
+ * - A new key is fresh (`TAT = now`, an empty leaky bucket): a full burst of
+ *   `maxBurst + 1`; a shaper admits the first at once and delays the others
+ *   one emission interval apiece (beyond its first `delay`).
  * - A denial takes nothing and leaves the state as it was.
  * - A cost above `maxBurst + 1` can never succeed: `retryAfter` is `Infinity`
  *   and `maxCost` is `maxBurst + 1`. A cost of 0 is a peek that always passes.
  * - Time that goes backwards stands still at the anchor `at` (the latest
- *   admitted time), as in the token bucket: it never mints capacity. redis-cell
- *   compares with the raw clock instead, which is stricter by the step back.
+ *   admitted time), as in the token bucket: it never mints capacity, and a
+ *   pending delay still runs from the anchor. redis-cell compares with the
+ *   raw clock instead, which is stricter by the step back; nginx treats a
+ *   step back of up to 60 s as 0 ms and a longer one as 1 ms (standing still
+ *   is the conservative half of that).
  * - A huge jump just drains `ahead` to 0: no overflow, no NaN.
  * - `release` (a refund) moves the TAT back by `amount × T`, never before
  *   "now": exactly what the refunded request took, never more than fresh.
@@ -49,6 +72,10 @@
  *   "now" (`ahead` below zero: more than `maxBurst + 1` at once), a credit
  *   that does not drain further and is only spent by requests. A key with a
  *   credit never settles.
+ *
+ * The actor consumes a shaper's `delay` by holding an admitted request for
+ * that long before answering it (`acquire` succeeds after the delay); the
+ * units are already accounted, so the state need not keep the request.
  *
  * @since 0.1.0
  */
@@ -70,6 +97,12 @@ export interface Config {
   readonly limit: number
   /** `τ × count = limit × periodMillis`: the scaled tolerance. */
   readonly tolerance: number
+  /**
+   * A shaper's undelayed units (nginx's `delay`): an admitted request waits
+   * for the units ahead of it beyond these to drain. `Infinity`: none waits
+   * (GCRA as a meter; nginx's `nodelay`).
+   */
+  readonly delay: number
 }
 
 /**
@@ -85,6 +118,17 @@ export interface State {
 }
 
 /**
+ * An outcome that also says how long to hold an admitted request (0 when
+ * denied, not delayed, or a meter).
+ *
+ * @since 0.1.0
+ */
+export interface Shaped<S> extends Outcome<S> {
+  /** Milliseconds the caller waits before proceeding. */
+  readonly delay: number
+}
+
+/**
  * Builds a configuration; the caller has validated the numbers.
  *
  * @example
@@ -93,6 +137,8 @@ export interface State {
  *
  * // 30 per minute, bursts of 15 more (redis-cell: CL.THROTTLE key 15 30 60)
  * const config = Gcra.config({ maxBurst: 15, count: 30, periodMillis: 60_000 })
+ * // nginx limit_req rate=10r/s burst=20 delay=5: a shaper
+ * const shaper = Gcra.config({ maxBurst: 20, count: 10, periodMillis: 1000, delay: 5 })
  * ```
  *
  * @since 0.1.0
@@ -101,12 +147,15 @@ export const config = (options: {
   readonly maxBurst: number
   readonly count: number
   readonly periodMillis: number
+  /** A shaper's undelayed units (default `Infinity`: a meter, nobody waits). */
+  readonly delay?: number | undefined
 }): Config => ({
   maxBurst: options.maxBurst,
   count: options.count,
   periodMillis: options.periodMillis,
   limit: options.maxBurst + 1,
-  tolerance: (options.maxBurst + 1) * options.periodMillis
+  tolerance: (options.maxBurst + 1) * options.periodMillis,
+  delay: options.delay ?? Infinity
 })
 
 /**
@@ -177,7 +226,7 @@ const millisFor = (c: Config, s: State, now: number, excess: number): number =>
  *
  * @since 0.1.0
  */
-export const step = (c: Config, s: State, now: number, cost: number): Outcome<State> => {
+export const step = (c: Config, s: State, now: number, cost: number): Shaped<State> => {
   const ahead = aheadAt(c, s, now)
   const need = cost * c.periodMillis
   if (ahead + need <= c.tolerance && need <= c.tolerance) {
@@ -188,7 +237,10 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
       remaining: Math.floor((c.tolerance - next) / c.periodMillis),
       retryAfter: 0,
       resetAfter: millisFor(c, s, now, next),
-      limit: c.limit
+      limit: c.limit,
+      // the units ahead beyond the undelayed ones drain first (a meter's
+      // `delay` is Infinity: the excess is -Infinity, and nobody waits)
+      delay: millisFor(c, s, now, ahead - c.delay * c.periodMillis)
     }
   }
   return {
@@ -197,7 +249,8 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
     remaining: ahead < c.tolerance ? Math.floor((c.tolerance - ahead) / c.periodMillis) : 0,
     retryAfter: need > c.tolerance ? Infinity : millisFor(c, s, now, ahead + need - c.tolerance),
     resetAfter: millisFor(c, s, now, ahead),
-    limit: c.limit
+    limit: c.limit,
+    delay: 0
   }
 }
 

@@ -1,6 +1,9 @@
 /**
- * GCRA in Lua: `src/internal/algorithm/Gcra.ts` expression by expression (the TAT kept
- * as a scaled distance `ahead` of the anchor `at`).
+ * GCRA in Lua, as a meter (redis-cell) and as a shaper (nginx's `limit_req`,
+ * the leaky bucket): `src/internal/algorithm/Gcra.ts` expression by
+ * expression, the TAT kept as a scaled distance `ahead` of the anchor `at`
+ * (the leaky bucket's level), and an admission's shaping `delay` (0 for a
+ * meter, whose undelayed units are `inf`).
  *
  * @since 0.1.0
  */
@@ -29,108 +32,117 @@ export const code = 2
  * import * as Gcra from "../../internal/algorithm/Gcra.ts"
  * import { config } from "./gcra.ts"
  *
- * config(Gcra.config({ maxBurst: 4, count: 10, periodMillis: 1000 })) // [10, 1000, 5, 5000]
+ * config(Gcra.config({ maxBurst: 4, count: 10, periodMillis: 1000 })) // [10, 1000, 5, 5000, Infinity]
  * ```
  *
  * @since 0.1.0
  */
-export const config = (c: Gcra.Config): ReadonlyArray<number> => [c.count, c.periodMillis, c.limit, c.tolerance]
+export const config = (c: Gcra.Config): ReadonlyArray<number> => [
+  c.count,
+  c.periodMillis,
+  c.limit,
+  c.tolerance,
+  c.delay
+]
 
 /**
- * The Lua module: registers `ALG[2]`. State: `ahead at`.
+ * The Lua module: registers `ALG[2]`. State: `ahead at` (named `level`
+ * here, the leaky bucket's word for it).
  *
  * @example
  * ```ts
  * import { lua } from "./gcra.ts"
  *
- * lua.includes("ALG[2] = GCRA") // true
+ * lua.includes("ALG[2] = LB") // true
  * ```
  *
  * @since 0.1.0
  */
 export const lua = `
-local GCRA = {}
-function GCRA.config(a, i)
-  return { count = a[i], period = a[i + 1], limit = a[i + 2], tolerance = a[i + 3] }, i + 4
+local LB = {}
+function LB.config(a, i)
+  return { tokens = a[i], period = a[i + 1], capacity = a[i + 2], full = a[i + 3], delay = a[i + 4] }, i + 5
 end
-local function gcraAheadAt(c, s, now)
-  -- a credit (a forced add) does not drain further
-  if now <= s.at or s.ahead <= 0 then return s.ahead end
-  return jmax(0, s.ahead - (now - s.at) * c.count)
+local function lbLevelAt(c, s, now)
+  -- a credit below empty (a forced add) does not leak further
+  if now <= s.at or s.level <= 0 then return s.level end
+  return jmax(0, s.level - (now - s.at) * c.tokens)
 end
-local function gcraMillisFor(c, s, now, excess)
+local function lbMillisFor(c, s, now, excess)
   if excess <= 0 then return 0 end
   local behind = 0
   if s.at > now then behind = s.at - now end
-  return ceil(excess / c.count) + behind
+  return ceil(excess / c.tokens) + behind
 end
-function GCRA.initial(c, now)
-  return { ahead = 0, at = now }
+function LB.initial(c, now)
+  return { level = 0, at = now }
 end
-function GCRA.step(c, s, now, cost)
-  local ahead = gcraAheadAt(c, s, now)
+function LB.step(c, s, now, cost)
+  local level = lbLevelAt(c, s, now)
   local need = cost * c.period
-  if ahead + need <= c.tolerance and need <= c.tolerance then
-    local nxt = ahead + need
+  if level + need <= c.full and need <= c.full then
+    local nxt = level + need
     local at = s.at
     if now > s.at then at = now end
     return {
-      allowed = true, state = { ahead = nxt, at = at }, remaining = floor((c.tolerance - nxt) / c.period),
-      retry = 0, reset = gcraMillisFor(c, s, now, nxt), limit = c.limit
+      allowed = true, state = { level = nxt, at = at }, remaining = floor((c.full - nxt) / c.period), retry = 0,
+      reset = lbMillisFor(c, s, now, nxt), limit = c.capacity,
+      -- nodelay: the delay is Infinity and the excess -Infinity
+      delay = lbMillisFor(c, s, now, level - c.delay * c.period)
     }
   end
   local retry = huge
-  if not (need > c.tolerance) then retry = gcraMillisFor(c, s, now, ahead + need - c.tolerance) end
+  if not (need > c.full) then retry = lbMillisFor(c, s, now, level + need - c.full) end
   return {
-    allowed = false, state = s, remaining = ahead < c.tolerance and floor((c.tolerance - ahead) / c.period) or 0,
+    allowed = false, state = s, remaining = level < c.full and floor((c.full - level) / c.period) or 0,
     retry = retry,
-    reset = gcraMillisFor(c, s, now, ahead), limit = c.limit
+    reset = lbMillisFor(c, s, now, level), limit = c.capacity
   }
 end
-function GCRA.waitTime(c, s, now, queued, cost)
-  if cost > c.limit then return huge end
-  return gcraMillisFor(c, s, now, gcraAheadAt(c, s, now) + (queued + cost) * c.period - c.tolerance)
+function LB.waitTime(c, s, now, queued, cost)
+  if cost > c.capacity then return huge end
+  return lbMillisFor(c, s, now, lbLevelAt(c, s, now) + (queued + cost) * c.period - c.full)
 end
-function GCRA.settledAt(c, s)
-  if s.ahead < 0 then return huge end
-  return s.at + gcraMillisFor(c, s, s.at, s.ahead)
+function LB.settledAt(c, s)
+  if s.level < 0 then return huge end
+  return s.at + lbMillisFor(c, s, s.at, s.level)
 end
-function GCRA.maxCost(c)
-  return c.limit
+function LB.maxCost(c)
+  return c.capacity
 end
-function GCRA.release(c, s, now, amount)
+function LB.release(c, s, now, amount)
   if not (amount > 0) then return s end
   local at = s.at
   if now > s.at then at = now end
-  local ahead = gcraAheadAt(c, s, now)
-  -- never before now; a credit is kept as it is
-  if ahead > 0 then ahead = jmax(0, ahead - amount * c.period) end
-  return { ahead = ahead, at = at }
+  local level = lbLevelAt(c, s, now)
+  -- never below empty; a credit is kept as it is
+  if level > 0 then level = jmax(0, level - amount * c.period) end
+  return { level = level, at = at }
 end
-function GCRA.force(c, s, now, cost)
+function LB.force(c, s, now, cost)
   local at = s.at
   if now > s.at then at = now end
-  return { ahead = gcraAheadAt(c, s, now) + cost * c.period, at = at }
+  return { level = lbLevelAt(c, s, now) + cost * c.period, at = at }
 end
-function GCRA.forceAdd(c, s, now, amount)
+function LB.forceAdd(c, s, now, amount)
   local at = s.at
   if now > s.at then at = now end
-  return { ahead = gcraAheadAt(c, s, now) - amount * c.period, at = at }
+  return { level = lbLevelAt(c, s, now) - amount * c.period, at = at }
 end
-function GCRA.decode(c, a, i)
+function LB.decode(c, a, i)
   if a[i + 1] == nil then return nil end
-  return { ahead = a[i], at = a[i + 1] }, i + 2
+  return { level = a[i], at = a[i + 1] }, i + 2
 end
-function GCRA.encode(c, s, out)
-  out[#out + 1] = s.ahead
+function LB.encode(c, s, out)
+  out[#out + 1] = s.level
   out[#out + 1] = s.at
 end
-ALG[2] = GCRA
+ALG[2] = LB
 `
 
 // `out = millisFor(s, now, excess)`
 const millisFor = (out: string, excess: string, now: string, at: string): string =>
-  drainMillis(out, excess, "cCount", now, at)
+  drainMillis(out, excess, "cTokens", now, at)
 
 /**
  * The lean step (see `lean.ts`): `Gcra.step` inline.
@@ -139,51 +151,53 @@ const millisFor = (out: string, excess: string, now: string, at: string): string
  * ```ts
  * import { lean } from "./gcra.ts"
  *
- * lean.config // ["cCount", "cPeriod", "cLimit", "cTolerance"]
+ * lean.config // ["cTokens", "cPeriod", "cCapacity", "cFull"]
  * ```
  *
  * @since 0.2.0
  */
 export const lean: Lean = {
-  config: ["cCount", "cPeriod", "cLimit", "cTolerance"],
+  config: ["cTokens", "cPeriod", "cCapacity", "cFull", "cDelay"],
+  delay: true,
   size: 24,
-  step: `${readFixed(code, ["ahead", "at"])}
-  if fresh then ahead, at = 0, now end
-  -- aheadAt(now)
-  local a = ahead
-  if now > at and ahead > 0 then
-    local x = ahead - (now - at) * cCount
-    ${max("a", "0", "x")}
+  step: `${readFixed(code, ["level", "at"])}
+  if fresh then level, at = 0, now end
+  -- levelAt(now)
+  local lvl = level
+  if now > at and level > 0 then
+    local x = level - (now - at) * cTokens
+    ${max("lvl", "0", "x")}
   end
   local need = cost * cPeriod
-  local nx, na = ahead, at
-  limit = cLimit
-  if a + need <= cTolerance and need <= cTolerance then
+  local nl, na = level, at
+  limit = cCapacity
+  if lvl + need <= cFull and need <= cFull then
     allowed = true
-    nx = a + need
+    nl = lvl + need
     if now > at then na = now end
-    remaining = floor((cTolerance - nx) / cPeriod)
+    remaining = floor((cFull - nl) / cPeriod)
     retry = 0
-    ${millisFor("reset", "nx", "now", "at")}
+    ${millisFor("reset", "nl", "now", "at")}
+    ${millisFor("delay", "lvl - cDelay * cPeriod", "now", "at")}
   else
     allowed = false
     retry = huge
-    if not (need > cTolerance) then
-      ${millisFor("retry", "a + need - cTolerance", "now", "at")}
+    if not (need > cFull) then
+      ${millisFor("retry", "lvl + need - cFull", "now", "at")}
     end
     remaining = 0
-    if a < cTolerance then remaining = floor((cTolerance - a) / cPeriod) end
-    ${millisFor("reset", "a", "now", "at")}
+    if lvl < cFull then remaining = floor((cFull - lvl) / cPeriod) end
+    ${millisFor("reset", "lvl", "now", "at")}
   end
   -- a denial changes nothing, so an Admit is a Take
   dirty = fresh or allowed
   if dirty then
-    if nx < 0 then
+    if nl < 0 then
       settled = huge
     else
-      ${millisFor("settled", "nx", "na", "na")}
+      ${millisFor("settled", "nl", "na", "na")}
       settled = na + settled
     end
-    packed = ${pack(code, ["nx", "na"])}
+    packed = ${pack(code, ["nl", "na"])}
   end`
 }

@@ -16,7 +16,6 @@ import * as CompositeAlgorithm from "../../internal/algorithm/Composite.ts"
 import * as ConcurrencyAlgorithm from "../../internal/algorithm/Concurrency.ts"
 import * as FixedWindowAlgorithm from "../../internal/algorithm/FixedWindow.ts"
 import * as GcraAlgorithm from "../../internal/algorithm/Gcra.ts"
-import * as LeakyBucketAlgorithm from "../../internal/algorithm/LeakyBucket.ts"
 import * as SlidingLogAlgorithm from "../../internal/algorithm/SlidingLog.ts"
 import * as SlidingWindowAlgorithm from "../../internal/algorithm/SlidingWindow.ts"
 import * as TokenBucketAlgorithm from "../../internal/algorithm/TokenBucket.ts"
@@ -29,7 +28,6 @@ import * as Composite from "./composite.ts"
 import * as Concurrency from "./concurrency.ts"
 import * as FixedWindow from "./fixedWindow.ts"
 import * as Gcra from "./gcra.ts"
-import * as LeakyBucket from "./leakyBucket.ts"
 import * as Lean from "./lean.ts"
 import * as Multi from "./multi.ts"
 import * as Prelude from "./prelude.ts"
@@ -66,7 +64,6 @@ interface Module {
 const modules = new Map<Algorithm<any, any>, Module>([
   [TokenBucketAlgorithm.algorithm, TokenBucket],
   [GcraAlgorithm.algorithm, Gcra],
-  [LeakyBucketAlgorithm.algorithm, LeakyBucket],
   [FixedWindowAlgorithm.algorithm, FixedWindow],
   [SlidingWindowAlgorithm.algorithm, SlidingWindow],
   [SlidingLogAlgorithm.algorithm, SlidingLog],
