@@ -174,3 +174,27 @@ export class BucketFailed extends Schema.TaggedError<BucketFailed>()("BucketFail
     return `the bucket for ${this.key} failed and was restarted: ${this.defect}`
   }
 }
+
+/**
+ * A shared store could not answer (unreachable, too slow, or it failed).
+ * The limiter applies its fallback; the error reaches callers only with
+ * `fallback: "error"`.
+ *
+ * @example
+ * ```ts
+ * import { StoreUnavailable } from "tollgate"
+ *
+ * const error = new StoreUnavailable({ store: "redis", reason: "timed out after 250 ms" })
+ * ```
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  store: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `the ${this.store} store is unavailable: ${this.reason}`
+  }
+}

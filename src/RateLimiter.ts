@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, type Option, Predicate, Result, Schema, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Option, Predicate, Result, Schema, type Scope } from "effect"
 import type { Decision, Taken } from "./Decision.ts"
 import {
   type BucketFailed,
@@ -13,6 +13,7 @@ import {
   type Overloaded,
   type RateLimitExceeded
 } from "./Errors.ts"
+import * as Engine from "./internal/actor/Engine.ts"
 import * as Request from "./internal/actor/Request.ts"
 import type { Carry } from "./internal/algorithm/Algorithm.ts"
 import * as AllOrNothing from "./internal/coordinator/AllOrNothing.ts"
@@ -70,6 +71,15 @@ export interface Options {
   /** The `limiter` label on this limiter's metrics. Default "default". */
   readonly name?: string | undefined
   /**
+   * The limiter shares its keys through a store (`Store.CurrentStore`:
+   * `RedisStore.layer`, `MemoryStore.layer`): with `shared: true` building it
+   * needs one (a type error when none is provided, `InvalidPolicy` naming
+   * `shared` if one is missing at run time), so a program that means to
+   * share cannot run unshared by mistake. Without it, the limiter uses a
+   * store if one is provided and keeps each key in its bucket otherwise.
+   */
+  readonly shared?: boolean | undefined
+  /**
    * What a waiter at the head of a line does when it does not fit yet.
    * `"block"` (the default): everyone behind it waits (strict order).
    * `{ pass: duration }`: waiters behind it that fit now go first, for as
@@ -93,6 +103,22 @@ export interface Options {
     readonly retryAfter?: Duration.Input | undefined
   } | undefined
 }
+
+/**
+ * What building a limiter with options `O` needs besides a `Scope`: the
+ * store, when it is to share its keys (`shared: true`).
+ *
+ * @example
+ * ```ts
+ * import type { RateLimiter, Store } from "tollgate"
+ *
+ * type Shared = RateLimiter.Needs<{ policy: never; shared: true }> // Store.CurrentStore
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Needs<O extends Options> = 0 extends (1 & O) ? never : O["shared"] extends true ? CurrentStore : never
 
 /**
  * Options of `acquire` and `consume`.
@@ -596,10 +622,26 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * @since 0.1.0
    * @category constructors
    */
-  static readonly make: (options: Options) => Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope> = Effect
+  static readonly make: <const O extends Options>(
+    options: O
+  ) => Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope | Needs<O>> = Effect
     .fnUntraced(function*(options: Options) {
       const settings = yield* validateOptions(options)
-      const store = yield* CurrentStore
+      const found = yield* Effect.serviceOption(CurrentStore)
+      if (options.shared === true && Option.isNone(found)) {
+        return yield* new InvalidPolicy({
+          field: "shared",
+          value: "true",
+          reason:
+            "needs a store to share keys through: provide Store.CurrentStore (RedisStore.layer, MemoryStore.layer)"
+        })
+      }
+      const store = Option.isSome(found) ? Engine.engineOf(found.value) : undefined
+      yield* Effect.logDebug(
+        `tollgate: limiter ${JSON.stringify(settings.supervisor.name)} keeps its keys ${
+          store === undefined ? "in this process" : `in the ${store.name} store`
+        }`
+      )
       const supervisor = yield* Supervisor.make({ ...settings.supervisor, store })
       const { maxKeyLength } = settings
       const maxKeys = 64
@@ -857,7 +899,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    *
    * @since 0.1.0
    */
-  static readonly layer = (options: Options): Layer.Layer<RateLimiter, InvalidPolicy> =>
+  static readonly layer = <const O extends Options>(options: O): Layer.Layer<RateLimiter, InvalidPolicy, Needs<O>> =>
     Layer.effect(RateLimiter, RateLimiter.make(options))
 }
 

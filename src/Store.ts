@@ -1,254 +1,260 @@
 /**
- * The store seam: where a key's state lives. By default it lives in the
- * bucket itself (in-process). A `Store` keeps it elsewhere (Redis), shared by
- * every process that uses the same store; the bucket actor still fronts each
- * key locally, queues its requests and sends them in one call per batch
- * (coalescing), and keeps its line of waiters.
+ * The store seam: where keys' state lives when limits are shared. Without a
+ * store, each key's state lives in its bucket, in this process. A `Store`
+ * keeps it elsewhere (Redis), shared by every process that uses the same
+ * store; each key's bucket still fronts it locally, queues its requests,
+ * sends them in one call per batch (coalescing), and keeps its line of
+ * waiters.
  *
- * A store applies a list of operations to one key atomically, in order, and
- * answers each. The operations mirror the pure algorithms exactly: a store is
- * correct when it gives the same answers as `MemoryStore` (the conformance
- * suite checks it).
+ * A store does two things, atomically: run a call on one key's stored value
+ * (`apply`), and run a take over several keys, all or nothing (`applyAll`).
+ * What a call does is tollgate's own business: a store never looks inside
+ * it. It reads the key's stored value, hands it to {@link run} with the time,
+ * keeps what comes back, and answers with what `run` answered; `MemoryStore`
+ * is such a store in a dozen lines. Everything a store keeps is a plain
+ * value; {@link encode} and {@link decode} turn it into text and back for a
+ * store outside this process.
+ *
+ * A program that means to share its limits says so (`RateLimiter.make({
+ * ..., shared: true })`): it then needs a `CurrentStore` to be built, and
+ * cannot run unshared by mistake.
  *
  * @since 0.1.0
  */
-import { Context, type Effect, type Exit, Schema } from "effect"
-import type { Limit } from "./internal/Limit.ts"
-import * as Operation from "./internal/operation/Op.ts"
+import { Context } from "effect"
+import { StoreUnavailable } from "./Errors.ts"
+import * as Engine from "./internal/actor/Engine.ts"
+import * as Block from "./internal/algorithm/Block.ts"
+import * as Interpreter from "./internal/operation/Interpreter.ts"
 
-/**
- * What an operation does.
- *
- * @example
- * ```ts
- * import { Store } from "tollgate"
- *
- * const take: Store.Op = { kind: Store.OpKind.Take, cost: 1, queued: 0 }
- * const peek: Store.Op = { kind: Store.OpKind.Peek, cost: 1, queued: 0 }
- * ```
- *
- * @category models
- * @since 0.1.0
- */
-export const OpKind: typeof Operation.Kind = Operation.Kind
-
-/**
- * One of the values of {@link OpKind}.
- *
- * @example
- * ```ts
- * import { Store } from "tollgate"
- *
- * const changesState = (kind: Store.OpKind): boolean => kind !== Store.OpKind.Peek && kind !== Store.OpKind.WaitTime
- * ```
- *
- * @category models
- * @since 0.1.0
- */
-export type OpKind = Operation.Kind
-
-/**
- * One operation on a key.
- *
- * @example
- * ```ts
- * import { Store } from "tollgate"
- *
- * // a refund of 3 units
- * const release: Store.Op = { kind: Store.OpKind.Release, cost: 3, queued: 0 }
- * ```
- *
- * @category models
- * @since 0.1.0
- */
-export type Op = Operation.Op
-
-/**
- * The answer to one operation: an algorithm's outcome without its state.
- * Durations are milliseconds; `retryAfter` is `Infinity` for never.
- *
- * @example
- * ```ts
- * import { MemoryStore, Policy, Store } from "tollgate"
- *
- * const policy = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
- * const take: Store.Op = { kind: Store.OpKind.Take, cost: 1, queued: 0 }
- * const [replies] = MemoryStore.applyOps(policy, undefined, 0, [take, take])
- * // replies[0]: allowed, remaining 0; replies[1]: denied, retryAfter 1000
- * ```
- *
- * @category models
- * @since 0.1.0
- */
-export type Reply = Operation.Reply
-
-/**
- * One key of an all-or-nothing call over several keys: its policy and the
- * units to take from it.
- *
- * @example
- * ```ts
- * import { Policy, Store } from "tollgate"
- *
- * const policy = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
- * const entry: Store.Entry = { key: "user:42", policy, cost: 1 }
- * ```
- *
- * @category models
- * @since 0.2.0
- */
-export interface Entry {
-  readonly key: string
-  readonly policy: Limit
-  readonly cost: number
+export {
+  /**
+   * The store could not answer (see `Errors.StoreUnavailable`).
+   *
+   * @example
+   * ```ts
+   * import { Store } from "tollgate"
+   *
+   * const error = new Store.StoreUnavailable({ store: "redis", reason: "timed out after 250 ms" })
+   * ```
+   *
+   * @category errors
+   * @since 0.1.0
+   */
+  StoreUnavailable
 }
 
 /**
- * The answer to an all-or-nothing call: whether every key admitted (and
- * gave its units), and each key's own reply in the order given: what it took
- * when `allowed`, what it alone would decide when not (a denial takes
- * nothing from any key).
+ * One call to a store: the key, and what to do to its stored value (opaque:
+ * {@link run} knows).
  *
  * @example
  * ```ts
  * import type { Store } from "tollgate"
  *
- * const binding = (all: Store.AllReply) => all.replies.findIndex((r) => !r.allowed)
+ * const keyOf = (call: Store.Call): string => call.key
  * ```
  *
  * @category models
- * @since 0.2.0
+ * @since 0.3.0
  */
-export type AllReply = Operation.AllReply
+export type Call = Engine.Call
 
 /**
- * The store could not answer (unreachable, too slow, or it failed). The
- * limiter applies its fallback policy; the error reaches callers only with
- * `fallback: "error"`.
+ * A store's answer to a call (opaque: what {@link run} or {@link runAll}
+ * answered).
+ *
+ * @example
+ * ```ts
+ * import type { Effect } from "effect"
+ * import type { Store } from "tollgate"
+ *
+ * type Apply = (call: Store.Call) => Effect.Effect<Store.Answer, Store.StoreUnavailable>
+ * ```
+ *
+ * @category models
+ * @since 0.3.0
+ */
+export type Answer = Engine.Answer
+
+/**
+ * A place to keep keys' state: `apply` runs a call on one key atomically
+ * (read the stored value, {@link run}, keep the result), `applyAll` a take
+ * over several keys, all or nothing ({@link runAll}); a store without
+ * `applyAll` refuses calls over several keys.
+ *
+ * @example
+ * ```ts
+ * import { Clock, Effect } from "effect"
+ * import { Store } from "tollgate"
+ *
+ * // a store in a Map (what MemoryStore is)
+ * const inMap = Effect.gen(function*() {
+ *   const clock = yield* Clock.Clock
+ *   const values = new Map<string, unknown>()
+ *   const store: Store.Store = {
+ *     name: "map",
+ *     apply: (call) =>
+ *       Effect.sync(() => {
+ *         const ran = Store.run(call, values.get(call.key), clock.currentTimeMillisUnsafe())
+ *         if (ran.stored === undefined) values.delete(call.key)
+ *         else values.set(call.key, ran.stored)
+ *         return ran.answer
+ *       })
+ *   }
+ *   return store
+ * })
+ * ```
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Store extends Engine.Pluggable {}
+
+/**
+ * What {@link run} returns: the answer, the value to keep (`undefined`:
+ * nothing; forget the key), and from when the key may be forgotten (a
+ * store with expiring keys sets its expiry there; `Infinity`: never).
+ *
+ * @example
+ * ```ts
+ * import type { Store } from "tollgate"
+ *
+ * const expiresIn = (ran: Store.Ran, now: number) => Math.max(1, ran.settledAt - now)
+ * ```
+ *
+ * @category models
+ * @since 0.3.0
+ */
+export interface Ran {
+  readonly answer: Answer
+  readonly stored: unknown
+  readonly settledAt: number
+}
+
+/**
+ * Runs a call on the key's stored value (`undefined`: none) at `now`: the
+ * semantics every store keeps. A store runs it atomically (no other call on
+ * the same key in between) and keeps `stored`.
+ *
+ * @example
+ * ```ts
+ * import type { Store } from "tollgate"
+ * import { Store as S } from "tollgate"
+ *
+ * const once = (call: Store.Call, kept: unknown, now: number) => S.run(call, kept, now).answer
+ * ```
+ *
+ * @category running
+ * @since 0.3.0
+ */
+export const run = (call: Call, stored: unknown, now: number): Ran => {
+  const { ops, policy } = call[Engine.CallBody]
+  const [replies, next] = Interpreter.apply(policy, stored, now, ops)
+  return { answer: Engine.answer(replies), stored: next, settledAt: Interpreter.settledAt(policy, next) }
+}
+
+/**
+ * Runs a take over several keys (the calls of one `applyAll`, each key's
+ * stored value in the same order) at `now`: from every key or from none.
+ * Keep `stored` for every key when the take was made; a denial leaves every
+ * value as it was.
  *
  * @example
  * ```ts
  * import { Store } from "tollgate"
  *
- * const error = new Store.StoreUnavailable({ store: "redis", reason: "timed out after 250 ms" })
+ * const all = (calls: ReadonlyArray<Store.Call>, values: ReadonlyArray<unknown>, now: number) =>
+ *   Store.runAll(calls, values, now).stored
  * ```
  *
- * @category errors
- * @since 0.1.0
+ * @category running
+ * @since 0.3.0
  */
-export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
-  store: Schema.String,
-  reason: Schema.String
-}) {
-  override get message(): string {
-    return `the ${this.store} store is unavailable: ${this.reason}`
+export const runAll = (
+  calls: ReadonlyArray<Call>,
+  stored: ReadonlyArray<unknown>,
+  now: number
+): { readonly answer: Answer; readonly stored: ReadonlyArray<unknown> } => {
+  const entries = calls.map((c) => ({ policy: c[Engine.CallBody].policy, cost: c[Engine.CallBody].cost }))
+  const [all, next] = Interpreter.applyAll(entries, stored, now)
+  return { answer: Engine.answer(all.replies, all.allowed), stored: next }
+}
+
+// Numbers JSON cannot hold, and a block kept beside a state, as tagged objects.
+const replacer = function(this: unknown, _: string, value: unknown): unknown {
+  if (typeof value === "number") {
+    if (value === Infinity) return { $n: "inf" }
+    if (value === -Infinity) return { $n: "-inf" }
+    if (Number.isNaN(value)) return { $n: "nan" }
+    if (Object.is(value, -0)) return { $n: "-0" }
+    return value
   }
+  return value instanceof Block.Stored ? { $block: value.until, state: value.state } : value
+}
+
+const reviver = (_: string, value: unknown): unknown => {
+  if (typeof value !== "object" || value === null) return value
+  if ("$n" in value) {
+    const n = (value as { readonly $n: string }).$n
+    return n === "inf" ? Infinity : n === "-inf" ? -Infinity : n === "-0" ? -0 : NaN
+  }
+  if ("$block" in value) {
+    const b = value as { readonly $block: number; readonly state: unknown }
+    return new Block.Stored(b.$block, b.state)
+  }
+  return value
 }
 
 /**
- * A place to keep keys' state.
+ * A stored value as text, for a store outside this process (every number
+ * exact, `Infinity` and `-0` included).
  *
  * @example
  * ```ts
- * import { Effect, Layer } from "effect"
- * import { MemoryStore, Policy, RateLimiter, Store } from "tollgate"
+ * import { Store } from "tollgate"
  *
- * // A store of your own: here one that counts its calls and keeps state in memory.
- * const counting = Effect.map(MemoryStore.make, (inner): Store.Store => {
- *   let calls = 0
- *   return {
- *     name: "counting",
- *     apply: (key, policy, ops, timeoutMillis) => {
- *       calls++
- *       return inner.apply(key, policy, ops, timeoutMillis)
- *     }
- *   }
- * })
- *
- * const Limiter = RateLimiter.layer({
- *   policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } })
- * }).pipe(Layer.provide(Layer.effect(Store.CurrentStore, counting)))
+ * Store.decode(Store.encode({ level: -0, at: Infinity })) // { level: -0, at: Infinity }
  * ```
  *
- * @category models
- * @since 0.1.0
+ * @category running
+ * @since 0.3.0
  */
-export interface Store {
-  /** A short name for errors and metrics ("memory", "redis"). */
-  readonly name: string
-  /**
-   * Applies `ops` to `key` atomically and in order; one reply per op. A
-   * store that sets `timesOut` fails the call with `StoreUnavailable` once
-   * `timeoutMillis` have passed; for any other, the limiter races the call
-   * with a timer of its own.
-   */
-  readonly apply: (
-    key: string,
-    policy: Limit,
-    ops: ReadonlyArray<Op>,
-    timeoutMillis?: number
-  ) => Effect.Effect<ReadonlyArray<Reply>, StoreUnavailable>
-  /**
-   * `apply` for a caller that waits with a callback rather than an effect:
-   * `done` is called once with the outcome (on the stack of the reply, or
-   * at once), and the function returned, if any, withdraws a call not yet
-   * sent (its caller has left; `done` is then never called). Only for a store
-   * that sets `timesOut`: `timeoutMillis` is then always given. The limiter
-   * uses it, when a store offers it, for a call with nothing else pending on
-   * its key: one suspension of the caller from the call to its answer.
-   */
-  readonly applyUnsafe?: (
-    key: string,
-    policy: Limit,
-    ops: ReadonlyArray<Op>,
-    timeoutMillis: number,
-    done: (exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void
-  ) => (() => void) | undefined
-  /**
-   * Whether `apply` enforces its `timeoutMillis` itself (a store that sends
-   * many calls in one round trip can time them out together, for far less
-   * than a timer per call).
-   */
-  readonly timesOut?: boolean | undefined
-  /**
-   * Takes each entry's cost from its key, from every key or from none, in
-   * one atomic step (an acquire over several keys: a user, its organisation
-   * and a global limit). A denial leaves every key as it was. A store
-   * without it cannot serve calls over several keys (they fail with
-   * `InvalidRequest`). `timeoutMillis` as for `apply`.
-   */
-  readonly applyAll?: (
-    entries: ReadonlyArray<Entry>,
-    timeoutMillis?: number
-  ) => Effect.Effect<AllReply, StoreUnavailable>
-  /**
-   * Why `applyAll` cannot take these keys together (on Redis Cluster: keys
-   * of different hash slots), or `undefined`. The limiter asks before each
-   * call over several keys and fails it with `InvalidRequest` (a
-   * configuration error, not an outage: no fallback decides it).
-   */
-  readonly checkKeys?: ((keys: ReadonlyArray<string>) => string | undefined) | undefined
-}
+export const encode = (stored: unknown): string => JSON.stringify(stored, replacer)
 
 /**
- * The store the limiter uses: none (the default) keeps every key's state in
- * its bucket, in-process. Provide a store (for example `RedisStore.layer`) to
- * share limits across processes.
+ * A stored value back from its text (see {@link encode}).
  *
  * @example
  * ```ts
- * import { Effect, Layer } from "effect"
- * import { MemoryStore, Policy, RateLimiter, Store } from "tollgate"
+ * import { Store } from "tollgate"
+ *
+ * Store.decode("{\"level\":5,\"at\":1000}") // { level: 5, at: 1000 }
+ * ```
+ *
+ * @category running
+ * @since 0.3.0
+ */
+export const decode = (text: string): unknown => JSON.parse(text, reviver)
+
+/**
+ * The store a limiter keeps its keys in. A limiter made with `shared: true`
+ * needs one (forgetting it is a type error, not a limiter that silently
+ * runs on its own); any other uses one if it is provided, and keeps each
+ * key's state in its bucket, in process, if not.
+ *
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { MemoryStore, Policy, RateLimiter } from "tollgate"
  *
  * const Limiter = RateLimiter.layer({
- *   policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } })
- * }).pipe(Layer.provide(Layer.effect(Store.CurrentStore, MemoryStore.make)))
+ *   policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }),
+ *   shared: true
+ * }).pipe(Layer.provide(MemoryStore.layer))
  * ```
  *
  * @category services
  * @since 0.1.0
  */
-export const CurrentStore: Context.Reference<Store | undefined> = Context.Reference<Store | undefined>(
-  "tollgate/Store",
-  { defaultValue: () => undefined }
-)
+export class CurrentStore extends Context.Service<CurrentStore, Store>()("tollgate/Store") {}

@@ -62,7 +62,7 @@ const transcriptFor = (
       policy: (k) => policies[Number(k.slice(1))],
       fastPath: mode === "fast" || mode === "store-direct",
       idleTimeout
-    }).pipe(Effect.provideService(Store.CurrentStore, store))
+    }).pipe((make) => store === undefined ? make : Effect.provideService(make, Store.CurrentStore, store))
     const out: Array<string> = []
     const waiters: Array<Fiber.Fiber<string>> = []
     const describe = (

@@ -11,6 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import * as Engine from "../src/internal/actor/Engine.ts"
 
 const perHour = (capacity: number) => Policy.tokenBucket({ capacity, refill: { tokens: 1, per: "1 hour" } })
 
@@ -22,13 +23,13 @@ const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 // function it returns).
 const gatedStore = (form: "effect" | "callback") =>
   Effect.gen(function*() {
-    const inner = yield* MemoryStore.make
+    const inner = Engine.engineOf(yield* MemoryStore.make)
     const control = {
       gate: undefined as Deferred.Deferred<void> | undefined,
       die: false,
       calls: [] as Array<number>
     }
-    const apply: Store.Store["apply"] = (key, policy, ops) =>
+    const apply: Engine.Engine["apply"] = (key, policy, ops) =>
       Effect.suspend(() => {
         control.calls.push(ops.length)
         if (control.die) return Effect.die(new Error("boom"))
@@ -37,9 +38,9 @@ const gatedStore = (form: "effect" | "callback") =>
           ? inner.apply(key, policy, ops)
           : Effect.andThen(Deferred.await(gate), inner.apply(key, policy, ops))
       })
-    if (form === "effect") return { store: { name: "gated", apply } satisfies Store.Store, control } as const
+    if (form === "effect") return { store: Engine.pluggable({ name: "gated", apply }), control } as const
     const runFork = Effect.runForkWith(yield* Effect.context<never>())
-    const store: Store.Store = {
+    const store: Store.Store = Engine.pluggable({
       name: "gated",
       apply,
       timesOut: true,
@@ -54,7 +55,7 @@ const gatedStore = (form: "effect" | "callback") =>
         })
         return () => fiber.interruptUnsafe()
       }
-    }
+    })
     return { store, control } as const
   })
 

@@ -14,10 +14,10 @@ const switchable = Effect.gen(function*() {
   const control = { down: false, calls: 0 }
   const store: Store.Store = {
     name: "switchable",
-    apply: (key, policy, ops) =>
+    apply: (call) =>
       Effect.suspend(() => {
         control.calls++
-        return control.down ? Effect.never : inner.apply(key, policy, ops)
+        return control.down ? Effect.never : inner.apply(call)
       })
   }
   return { store, control } as const
@@ -31,7 +31,7 @@ describe("store-backed limiter", () => {
       const inner = yield* MemoryStore.make
       const store: Store.Store = {
         name: "later",
-        apply: (key, policy, ops) => Effect.andThen(Effect.yieldNow, inner.apply(key, policy, ops))
+        apply: (call) => Effect.andThen(Effect.yieldNow, inner.apply(call))
       }
       const limiter = yield* RateLimiter.make({ policy: perSecond(100, 1), mailboxCapacity: 2048 }).pipe(
         Effect.provideService(Store.CurrentStore, store)

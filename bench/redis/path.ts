@@ -12,6 +12,8 @@
 import { NodeRedis } from "@effect/platform-node"
 import { Context, Effect } from "effect"
 import { Redis } from "effect/persistence"
+import * as Engine from "../../src/internal/actor/Engine.ts"
+import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
@@ -37,12 +39,14 @@ const context = Context.make(
 ).pipe(Context.add(Redis.Redis, Redis.Redis.of({} as Redis.Redis["Service"])))
 
 const generous = Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }) as Policy.Valid
-const ops = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+const ops = [{ kind: OpKind.Take, cost: 1, queued: 0 }]
 
 const main = Effect.gen(function*() {
-  const store = yield* RedisStore.make({ prefix: "path:" }).pipe(Effect.provideContext(context))
+  const store = yield* Effect.map(RedisStore.make({ prefix: "path:" }), Engine.engineOf).pipe(
+    Effect.provideContext(context)
+  )
   const limiter = yield* RateLimiter.make({ policy: generous }).pipe(
-    Effect.provideService(Store.CurrentStore, store)
+    Effect.provideService(Store.CurrentStore, Engine.pluggable(store))
   )
   const contenders: ReadonlyArray<readonly [string, (key: string) => Effect.Effect<unknown, unknown>]> = [
     [

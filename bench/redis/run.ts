@@ -31,6 +31,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { RateLimiterRedis } from "rate-limiter-flexible"
 import { createClient } from "redis"
+import * as Engine from "../../src/internal/actor/Engine.ts"
+import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as Scripts from "../../src/redis/internal/scripts.ts"
@@ -213,9 +215,9 @@ const storeAlone = (maxBatchKeys: number | undefined): Contender => ({
   make: async (url, prefix) => {
     const { close, value: store } = await withScope(Effect.gen(function*() {
       const context = yield* Layer.build(RedisStore.layer({ url, prefix, maxBatchKeys }))
-      return Context.get(context, Store.CurrentStore)!
+      return Engine.engineOf(Context.get(context, Store.CurrentStore))
     }))
-    const ops = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+    const ops = [{ kind: OpKind.Take, cost: 1, queued: 0 }]
     return {
       run: effectLoops(Effect.runPromise, (key) => store.apply(key, generous, ops)),
       close

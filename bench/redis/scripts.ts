@@ -20,6 +20,8 @@
  */
 import { Context, Effect, Layer, Scope } from "effect"
 import { createClient } from "redis"
+import * as Engine from "../../src/internal/actor/Engine.ts"
+import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
@@ -55,7 +57,7 @@ const policies: ReadonlyArray<readonly [id: string, name: string, policy: Policy
   ]
 ]
 
-const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+const take = [{ kind: OpKind.Take, cost: 1, queued: 0 }]
 const take100 = Array.from({ length: 100 }, () => take[0])
 
 interface Stat {
@@ -78,7 +80,7 @@ const main = async () => {
   const context = await Effect.runPromise(
     Scope.provide(Layer.build(RedisStore.layer({ url, prefix: "bench:s:" + process.pid + ":" })), scope)
   )
-  const store = Context.get(context, Store.CurrentStore)!
+  const store = Engine.engineOf(Context.get(context, Store.CurrentStore))
   const keys = Array.from({ length: 10_000 }, (_, i) => `k${i}`)
   process.stdout.write(`redis ${(await admin.info("server")).match(/redis_version:(\S+)/)?.[1]} · ${url}\n\n`)
   process.stdout.write(

@@ -13,7 +13,8 @@
  * (coalescing), so a hot key costs one round trip per batch, not one per
  * request.
  *
- * Supported algorithms: token bucket, GCRA, leaky bucket, fixed window,
+ * Supported algorithms: token bucket, GCRA (and the leaky bucket, GCRA as a
+ * shaper), fixed window,
  * sliding window, sliding log, concurrency, warm-up/bursty and composites of
  * them (see `supported`). A policy of any other algorithm fails its calls
  * with `StoreUnavailable`, whose reason says so.
@@ -29,18 +30,13 @@ import { NodeRedis } from "@effect/platform-node"
 import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope, Tracer } from "effect"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
+import * as Engine from "../internal/actor/Engine.ts"
 import type { Limit } from "../internal/Limit.ts"
+import { type AllReply, Kind as OpKind, type Op, type Reply } from "../internal/operation/Op.ts"
 import * as Policy from "../Policy.ts"
-import {
-  type AllReply,
-  CurrentStore,
-  type Entry as Entry_,
-  type Op,
-  OpKind,
-  type Reply,
-  type Store,
-  StoreUnavailable
-} from "../Store.ts"
+import { CurrentStore, type Store, StoreUnavailable } from "../Store.ts"
+
+type Entry_ = Engine.Entry
 import * as Codec from "./internal/codec.ts"
 import * as Connection from "./internal/connection.ts"
 import * as Scripts from "./internal/scripts.ts"
@@ -172,7 +168,7 @@ export interface LayerOptions extends Options {
  * ```ts
  * import { RedisStore } from "tollgate/redis"
  *
- * RedisStore.supported // ["token-bucket", "gcra", "leaky-bucket", ...]
+ * RedisStore.supported // ["token-bucket", "gcra", "fixed-window", ...]
  * ```
  *
  * @category constants
@@ -754,7 +750,8 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
   const checkKeys = settings.cluster
     ? (keys: ReadonlyArray<string>) => Slot.crossSlot(keys.map((key) => prefix + key))
     : undefined
-  const store: Store = { name: "redis", apply, applyUnsafe, applyAll, checkKeys, timesOut: true }
+  const engine: Engine.Engine = { name: "redis", apply, applyUnsafe, applyAll, checkKeys, timesOut: true }
+  const store: Store = Engine.pluggable(engine)
   return store
 })
 
@@ -780,7 +777,7 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
  * @category layers
  * @since 0.1.0
  */
-export const layerRedis = (options?: Options): Layer.Layer<never, InvalidPolicy, Redis.Redis> =>
+export const layerRedis = (options?: Options): Layer.Layer<CurrentStore, InvalidPolicy, Redis.Redis> =>
   Layer.effect(CurrentStore, make(options))
 
 /**
@@ -806,7 +803,7 @@ export const layerRedis = (options?: Options): Layer.Layer<never, InvalidPolicy,
  * @category layers
  * @since 0.1.0
  */
-export const layer = (options: LayerOptions = {}): Layer.Layer<never, InvalidPolicy | Redis.RedisError> =>
+export const layer = (options: LayerOptions = {}): Layer.Layer<CurrentStore, InvalidPolicy | Redis.RedisError> =>
   Layer.effectContext(Effect.gen(function*() {
     const settings = validate(options)
     if (settings instanceof InvalidPolicy) return yield* settings

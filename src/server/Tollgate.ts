@@ -443,7 +443,7 @@ export class Tollgate extends Context.Service<Tollgate, {
       })
       // A shared store's fallback flags its decisions, and only `consume`
       // carries the flag; in-process, `acquire` keeps its faster path.
-      const shared = (yield* CurrentStore) !== undefined
+      const shared = Option.isSome(yield* Effect.serviceOption(CurrentStore))
 
       const route = <A, E>(
         request: Request,

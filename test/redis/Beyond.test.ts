@@ -49,7 +49,8 @@ for (const functions of [true, false]) {
                 keepSettled: Duration.infinity
               })
               : undefined
-            const limiter = yield* RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
+            const make = RateLimiter.make(options)
+            const limiter = yield* (store === undefined ? make : Effect.provideService(make, Store.CurrentStore, store))
             return yield* transcript(limiter, steps, (ms) => TestClock.adjust(ms))
           })).pipe(Effect.provide(TestClock.layer()))
         for (const steps of fc.sample(workload, { numRuns: Number(process.env.BEYOND_RUNS ?? 40) })) {

@@ -11,12 +11,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { Redis } from "effect/persistence"
 import { TestClock } from "effect/testing"
+import * as Engine from "../../src/internal/actor/Engine.ts"
+import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
-import * as Store from "../../src/Store.ts"
 
 const policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
-const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+const take = [{ kind: OpKind.Take, cost: 1, queued: 0 }]
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
 // Every script call (FCALL or EVALSHA) waits for its own reply, given by
@@ -43,9 +44,10 @@ describe("RedisStore deadlines", () => {
   it.effect("a round without a reply: its call times out, the next round goes out, the late reply changes nothing", () =>
     Effect.gen(function*() {
       const { answer, redis, sent } = yield* silentRedis
-      const store = yield* RedisStore.make({ clock: "client", prefix: "", maxInFlight: 1 }).pipe(
-        Effect.provideService(Redis.Redis, redis)
-      )
+      const store = yield* Effect.map(RedisStore.make({ clock: "client", prefix: "", maxInFlight: 1 }), Engine.engineOf)
+        .pipe(
+          Effect.provideService(Redis.Redis, redis)
+        )
       const call = (key: string, timeout?: number) =>
         store.apply(key, policy, take, timeout).pipe(Effect.exit, Effect.forkChild({ startImmediately: true }))
 
@@ -80,7 +82,10 @@ describe("RedisStore deadlines", () => {
   it.effect("a call waiting behind a silent round fails at its own deadline, unsent; no timeout given: the store's", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* silentRedis
-      const store = yield* RedisStore.make({ clock: "client", prefix: "", timeout: "5 seconds", maxInFlight: 1 }).pipe(
+      const store = yield* Effect.map(
+        RedisStore.make({ clock: "client", prefix: "", timeout: "5 seconds", maxInFlight: 1 }),
+        Engine.engineOf
+      ).pipe(
         Effect.provideService(Redis.Redis, redis)
       )
       const call = (key: string, timeout?: number) =>
@@ -100,7 +105,7 @@ describe("RedisStore deadlines", () => {
   it.effect("two commands out by default: a call goes out beside a silent one; the next waits for a free slot", () =>
     Effect.gen(function*() {
       const { answer, redis, sent } = yield* silentRedis
-      const store = yield* RedisStore.make({ clock: "client", prefix: "" }).pipe(
+      const store = yield* Effect.map(RedisStore.make({ clock: "client", prefix: "" }), Engine.engineOf).pipe(
         Effect.provideService(Redis.Redis, redis)
       )
       const call = (key: string) =>
@@ -124,7 +129,10 @@ describe("RedisStore deadlines", () => {
   it.effect("one key per command (Redis Cluster): 128 commands out at once by default", () =>
     Effect.gen(function*() {
       const { redis, sent } = yield* silentRedis
-      const store = yield* RedisStore.make({ clock: "client", prefix: "", maxBatchKeys: 1 }).pipe(
+      const store = yield* Effect.map(
+        RedisStore.make({ clock: "client", prefix: "", maxBatchKeys: 1 }),
+        Engine.engineOf
+      ).pipe(
         Effect.provideService(Redis.Redis, redis)
       )
       const calls = yield* Effect.forEach(
@@ -141,7 +149,7 @@ describe("RedisStore deadlines", () => {
   it.effect("a timeout that is not a positive duration is refused, naming the field and the value", () =>
     Effect.gen(function*() {
       const { redis } = yield* silentRedis
-      const exit = yield* RedisStore.make({ timeout: "soon" as never }).pipe(
+      const exit = yield* Effect.map(RedisStore.make({ timeout: "soon" as never }), Engine.engineOf).pipe(
         Effect.provideService(Redis.Redis, redis),
         Effect.exit
       )

@@ -10,10 +10,11 @@
 import { assert, expect } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { Redis } from "effect/persistence"
+import * as Engine from "../../src/internal/actor/Engine.ts"
+import { Kind as OpKind, type Op } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import * as Lean from "../../src/redis/internal/lean.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
-import { type Op, OpKind } from "../../src/Store.ts"
 import { cleanup, describeRedis, uniquePrefix } from "./redis.ts"
 
 // 100 tokens, one back every second: each token taken is a second more to settle.
@@ -33,7 +34,7 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
   it.effect("a take sets the expiry past the need, later takes within it keep it, a larger need moves it", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("expiry")
-      const store = yield* RedisStore.make({ prefix })
+      const store = yield* Effect.map(RedisStore.make({ prefix }), Engine.engineOf)
       const key = prefix + "a"
 
       // one token out: settled in 1 s, expiry moved to 1 s + refreshMillis
@@ -63,7 +64,7 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
   it.effect("the batch script reads a lean state and writes its exact TTL; the next lean write moves it on", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("expiry")
-      const store = yield* RedisStore.make({ prefix })
+      const store = yield* Effect.map(RedisStore.make({ prefix }), Engine.engineOf)
       const key = prefix + "b"
 
       yield* store.apply("b", policy, take(3))
@@ -88,18 +89,18 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
   it.effect("a key that never settles has no TTL until it does; keepSettled adds to the need", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("expiry")
-      const forever = yield* RedisStore.make({ prefix, keepSettled: Duration.infinity })
+      const forever = yield* Effect.map(RedisStore.make({ prefix, keepSettled: Duration.infinity }), Engine.engineOf)
       yield* forever.apply("c", policy, take(1))
       assert.strictEqual(yield* pttl(prefix + "c"), -1)
       // the same key under a store that forgets settled keys: the stored
       // expiry (none) does not cover the need, so the TTL is set
-      const forgetting = yield* RedisStore.make({ prefix })
+      const forgetting = yield* Effect.map(RedisStore.make({ prefix }), Engine.engineOf)
       yield* forgetting.apply("c", policy, take(1))
       const ttl = yield* pttl(prefix + "c")
       expect(ttl).toBeGreaterThan(2000)
       expect(ttl).toBeLessThanOrEqual(2000 + Lean.refreshMillis)
 
-      const kept = yield* RedisStore.make({ prefix, keepSettled: "1 minute" })
+      const kept = yield* Effect.map(RedisStore.make({ prefix, keepSettled: "1 minute" }), Engine.engineOf)
       yield* kept.apply("d", policy, take(1))
       expect(yield* pttl(prefix + "d")).toBeGreaterThan(61_000 + Lean.refreshMillis - 500)
       yield* cleanup(prefix)

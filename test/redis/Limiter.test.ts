@@ -10,8 +10,10 @@ import { Clock, Context, Duration, Effect, Exit, Fiber, Layer } from "effect"
 import { Redis } from "effect/persistence"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
+import * as Engine from "../../src/internal/actor/Engine.ts"
 import type { Algorithm } from "../../src/internal/algorithm/Algorithm.ts"
 import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
+import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as Lean from "../../src/redis/internal/lean.ts"
@@ -77,7 +79,7 @@ const transcriptFor = (ops: ReadonlyArray<Op>, store: Store.Store | undefined) =
       policy: (k) => policies[Number(k.slice(1))],
       idleTimeout: "365 days",
       mailboxCapacity: 4096
-    }).pipe(Effect.provideService(Store.CurrentStore, store))
+    }).pipe((make) => store === undefined ? make : Effect.provideService(make, Store.CurrentStore, store))
     const out: Array<string> = []
     // every outcome, a failure as its tag (a cost above the limit is refused)
     const record = <A, E>(effect: Effect.Effect<A, E>, f: (a: A) => string) =>
@@ -154,11 +156,11 @@ describeRedis("the limiter on Redis", (it) => {
   it.effect("coalesces a hot key into few round trips and admits exactly the capacity", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("hot")
-      const store = yield* RedisStore.make({ prefix })
+      const store = yield* Effect.map(RedisStore.make({ prefix }), Engine.engineOf)
       const limiter = yield* RateLimiter.make({
         policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 1, per: "1 hour" } }),
         mailboxCapacity: 4096
-      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      }).pipe(Effect.provideService(Store.CurrentStore, Engine.pluggable(store)))
       const results = yield* Effect.forEach(Array.from({ length: 2000 }), () => limiter.acquire("hot"), {
         concurrency: "unbounded"
       })
@@ -173,10 +175,10 @@ describeRedis("the limiter on Redis", (it) => {
   it.effect("idle keys go by the caller's own call; concurrent calls on one key stay in order", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("direct")
-      const store = yield* RedisStore.make({ prefix })
+      const store = yield* Effect.map(RedisStore.make({ prefix }), Engine.engineOf)
       const limiter = yield* RateLimiter.make({
         policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 hour" } })
-      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      }).pipe(Effect.provideService(Store.CurrentStore, Engine.pluggable(store)))
       // 300 idle keys at once: each decided by its caller's call (no actor),
       // the store batching them into a few round trips
       const many = yield* Effect.forEach(Array.from({ length: 300 }, (_, i) => `k${i}`), (k) => limiter.acquire(k), {
@@ -203,14 +205,14 @@ describeRedis("the limiter on Redis", (it) => {
   it.effect("calls for many keys at once share round trips, each key applied atomically and in order", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("batch")
-      const store = yield* RedisStore.make({ prefix, clock: "client", maxBatchKeys: 7 })
+      const store = yield* Effect.map(RedisStore.make({ prefix, clock: "client", maxBatchKeys: 7 }), Engine.engineOf)
       const policies = [
         Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 hour" } }),
         Policy.gcra({ rate: { count: 1, per: "1 hour" }, maxBurst: 2 }),
         Policy.slidingLog({ limit: 3, window: "1 hour" })
       ] as ReadonlyArray<Policy.Valid>
       const take = (key: string, policy: Policy.Valid) =>
-        Effect.map(store.apply(key, policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]), ([r]) => r.allowed)
+        Effect.map(store.apply(key, policy, [{ kind: OpKind.Take, cost: 1, queued: 0 }]), ([r]) => r.allowed)
       // 50 keys of three algorithms (three scripts), each taken 5 times, all at once
       const calls = Array.from({ length: 250 }, (_, i) => ({ key: `k${i % 50}`, policy: policies[i % 50 % 3] }))
       const results = yield* Effect.forEach(calls, (c) => take(c.key, c.policy), { concurrency: "unbounded" })
@@ -227,7 +229,7 @@ describeRedis("the limiter on Redis", (it) => {
       const fiber = yield* take("interrupted", policies[0]).pipe(Effect.forkChild({ startImmediately: true }))
       yield* Fiber.interrupt(fiber)
       yield* Fiber.joinAll(busy)
-      const [after] = yield* store.apply("interrupted", policies[0], [{ kind: Store.OpKind.Peek, cost: 3, queued: 0 }])
+      const [after] = yield* store.apply("interrupted", policies[0], [{ kind: OpKind.Peek, cost: 3, queued: 0 }])
       assert.isTrue(after.allowed)
       // one key's calls in one round, under two policies (two scripts): in order
       const strict = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
@@ -249,10 +251,10 @@ describeRedis("the limiter on Redis", (it) => {
   it.effect("waiters wait their turn against Redis, in order", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("wait")
-      const store = yield* RedisStore.make({ prefix, clock: "client" })
+      const store = yield* Effect.map(RedisStore.make({ prefix, clock: "client" }), Engine.engineOf)
       const limiter = yield* RateLimiter.make({
         policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
-      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      }).pipe(Effect.provideService(Store.CurrentStore, Engine.pluggable(store)))
       const order: Array<number> = []
       const fibers: Array<Fiber.Fiber<void, unknown>> = []
       for (const i of [0, 1, 2]) {
@@ -284,9 +286,9 @@ describeRedis("the limiter on Redis", (it) => {
       const limiterAt = (offset: number) =>
         Effect.gen(function*() {
           const { clock } = settableClock(1_760_000_000_000 + offset)
-          const store = yield* RedisStore.make({ prefix })
+          const store = yield* Effect.map(RedisStore.make({ prefix }), Engine.engineOf)
           return yield* RateLimiter.make({ policy }).pipe(
-            Effect.provideService(Store.CurrentStore, store),
+            Effect.provideService(Store.CurrentStore, Engine.pluggable(store)),
             Effect.provideService(Clock.Clock, clock)
           )
         })
@@ -302,13 +304,13 @@ describeRedis("the limiter on Redis", (it) => {
     Effect.gen(function*() {
       const prefix = uniquePrefix("ttl")
       const redis = yield* Redis.Redis
-      const store = yield* RedisStore.make({ prefix, clock: "client" })
+      const store = yield* Effect.map(RedisStore.make({ prefix, clock: "client" }), Engine.engineOf)
       const bucket = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
       const take = (key: string, policy: Policy.Valid, cost: number) =>
-        store.apply(key, policy, [{ kind: Store.OpKind.Take, cost, queued: 0 }])
+        store.apply(key, policy, [{ kind: OpKind.Take, cost, queued: 0 }])
       const pttl = (key: string) => redis.send<number>("PTTL", prefix + key)
 
-      yield* store.apply("peeked", bucket, [{ kind: Store.OpKind.Peek, cost: 1, queued: 0 }])
+      yield* store.apply("peeked", bucket, [{ kind: OpKind.Peek, cost: 1, queued: 0 }])
       assert.strictEqual(yield* pttl("peeked"), -2, "a peek gives a key no state")
       // a lean write moves the expiry refreshMillis past the need (Expiry.test.ts)
       yield* take("tb", bucket, 1)
@@ -321,25 +323,28 @@ describeRedis("the limiter on Redis", (it) => {
       expect(ttl).toBeGreaterThan(9900)
       expect(ttl).toBeLessThanOrEqual(1000 + Lean.refreshMillis)
       // the batch script (a peek beside the take) sets the exact need
-      yield* store.apply("tb", bucket, [{ kind: Store.OpKind.Peek, cost: 1, queued: 0 }, {
-        kind: Store.OpKind.Release,
+      yield* store.apply("tb", bucket, [{ kind: OpKind.Peek, cost: 1, queued: 0 }, {
+        kind: OpKind.Release,
         cost: 1,
         queued: 0
       }])
       ttl = yield* pttl("tb")
       expect(ttl).toBeGreaterThan(8900)
       expect(ttl).toBeLessThanOrEqual(9000)
-      yield* store.apply("tb", bucket, [{ kind: Store.OpKind.Release, cost: 9, queued: 0 }])
+      yield* store.apply("tb", bucket, [{ kind: OpKind.Release, cost: 9, queued: 0 }])
       assert.strictEqual(yield* pttl("tb"), -2, "a full bucket is deleted at once")
 
       const permits = Policy.concurrency({ capacity: 2 }) as Policy.Valid
       yield* take("cc", permits, 1)
       assert.strictEqual(yield* pttl("cc"), -1, "units out: the key must never be forgotten")
-      yield* store.apply("cc", permits, [{ kind: Store.OpKind.Release, cost: 1, queued: 0 }])
+      yield* store.apply("cc", permits, [{ kind: OpKind.Release, cost: 1, queued: 0 }])
       assert.strictEqual(yield* pttl("cc"), -2)
 
-      const kept = yield* RedisStore.make({ prefix, clock: "client", keepSettled: "1 minute" })
-      yield* kept.apply("kept", bucket, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
+      const kept = yield* Effect.map(
+        RedisStore.make({ prefix, clock: "client", keepSettled: "1 minute" }),
+        Engine.engineOf
+      )
+      yield* kept.apply("kept", bucket, [{ kind: OpKind.Take, cost: 1, queued: 0 }])
       ttl = yield* pttl("kept")
       expect(ttl).toBeGreaterThan(60_900 + Lean.refreshMillis)
       expect(ttl).toBeLessThanOrEqual(61_000 + Lean.refreshMillis)
@@ -352,11 +357,14 @@ describeRedis("the limiter on Redis", (it) => {
       const redis = yield* Redis.Redis
       const policy = Policy.gcra({ rate: { count: 10, per: "1 second" }, maxBurst: 1 }) as Policy.Valid
       for (const functions of [true, false]) {
-        const store = yield* RedisStore.make({ prefix: `${prefix}${functions}:`, functions })
-        const take = store.apply("k", policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }])
+        const store = yield* Effect.map(
+          RedisStore.make({ prefix: `${prefix}${functions}:`, functions }),
+          Engine.engineOf
+        )
+        const take = store.apply("k", policy, [{ kind: OpKind.Take, cost: 1, queued: 0 }])
         const twice = store.apply("k", policy, [
-          { kind: Store.OpKind.Peek, cost: 1, queued: 0 },
-          { kind: Store.OpKind.Take, cost: 1, queued: 0 }
+          { kind: OpKind.Peek, cost: 1, queued: 0 },
+          { kind: OpKind.Take, cost: 1, queued: 0 }
         ])
         assert.isTrue((yield* take)[0].allowed)
         // (other test files share the library and the scripts: they load them again too)
@@ -382,11 +390,11 @@ describeRedis("the limiter on Redis", (it) => {
       at.username = user
       at.password = "any"
       const policy = Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
-      const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
-      const peekTake = [{ kind: Store.OpKind.Peek, cost: 1, queued: 0 }, ...take]
+      const take = [{ kind: OpKind.Take, cost: 1, queued: 0 }]
+      const peekTake = [{ kind: OpKind.Peek, cost: 1, queued: 0 }, ...take]
       yield* Effect.scoped(Effect.gen(function*() {
         const store = yield* Layer.build(RedisStore.layer({ url: at.toString(), prefix, clock: "client" })).pipe(
-          Effect.map((context) => Context.get(context, Store.CurrentStore)!)
+          Effect.map((context) => Engine.engineOf(Context.get(context, Store.CurrentStore)))
         )
         assert.isTrue((yield* store.apply("k", policy, take))[0].allowed) // lean
         const [peeked, taken] = yield* store.apply("k", policy, peekTake) // batch
@@ -407,7 +415,7 @@ describeRedis("the limiter on Redis", (it) => {
   it.effect("an algorithm without a script fails clearly, and the limiter's fallback sees it", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("unsupported")
-      const store = yield* RedisStore.make({ prefix })
+      const store = yield* Effect.map(RedisStore.make({ prefix }), Engine.engineOf)
       const custom: Algorithm<TokenBucket.Config, TokenBucket.State> = { ...TokenBucket.algorithm, name: "custom" }
       const policy = {
         ...(Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid),
@@ -415,11 +423,11 @@ describeRedis("the limiter on Redis", (it) => {
       } as Policy.Valid
       assert.isFalse(RedisStore.supports(policy))
       assert.isTrue(RedisStore.supports(Policy.slidingLog({ limit: 1, window: "1 second" }) as Policy.Valid))
-      const error = yield* Effect.flip(store.apply("k", policy, [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]))
+      const error = yield* Effect.flip(store.apply("k", policy, [{ kind: OpKind.Take, cost: 1, queued: 0 }]))
       assert.strictEqual(error._tag, "StoreUnavailable")
       assert.include(error.reason, "no script for the \"custom\" algorithm")
       const limiter = yield* RateLimiter.make({ policy, fallback: { mode: "error" } }).pipe(
-        Effect.provideService(Store.CurrentStore, store)
+        Effect.provideService(Store.CurrentStore, Engine.pluggable(store))
       )
       const exit = yield* Effect.exit(limiter.acquire("k"))
       assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("no script for the \"custom\" algorithm"))
@@ -431,11 +439,11 @@ describeRedis("the limiter on Redis", (it) => {
       const redis = yield* Redis.Redis
       const name = `tollgate-node-redis-${process.pid}`
       const policy = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
-      const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+      const take = [{ kind: OpKind.Take, cost: 1, queued: 0 }]
       const named = (list: string) => list.split("\n").filter((line) => line.includes(` name=${name} `))
       yield* Effect.scoped(Effect.gen(function*() {
         const store = yield* Layer.build(RedisStore.layer({ url, prefix, client: { name } })).pipe(
-          Effect.map((context) => Context.get(context, Store.CurrentStore)!)
+          Effect.map((context) => Engine.engineOf(Context.get(context, Store.CurrentStore)))
         )
         assert.isTrue((yield* store.apply("k", policy, take))[0].allowed)
         assert.isFalse((yield* store.apply("k", policy, take))[0].allowed)
@@ -446,7 +454,7 @@ describeRedis("the limiter on Redis", (it) => {
       // and without: its own connection, which names itself nothing
       yield* Effect.scoped(Effect.gen(function*() {
         const store = yield* Layer.build(RedisStore.layer({ url, prefix })).pipe(
-          Effect.map((context) => Context.get(context, Store.CurrentStore)!)
+          Effect.map((context) => Engine.engineOf(Context.get(context, Store.CurrentStore)))
         )
         assert.isFalse((yield* store.apply("k", policy, take))[0].allowed)
         assert.strictEqual(named(yield* redis.send<string>("CLIENT", "LIST")).length, 0)
@@ -456,13 +464,13 @@ describeRedis("the limiter on Redis", (it) => {
 
   it.effect("bad options name the field", () =>
     Effect.gen(function*() {
-      const clock = yield* Effect.flip(RedisStore.make({ clock: "local" as never }))
+      const clock = yield* Effect.flip(Effect.map(RedisStore.make({ clock: "local" as never }), Engine.engineOf))
       assert.strictEqual(clock.field, "clock")
-      const keep = yield* Effect.flip(RedisStore.make({ keepSettled: -1 }))
+      const keep = yield* Effect.flip(Effect.map(RedisStore.make({ keepSettled: -1 }), Engine.engineOf))
       assert.strictEqual(keep.field, "keepSettled")
-      const inFlight = yield* Effect.flip(RedisStore.make({ maxInFlight: 0 }))
+      const inFlight = yield* Effect.flip(Effect.map(RedisStore.make({ maxInFlight: 0 }), Engine.engineOf))
       assert.strictEqual(inFlight.field, "maxInFlight")
-      const functions = yield* Effect.flip(RedisStore.make({ functions: "yes" as never }))
+      const functions = yield* Effect.flip(Effect.map(RedisStore.make({ functions: "yes" as never }), Engine.engineOf))
       assert.strictEqual(functions.field, "functions")
       assert.strictEqual(functions.value, "yes")
     }))

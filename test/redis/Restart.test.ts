@@ -12,6 +12,8 @@ import { Context, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as Engine from "../../src/internal/actor/Engine.ts"
+import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
@@ -41,12 +43,12 @@ suite(hasServer ? "Redis stopped and restarted mid-run" : `Redis stopped and res
         yield* Effect.addFinalizer(() => killServer(server.current))
 
         const context = yield* Layer.build(RedisStore.layer({ url: `redis://127.0.0.1:${port}`, prefix: "restart:" }))
-        const store = Context.get(context, Store.CurrentStore)!
+        const store = Engine.engineOf(Context.get(context, Store.CurrentStore))
         const limiters = yield* Effect.forEach(modes, (mode) =>
           RateLimiter.make({
             policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }),
             fallback: { mode, share: 0.5, timeout: Duration.millis(TIMEOUT), retryAfter: "200 millis" }
-          }).pipe(Effect.provideService(Store.CurrentStore, store)))
+          }).pipe(Effect.provideService(Store.CurrentStore, Engine.pluggable(store))))
 
         let slowest = 0
         const consume = (i: number) =>
@@ -169,9 +171,9 @@ hung(hasServer ? "a Redis that hangs" : `a Redis that hangs (${skipped})`, () =>
           RedisStore.layer({ url: `redis://127.0.0.1:${port}`, prefix: "close:", closeTimeout: "300 millis" }),
           scope
         )
-        const store = Context.get(context, Store.CurrentStore)!
+        const store = Engine.engineOf(Context.get(context, Store.CurrentStore))
         const policy = Policy.tokenBucket({ capacity: 10, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
-        const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+        const take = [{ kind: OpKind.Take, cost: 1, queued: 0 }]
         const up = yield* store.apply("k", policy, take, 10_000)
         assert.strictEqual(up[0].allowed, true)
 

@@ -6,13 +6,14 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Tracer } from "effect"
+import * as Engine from "../../src/internal/actor/Engine.ts"
+import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
-import * as Store from "../../src/Store.ts"
 import { cleanup, describeRedis, uniquePrefix } from "./redis.ts"
 
 const policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
-const take = [{ kind: Store.OpKind.Take, cost: 1, queued: 0 }]
+const take = [{ kind: OpKind.Take, cost: 1, queued: 0 }]
 
 describeRedis("RedisStore spans", (it) => {
   it.effect("one RedisStore.apply span per round trip, named after its script, with its keys", () =>
@@ -29,7 +30,7 @@ describeRedis("RedisStore spans", (it) => {
       const roundsDone = Effect.sleep("20 millis")
       const prefix = uniquePrefix("tracing")
       // one command out at a time, so what is called meanwhile waits and shares one
-      const store = yield* RedisStore.make({ prefix, maxInFlight: 1 })
+      const store = yield* Effect.map(RedisStore.make({ prefix, maxInFlight: 1 }), Engine.engineOf)
       const traced = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.withTracer(effect, tracer)
 
       const one = yield* traced(store.apply("a", policy, take))

@@ -6,10 +6,10 @@
  * @since 0.2.0
  */
 import { Clock, Effect, FiberSet, Queue, type Scope } from "effect"
-import type { Store } from "../../Store.ts"
 import * as Recorder from "../Recorder.ts"
 import { Activity } from "./Activity.ts"
 import type * as Bucket from "./Bucket.ts"
+import type { Engine } from "./Engine.ts"
 import * as Local from "./Local.ts"
 import * as Monotone from "./Monotone.ts"
 import * as Remote from "./Remote.ts"
@@ -26,7 +26,7 @@ export interface Options {
   /** The `limiter` label of the metrics. */
   readonly name: string
   /** Where keys' state lives: in each bucket (undefined) or in a shared store. */
-  readonly store: Store | undefined
+  readonly store: Engine | undefined
   /** What a store-backed limiter does when the store does not answer. */
   readonly fallback: Remote.Fallback
   /** How the owner of the key table forgets a bucket whose actor died. */

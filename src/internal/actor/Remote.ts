@@ -21,11 +21,12 @@
  * @since 0.1.0
  */
 import { Cause, Deferred, Duration, Effect, Exit, Result } from "effect"
-import { BucketFailed, InvalidRequest, RateLimitExceeded } from "../../Errors.ts"
-import { type AllReply, type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../../Store.ts"
+import { BucketFailed, InvalidRequest, RateLimitExceeded, StoreUnavailable } from "../../Errors.ts"
 import type { Limit } from "../Limit.ts"
 import * as Interpreter from "../operation/Interpreter.ts"
+import { Kind as OpKind, type Op, type Reply } from "../operation/Op.ts"
 import * as Bucket from "./Bucket.ts"
+import type { Engine } from "./Engine.ts"
 import * as Line from "./Line.ts"
 import * as Operations from "./Operations.ts"
 import * as Request from "./Request.ts"
@@ -117,6 +118,8 @@ const answerOf = <K extends Request.Kind>(
 ): Request.Answer<K> =>
   Operations.table[kind].answer({ recorder: limiter.recorder, policy, degraded, behind: 0 }, op, reply)
 
+type AllReplyOf = import("../operation/Op.ts").AllReply
+
 // A waiter refused by the fallback `deny`: told to try again once the store
 // is tried again.
 const deniedWaiterOf = (key: string, retryMillis: number) =>
@@ -134,7 +137,7 @@ const inProcessOnly = (what: string) =>
  *
  * @since 0.2.0
  */
-export const backend = (store: Store, fallback: Fallback, health: Health): Bucket.Backend => {
+export const backend = (store: Engine, fallback: Fallback, health: Health): Bucket.Backend => {
   const deniedWaiter = (bucket: Bucket.Bucket) => deniedWaiterOf(bucket.key, fallback.retryMillis)
   // The local fallback's policy: a share of the key's (made once per policy).
   const shares = new WeakMap<Limit, Limit>()
@@ -584,7 +587,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     if (refused !== undefined) {
       return Effect.fail(new InvalidRequest({ field: "keys", value: String(buckets.length), reason: refused }))
     }
-    const toAll = (reply: AllReply, degraded: boolean, final = false): Bucket.All => {
+    const toAll = (reply: AllReplyOf, degraded: boolean, final = false): Bucket.All => {
       for (const r of reply.replies) {
         if (r.allowed && reply.allowed) limiter.recorder.allowed++
       }

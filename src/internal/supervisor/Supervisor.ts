@@ -14,8 +14,8 @@
  */
 import { Effect } from "effect"
 import { InvalidPolicy, type InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
-import type { Store } from "../../Store.ts"
 import * as Bucket from "../actor/Bucket.ts"
+import type { Engine } from "../actor/Engine.ts"
 import * as Limiter from "../actor/Limiter.ts"
 import * as Operations from "../actor/Operations.ts"
 import type * as Remote from "../actor/Remote.ts"
@@ -35,7 +35,7 @@ export interface Options {
   /** The `limiter` label of the metrics (default "default"). */
   readonly name?: string | undefined
   /** Where keys' state lives: in each bucket (undefined, the default) or in a shared store. */
-  readonly store?: Store | undefined
+  readonly store?: Engine | undefined
   readonly fallback?: Remote.Fallback | undefined
   /**
    * The work one step of the sweep does before it yields (default 5,000):
