@@ -50,6 +50,10 @@ export const jsonPostName = "effect/http POST /json (reads a JSON body)"
 export const jsonBodyName = "effect/http POST /json, tollgate's body reader"
 /** The row the speed target is about. */
 export const consumeName = "tollgate POST /v1/consume, 1 hot key (allowed)"
+/** The floor of the gRPC row: a bare grpc-js server, same proto, answering OK at once. */
+export const grpcFloorName = "grpc-js ShouldRateLimit, answers OK at once (floor: no Effect)"
+/** Envoy's rate limit service, with one descriptor per call. */
+export const grpcName = "tollgate gRPC ShouldRateLimit (1 descriptor)"
 
 const ratio = (x: number): string => Number.isFinite(x) ? `${x.toFixed(2)}×` : "–"
 const count = (x: number): string => Math.round(x).toLocaleString("en-US")

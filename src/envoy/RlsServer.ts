@@ -3,14 +3,97 @@
  * `@grpc/grpc-js`, its messages read from the vendored `.proto` files at
  * start (`@grpc/proto-loader`), each call answered by `RlsService`.
  *
+ * `@grpc/grpc-js` and `@grpc/proto-loader` are optional peer dependencies,
+ * loaded when the server starts (or its definition is loaded): without them
+ * this module still loads, and {@link make} fails with a `MissingPackage`
+ * that names them.
+ *
  * @since 0.2.0
  */
-import * as grpc from "@grpc/grpc-js"
-import * as protoLoader from "@grpc/proto-loader"
+import type * as grpc from "@grpc/grpc-js"
+import type * as protoLoader from "@grpc/proto-loader"
 import { Cause, Deferred, Effect, Exit, Layer, Schema, type Scope } from "effect"
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import { MissingPackage } from "../Errors.ts"
+import * as OptionalPackage from "../internal/OptionalPackage.ts"
 import { type RateLimitRequest, RlsService } from "./RlsService.ts"
+
+const FEATURE = "the Envoy rate limit service (gRPC)"
+
+// The gRPC packages, required when first needed (CommonJS, so synchronously).
+const grpcPackages = ():
+  | { readonly grpc: typeof grpc; readonly protoLoader: typeof protoLoader }
+  | MissingPackage =>
+{
+  const loaded = OptionalPackage.requireAll(FEATURE, ["@grpc/grpc-js", "@grpc/proto-loader"])
+  if (loaded instanceof MissingPackage) return loaded
+  return { grpc: loaded[0] as typeof grpc, protoLoader: loaded[1] as typeof protoLoader }
+}
+
+/**
+ * Fails with a `MissingPackage` when `@grpc/grpc-js` or `@grpc/proto-loader`
+ * is not installed: a program that serves the rate limit service checks it
+ * before it starts anything else, so that it stops with that one line.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RlsServer } from "tollgate/envoy"
+ *
+ * const ready = RlsServer.checkPackages.pipe(Effect.as("the gRPC packages are installed"))
+ * ```
+ *
+ * @category protocol
+ * @since 0.3.0
+ */
+export const checkPackages: Effect.Effect<void, MissingPackage> = Effect.suspend(() => {
+  const packages = grpcPackages()
+  return packages instanceof MissingPackage ? Effect.fail(packages) : Effect.void
+})
+
+/**
+ * A method of a gRPC service as `@grpc/grpc-js` takes it (its
+ * `MethodDefinition`), spelled out here so that tollgate's declarations do
+ * not need `@grpc/grpc-js` installed.
+ *
+ * @example
+ * ```ts
+ * import type { RlsServer } from "tollgate/envoy"
+ *
+ * const path = (method: RlsServer.MethodDefinition): string => method.path
+ * ```
+ *
+ * @category protocol
+ * @since 0.3.0
+ */
+export interface MethodDefinition {
+  readonly path: string
+  readonly requestStream: boolean
+  readonly responseStream: boolean
+  readonly requestSerialize: (value: any) => Buffer
+  readonly requestDeserialize: (bytes: Buffer) => any
+  readonly responseSerialize: (value: any) => Buffer
+  readonly responseDeserialize: (bytes: Buffer) => any
+  readonly originalName?: string
+}
+
+/**
+ * A gRPC service's methods by name, as `@grpc/grpc-js` takes them (its
+ * `ServiceDefinition`): `grpc.makeGenericClientConstructor(definition, ...)`
+ * makes a client of it.
+ *
+ * @example
+ * ```ts
+ * import type { RlsServer } from "tollgate/envoy"
+ *
+ * const methods = (definition: RlsServer.ServiceDefinition): Array<string> => Object.keys(definition)
+ * ```
+ *
+ * @category protocol
+ * @since 0.3.0
+ */
+export type ServiceDefinition = { readonly [method: string]: MethodDefinition }
 
 /**
  * The gRPC server could not start: the address is in use or not available,
@@ -62,7 +145,8 @@ export const protoDirectory = (): string | undefined => {
 
 /**
  * Loads RateLimitService's definition from the `.proto` files (field names as
- * in the proto, enums as their names, 64-bit integers as numbers).
+ * in the proto, enums as their names, 64-bit integers as numbers). Needs
+ * `@grpc/grpc-js` and `@grpc/proto-loader` (a `MissingPackage` otherwise).
  *
  * @example
  * ```ts
@@ -74,7 +158,10 @@ export const protoDirectory = (): string | undefined => {
  * @category protocol
  * @since 0.2.0
  */
-export const loadDefinition = (): grpc.ServiceDefinition | RlsServerError => {
+export const loadDefinition = (): ServiceDefinition | RlsServerError | MissingPackage => {
+  const packages = grpcPackages()
+  if (packages instanceof MissingPackage) return packages
+  const { grpc, protoLoader } = packages
   const dir = protoDirectory()
   if (dir === undefined) return new RlsServerError({ reason: `${RLS_PROTO} was not found beside the module` })
   const definition = protoLoader.loadSync(RLS_PROTO, {
@@ -130,10 +217,13 @@ export interface Options {
  */
 export const make = (
   options: Options
-): Effect.Effect<number, RlsServerError, RlsService | Scope.Scope> =>
+): Effect.Effect<number, RlsServerError | MissingPackage, RlsService | Scope.Scope> =>
   Effect.gen(function*() {
+    const packages = grpcPackages()
+    if (packages instanceof MissingPackage) return yield* packages
+    const { grpc } = packages
     const definition = loadDefinition()
-    if (definition instanceof RlsServerError) return yield* definition
+    if (definition instanceof RlsServerError || definition instanceof MissingPackage) return yield* definition
     const rls = yield* RlsService
     const context = yield* Effect.context<never>()
     const server = new grpc.Server()
@@ -196,5 +286,5 @@ export const make = (
  * @category layers
  * @since 0.2.0
  */
-export const layer = (options: Options): Layer.Layer<never, RlsServerError, RlsService> =>
+export const layer = (options: Options): Layer.Layer<never, RlsServerError | MissingPackage, RlsService> =>
   Layer.effectDiscard(make(options))
