@@ -196,6 +196,7 @@ const failure = async (layer) => {
 console.log(JSON.stringify([
   await failure(Server.layer),
   await failure(RedisStore.layer({ url: "redis://127.0.0.1:1", client: { name: "app" } })),
+  await failure(RlsServer.layer({ host: "127.0.0.1", port: 0 })),
   RlsServer.loadDefinition().stack,
   RlsConfig.parseYaml("domain: edge\\n", "edge.yaml").failure.reason
 ]))
@@ -206,8 +207,10 @@ const WITHOUT_OPTIONAL_LINES = [
   "npm install @effect/platform-node",
   "MissingPackage: the Redis store on node-redis (RedisStore.layer's client options) needs @effect/platform-node, " +
   "which is not installed: npm install @effect/platform-node",
-  "MissingPackage: the Envoy rate limit service (gRPC) needs @grpc/grpc-js and @grpc/proto-loader, which are not " +
-  "installed: npm install @grpc/grpc-js @grpc/proto-loader",
+  "MissingPackage: the Envoy rate limit service (gRPC) needs @grpc/grpc-js, which is not installed: " +
+  "npm install @grpc/grpc-js",
+  "MissingPackage: the rate limit service's definition (RlsServer.loadDefinition) needs @grpc/grpc-js and " +
+  "@grpc/proto-loader, which are not installed: npm install @grpc/grpc-js @grpc/proto-loader",
   "reading envoyproxy/ratelimit's YAML needs yaml, which is not installed: npm install yaml"
 ]
 
@@ -444,8 +447,8 @@ describe("the package, packed and installed into a fresh app", () => {
         assert.strictEqual(grpc.code, 1, grpc.output)
         assert.strictEqual(
           grpc.output,
-          "tollgate: the Envoy rate limit service (gRPC) needs @grpc/grpc-js and @grpc/proto-loader, which are not " +
-            "installed: npm install @grpc/grpc-js @grpc/proto-loader\n"
+          "tollgate: the Envoy rate limit service (gRPC) needs @grpc/grpc-js, which is not installed: " +
+            "npm install @grpc/grpc-js\n"
         )
         const yaml = await run("npx", ["--no-install", "tollgate"], {
           cwd: app,
