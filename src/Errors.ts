@@ -208,7 +208,19 @@ export class MissingPackage extends Schema.TaggedError<MissingPackage>()("Missin
     // A stack would point into tollgate's internals and say nothing the message does not.
     Object.defineProperty(this, "stack", { value: `${this.name}: ${this.message}`, writable: true, configurable: true })
   }
-  // Printed by Node (an unhandled rejection, console.log) as its one line, not as its fields.
+  /**
+   * How Node prints it (an unhandled rejection, `console.log`): its one line,
+   * not its fields.
+   *
+   * @example
+   * ```ts
+   * import { MissingPackage } from "tollgate"
+   *
+   * console.log(new MissingPackage({ feature: "the HTTP service", packages: ["@effect/platform-node"] }))
+   * ```
+   *
+   * @since 0.3.0
+   */
   override [Inspectable.NodeInspectSymbol](): string {
     return `${this.name}: ${this.message}`
   }

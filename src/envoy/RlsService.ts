@@ -265,16 +265,49 @@ const UNLIMITED: Outcome = { ...NONE, status: { ...NONE.status, limit_remaining:
  * @since 0.2.0
  */
 export class RlsService extends Context.Service<RlsService, {
+  /**
+   * Envoy's `ShouldRateLimit`: each descriptor matched and decided, the request over the limit when one is (see the module's description).
+   *
+   * @example
+   * ```ts
+   * import { RlsService } from "tollgate/envoy"
+   *
+   * const answer = RlsService.RlsService.use((rls) =>
+   *   rls.shouldRateLimit({ domain: "edge", descriptors: [{ entries: [{ key: "remote_address", value: "203.0.113.7" }] }] })
+   * )
+   * ```
+   */
   readonly shouldRateLimit: (
     request: RateLimitRequest
   ) => Effect.Effect<RateLimitResponse, InvalidArgument | Unavailable>
-  /** Puts a new configuration in force; limits whose policy did not change keep their counters. */
+  /**
+   * Puts a new configuration in force; limits whose policy did not change keep their counters.
+   *
+   * @example
+   * ```ts
+   * import type { RlsConfig } from "tollgate/envoy"
+   * import { RlsService } from "tollgate/envoy"
+   *
+   * declare const next: RlsConfig.Config
+   * const reload = RlsService.RlsService.use((rls) => rls.reload(next))
+   * ```
+   */
   readonly reload: (config: RlsConfig.Config) => Effect.Effect<void>
 }>()("tollgate/envoy/RlsService") {
   /**
    * Starts the service's limiter in the current scope (on the context's
    * `Store.CurrentStore`, if any: several instances on one Redis share each
    * descriptor's limit).
+   *
+   * @example
+   * ```ts
+   * import { Effect, Layer } from "effect"
+   * import type { RlsConfig } from "tollgate/envoy"
+   * import { RlsService } from "tollgate/envoy"
+   *
+   * declare const config: RlsConfig.Config
+   * const service = Layer.effect(RlsService.RlsService, RlsService.RlsService.make({ config }))
+   * ```
    *
    * @since 0.2.0
    */
