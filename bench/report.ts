@@ -161,6 +161,13 @@ export const renderMarkdown = (results: Results, chartFile: string): string => {
     `| Load average (1/5/15 min) | start ${meta.loadavgStart.map((l) => l.toFixed(2)).join(" / ")}, end ${
       meta.loadavgEnd.map((l) => l.toFixed(2)).join(" / ")
     } |`,
+    `| Shared machine | ${
+      Math.max(meta.loadavgStart[0], meta.loadavgEnd[0]) > meta.cores
+        ? `**yes**: a load average of up to ${
+          Math.max(meta.loadavgStart[0], meta.loadavgEnd[0]).toFixed(1)
+        } on ${meta.cores} cores, so other work ran throughout this run and every figure is lower and noisier than on a quiet machine`
+        : "no other load to speak of (load average below the core count)"
+    } |`,
     `| Duration | ${meta.durationSeconds.toFixed(0)} s |`,
     ""
   )
