@@ -4,7 +4,10 @@
 // the app loads can come from the repository's node_modules. Then what a user
 // would try: plain JavaScript on Node 20 and 24, a strict TypeScript consumer
 // under TypeScript 5.x and the project's own TypeScript, every entry point,
-// `npx tollgate`, and publint and attw on the tarball.
+// `npx tollgate`, and publint and attw on the tarball. What the install adds
+// is counted (tollgate and nothing else), and every entry point is run first
+// without the optional packages (one line naming what is missing), then with
+// them.
 //
 // Versions are pinned so that a fresh machine gets the same run: effect,
 // @effect/platform-node and @types/node at the repository's own versions,

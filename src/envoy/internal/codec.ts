@@ -226,16 +226,24 @@ const responseUnits: Record<string, number> = {
   WEEK: 7
 }
 
-// The size of a varint of a non-negative integer below 2^53.
-const varintSize = (n: number): number => {
-  if (n < 0x80) return 1
-  if (n < 0x4000) return 2
-  if (n < 0x200000) return 3
-  if (n < 0x10000000) return 4
-  let size = 5
-  for (let rest = Math.floor(n / 0x800000000); rest > 0; rest = Math.floor(rest / 128)) size++
-  return size
-}
+// The size of a varint of a non-negative integer below 2^53: comparisons only (the counts the service
+// sends are near 2^32, past the small integers V8 keeps unboxed).
+const varintSize = (n: number): number =>
+  n < 0x80
+    ? 1
+    : n < 0x4000
+    ? 2
+    : n < 0x200000
+    ? 3
+    : n < 0x10000000
+    ? 4
+    : n < 0x800000000
+    ? 5
+    : n < 0x40000000000
+    ? 6
+    : n < 0x2000000000000
+    ? 7
+    : 8
 
 // The UTF-8 length of a string: counted here for ASCII (the headers, made fresh on every call,
 // cost more to hand to the native byteLength than to count), by Buffer.byteLength otherwise.
@@ -250,11 +258,57 @@ const key = (field: number, wireType: number): number => (field << 3) | wireType
 // Non-negative integers below 2^53 only: what the service sends (counts, units, durations).
 const unsigned = (n: number): number => (n > 0 && n <= Number.MAX_SAFE_INTEGER ? Math.floor(n) : 0)
 
+// A varint field's size (none at its default, 0), and a length-delimited one's.
+const varintField = (n: number): number => (n === 0 ? 0 : 1 + varintSize(n))
+const bytesField = (length: number): number => (length === 0 ? 0 : 1 + varintSize(length) + length)
+
+// A status's fields, worked out once for its size and again for its bytes.
 interface Sized {
-  readonly status: DescriptorStatus
+  readonly code: number
+  readonly limit: boolean
+  readonly requests: number
+  readonly unit: number
+  readonly name: string
+  readonly nameLength: number
   readonly limitSize: number
+  readonly remaining: number
+  readonly duration: boolean
+  readonly seconds: number
+  readonly nanos: number
   readonly durationSize: number
   readonly size: number
+}
+
+const sizeStatus = (status: DescriptorStatus): Sized => {
+  const code = codes[status.code] ?? 0
+  const limit = status.current_limit
+  const requests = limit === null ? 0 : unsigned(limit.requests_per_unit)
+  const unit = limit === null ? 0 : responseUnits[limit.unit] ?? 0
+  const name = limit === null ? "" : limit.name
+  const nameLength = utf8Length(name)
+  const limitSize = varintField(requests) + varintField(unit) + bytesField(nameLength)
+  const remaining = unsigned(status.limit_remaining)
+  const duration = status.duration_until_reset
+  const seconds = duration === null ? 0 : unsigned(duration.seconds)
+  const nanos = duration === null ? 0 : unsigned(duration.nanos)
+  const durationSize = varintField(seconds) + varintField(nanos)
+  const size = varintField(code) + (limit === null ? 0 : 1 + varintSize(limitSize) + limitSize) +
+    varintField(remaining) + (duration === null ? 0 : 1 + varintSize(durationSize) + durationSize)
+  return {
+    code,
+    limit: limit !== null,
+    requests,
+    unit,
+    name,
+    nameLength,
+    limitSize,
+    remaining,
+    duration: duration !== null,
+    seconds,
+    nanos,
+    durationSize,
+    size
+  }
 }
 
 class Writer {
@@ -268,13 +322,25 @@ class Writer {
   }
   varint(n: number): void {
     const buffer = this.buffer
-    while (n >= 0x80) {
+    // above 2^31, bit operations would wrap: divide until it is small
+    while (n > 0x7fffffff) {
       buffer[this.pos++] = (n % 128) | 0x80
       n = Math.floor(n / 128)
     }
+    while (n >= 0x80) {
+      buffer[this.pos++] = (n & 0x7f) | 0x80
+      n >>>= 7
+    }
     buffer[this.pos++] = n
   }
-  string(s: string, size: number): void {
+  varintField(field: number, n: number): void {
+    if (n === 0) return
+    this.byte(key(field, VARINT))
+    this.varint(n)
+  }
+  string(field: number, s: string, size: number): void {
+    if (size === 0) return
+    this.byte(key(field, BYTES))
     this.varint(size)
     if (size === s.length) {
       // ASCII (what the service sends, but for a configured name): a byte per character
@@ -294,112 +360,50 @@ class Writer {
  */
 export const encodeResponse = (response: RateLimitResponse): Buffer => {
   const overall = codes[response.overall_code] ?? 0
-  let size = overall === 0 ? 0 : 1 + varintSize(overall)
+  let size = varintField(overall)
   const statuses: Array<Sized> = []
-  for (const status of response.statuses) {
-    let limitSize = 0
-    const limit = status.current_limit
-    if (limit !== null) {
-      const requests = unsigned(limit.requests_per_unit)
-      const unit = responseUnits[limit.unit] ?? 0
-      const name = utf8Length(limit.name)
-      limitSize = (requests === 0 ? 0 : 1 + varintSize(requests)) + (unit === 0 ? 0 : 1 + varintSize(unit)) +
-        (name === 0 ? 0 : 1 + varintSize(name) + name)
-    }
-    let durationSize = 0
-    const duration = status.duration_until_reset
-    if (duration !== null) {
-      const seconds = unsigned(duration.seconds)
-      const nanos = unsigned(duration.nanos)
-      durationSize = (seconds === 0 ? 0 : 1 + varintSize(seconds)) + (nanos === 0 ? 0 : 1 + varintSize(nanos))
-    }
-    const code = codes[status.code] ?? 0
-    const remaining = unsigned(status.limit_remaining)
-    const statusSize = (code === 0 ? 0 : 1 + varintSize(code)) +
-      (limit === null ? 0 : 1 + varintSize(limitSize) + limitSize) +
-      (remaining === 0 ? 0 : 1 + varintSize(remaining)) +
-      (duration === null ? 0 : 1 + varintSize(durationSize) + durationSize)
-    statuses.push({ status, limitSize, durationSize, size: statusSize })
-    size += 1 + varintSize(statusSize) + statusSize
+  for (let i = 0; i < response.statuses.length; i++) {
+    const sized = sizeStatus(response.statuses[i])
+    statuses.push(sized)
+    size += 1 + varintSize(sized.size) + sized.size
   }
   const headers = response.response_headers_to_add
-  const headerSizes: Array<number> = []
-  for (const header of headers) {
-    const k = utf8Length(header.key)
-    const v = utf8Length(header.value)
-    headerSizes.push(k, v)
-    const headerSize = (k === 0 ? 0 : 1 + varintSize(k) + k) + (v === 0 ? 0 : 1 + varintSize(v) + v)
+  const lengths: Array<number> = []
+  for (let i = 0; i < headers.length; i++) {
+    const k = utf8Length(headers[i].key)
+    const v = utf8Length(headers[i].value)
+    const headerSize = bytesField(k) + bytesField(v)
+    lengths.push(k, v, headerSize)
     size += 1 + varintSize(headerSize) + headerSize
   }
 
   const w = new Writer(size)
-  if (overall !== 0) {
-    w.byte(key(1, VARINT))
-    w.varint(overall)
-  }
-  for (const { durationSize, limitSize, size, status } of statuses) {
+  w.varintField(1, overall)
+  for (let i = 0; i < statuses.length; i++) {
+    const s = statuses[i]
     w.byte(key(2, BYTES))
-    w.varint(size)
-    const code = codes[status.code] ?? 0
-    if (code !== 0) {
-      w.byte(key(1, VARINT))
-      w.varint(code)
-    }
-    const limit = status.current_limit
-    if (limit !== null) {
+    w.varint(s.size)
+    w.varintField(1, s.code)
+    if (s.limit) {
       w.byte(key(2, BYTES))
-      w.varint(limitSize)
-      const requests = unsigned(limit.requests_per_unit)
-      if (requests !== 0) {
-        w.byte(key(1, VARINT))
-        w.varint(requests)
-      }
-      const unit = responseUnits[limit.unit] ?? 0
-      if (unit !== 0) {
-        w.byte(key(2, VARINT))
-        w.varint(unit)
-      }
-      const name = utf8Length(limit.name)
-      if (name !== 0) {
-        w.byte(key(3, BYTES))
-        w.string(limit.name, name)
-      }
+      w.varint(s.limitSize)
+      w.varintField(1, s.requests)
+      w.varintField(2, s.unit)
+      w.string(3, s.name, s.nameLength)
     }
-    const remaining = unsigned(status.limit_remaining)
-    if (remaining !== 0) {
-      w.byte(key(3, VARINT))
-      w.varint(remaining)
-    }
-    const duration = status.duration_until_reset
-    if (duration !== null) {
+    w.varintField(3, s.remaining)
+    if (s.duration) {
       w.byte(key(4, BYTES))
-      w.varint(durationSize)
-      const seconds = unsigned(duration.seconds)
-      if (seconds !== 0) {
-        w.byte(key(1, VARINT))
-        w.varint(seconds)
-      }
-      const nanos = unsigned(duration.nanos)
-      if (nanos !== 0) {
-        w.byte(key(2, VARINT))
-        w.varint(nanos)
-      }
+      w.varint(s.durationSize)
+      w.varintField(1, s.seconds)
+      w.varintField(2, s.nanos)
     }
   }
   for (let i = 0; i < headers.length; i++) {
-    const { key: name, value } = headers[i]
-    const k = headerSizes[2 * i]
-    const v = headerSizes[2 * i + 1]
     w.byte(key(3, BYTES))
-    w.varint((k === 0 ? 0 : 1 + varintSize(k) + k) + (v === 0 ? 0 : 1 + varintSize(v) + v))
-    if (k !== 0) {
-      w.byte(key(1, BYTES))
-      w.string(name, k)
-    }
-    if (v !== 0) {
-      w.byte(key(2, BYTES))
-      w.string(value, v)
-    }
+    w.varint(lengths[3 * i + 2])
+    w.string(1, headers[i].key, lengths[3 * i])
+    w.string(2, headers[i].value, lengths[3 * i + 1])
   }
   if (w.pos !== size) throw new Error(`RateLimitResponse: wrote ${w.pos} bytes of ${size}`)
   return w.buffer
