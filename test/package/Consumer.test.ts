@@ -307,8 +307,10 @@ afterAll(() => {
       child.kill("SIGKILL")
     }
   }
+  // The app's node_modules (effect, TypeScript, gRPC, ...): tens of thousands of files, which a busy
+  // machine takes more than the default 10 s hook timeout to delete.
   if (work !== "") rmSync(work, { recursive: true, force: true })
-})
+}, 120_000)
 
 describe("the package, packed and installed into a fresh app", () => {
   it("the tarball holds the build, the sources (no demo), README, CHANGELOG and LICENSE; no tests, bench or CI", () => {
