@@ -426,23 +426,26 @@ export class RlsService extends Context.Service<RlsService, {
         }
       }
 
+      // The limiter's call for one descriptor, and what follows it (`then`: the next descriptors, or
+      // the answer), in one step.
       const decide = (
         domain: string,
         limit: RlsConfig.Limit,
         policy: Policy.Valid,
         key: string,
-        hits: number
-      ): Effect.Effect<Outcome, Unavailable> =>
+        hits: number,
+        then: (outcome: Outcome) => Effect.Effect<RateLimitResponse, Unavailable>
+      ): Effect.Effect<RateLimitResponse, Unavailable> =>
         Effect.matchEffect(hits === 0 ? limiter.peek(key) : limiter.consume(key, { cost: hits }), {
           onSuccess: (decision) => {
             count(domain, decision.allowed ? "ok" : limit.shadowMode ? "shadow" : "over_limit")
-            return Effect.succeed(outcomeOf(limit, infoOf(limit), decision))
+            return then(outcomeOf(limit, infoOf(limit), decision))
           },
           onFailure: (error) => {
             // More hits than the limit can ever admit: over the limit, as the reference counts it.
             if (error._tag === "InvalidRequest" && error.field === "cost") {
               count(domain, limit.shadowMode ? "shadow" : "over_limit")
-              return Effect.succeed(outcomeOf(limit, infoOf(limit), {
+              return then(outcomeOf(limit, infoOf(limit), {
                 allowed: false,
                 remaining: 0,
                 limit: policy.quota.limit,
@@ -610,11 +613,17 @@ export class RlsService extends Context.Service<RlsService, {
               }
               const d = descriptors[i]
               const hits = d.hits_addend !== undefined && d.hits_addend !== null ? d.hits_addend.value : requestHits
-              const decided = decide(domain, limit, limit.policy, keyOf(limit.id, domain, d.entries, values), hits)
-              return Effect.flatMap(decided, (outcome) => {
-                outcomes[i] = outcome
-                return from(i + 1)
-              })
+              return decide(
+                domain,
+                limit,
+                limit.policy,
+                keyOf(limit.id, domain, d.entries, values),
+                hits,
+                (outcome) => {
+                  outcomes[i] = outcome
+                  return from(i + 1)
+                }
+              )
             }
             return Effect.succeed(respond(outcomes))
           }
