@@ -10,12 +10,19 @@
 // 4. Every ```ts block in README.md and docs/*.md type-checks against src/, as
 //    the JSDoc examples do, with the project's TypeScript (a block fenced
 //    ```ts skip-type-checking is shown, not checked).
+// 5. What docgen leaves out of a class goes into its page: the members of a
+//    service's shape (`class X extends Context.Service<X, { ... }>()`: docgen
+//    shows `declare class X` and nothing of what `yield* X` gives) and static
+//    properties (`static readonly make = ...`: docgen shows static methods
+//    only). Each needs a description and an example, as docgen requires of an
+//    export, and its example type-checks with the others of step 4.
 //
 // Exits 1, naming what is wrong, when a check fails.
 import { execFileSync } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { dirname, join, relative, sep } from "node:path"
 import { fileURLToPath } from "node:url"
+import { Node, Project, SyntaxKind } from "ts-morph"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const api = join(root, "docs", "api")
@@ -28,7 +35,88 @@ const walk = (dir) =>
     return statSync(path).isDirectory() ? walk(path) : [path]
   })
 
-// 1 and 2: the module pages.
+// 5 (read here, rendered into the pages below): a class's members that docgen leaves out.
+const project = new Project({ skipAddingFilesFromTsConfig: true })
+const apiExamples = [] // { module, member, code }, type-checked in step 4
+
+// A member's text without the indentation it has in its class (its first line has none).
+const dedent = (text, indentation) =>
+  text.split("\n").map((line) => (line.startsWith(indentation) ? line.slice(indentation.length) : line)).join("\n")
+
+const indentationOf = (node) => " ".repeat(node.getStart() - node.getStartLinePos())
+
+// The members of an exported class that docgen does not show: its static properties, and the
+// members of the service's shape when it extends Context.Service<Self, { ... }>().
+const hiddenMembers = (cls) => {
+  const members = []
+  for (const property of cls.getStaticProperties()) {
+    if (property.hasModifier(SyntaxKind.PrivateKeyword)) continue
+    const typeNode = Node.isPropertyDeclaration(property) ? property.getTypeNode() : undefined
+    const type = typeNode?.getText() ?? property.getType().getText(property)
+    members.push({
+      node: property,
+      kind: "static",
+      signature: dedent(`static readonly ${property.getName()}: ${type}`, indentationOf(property))
+    })
+  }
+  const heritage = cls.getExtends()?.getExpression()
+  const service = heritage?.getDescendantsOfKind(SyntaxKind.CallExpression)
+    .find((call) => call.getExpression().getText() === "Context.Service")
+  const shape = service?.getTypeArguments()[1]
+  if (shape !== undefined && Node.isTypeLiteral(shape)) {
+    for (const member of shape.getMembers()) {
+      const signature = dedent(member.getText(false).replace(/;$/, ""), indentationOf(member))
+      members.push({ node: member, kind: "service", signature })
+    }
+  }
+  return members
+}
+
+const slug = (heading) => heading.toLowerCase().replace(/[^a-z0-9 -]/g, "").replace(/ /g, "-")
+
+// The section of a class's hidden members, and its entries for the page's table of contents.
+const renderHidden = (module, cls, source) => {
+  const className = cls.getName()
+  const sections = []
+  const toc = []
+  for (const { node, kind, signature } of hiddenMembers(cls)) {
+    const name = node.getName()
+    const jsdoc = node.getJsDocs().at(-1)
+    const description = jsdoc?.getDescription().trim() ?? ""
+    const tags = jsdoc?.getTags() ?? []
+    const tag = (tagName) => tags.find((t) => t.getTagName() === tagName)?.getCommentText()?.trim()
+    if (tags.some((t) => t.getTagName() === "internal")) continue
+    const label = kind === "static" ? `${className}.${name}` : `${className}'s ${name}`
+    if (description === "") problems.push(`src/${module}: ${label} has no description`)
+    const example = tag("example")
+    const code = example === undefined ? undefined : /```ts\n([\s\S]*?)\n```/.exec(example)?.[1]
+    if (code === undefined) problems.push(`src/${module}: ${label} has no example`)
+    else apiExamples.push({ module, member: label, code })
+    const since = tag("since") ?? cls.getJsDocs().at(-1)?.getTags().find((t) => t.getTagName() === "since")?.getCommentText()?.trim()
+    const heading = kind === "static" ? `${className}.${name} (static)` : `${name} (${className} service)`
+    toc.push(`    - [${heading}](#${slug(heading)})`)
+    sections.push(
+      [
+        `### ${heading}`,
+        "",
+        description,
+        ...(code === undefined ? [] : ["", "**Example**", "", "```ts", code, "```"]),
+        "",
+        "**Signature**",
+        "",
+        "```ts",
+        signature,
+        "```",
+        "",
+        `[Source](${source}#L${node.getStartLineNumber()})`,
+        ...(since === undefined ? [] : ["", `Since v${since}`])
+      ].join("\n")
+    )
+  }
+  return { sections, toc }
+}
+
+// 1 and 2: the module pages (and 5).
 const pages = walk(modules).filter((path) => path.endsWith(".ts.md"))
 for (const page of pages) {
   let text = readFileSync(page, "utf8")
@@ -40,6 +128,24 @@ for (const page of pages) {
   }
   const source = relative(dirname(page), join(root, "src", module)).split(sep).join("/")
   text = text.replace(/\]\(SRC\/[^#)]+#L(\d+)\)/g, (_, line) => `](${source}#L${line})`)
+  // 5: each exported class's hidden members, after the class's own section (which ends with
+  // its "Since" line) and under its entry in the table of contents.
+  const sourceFile = project.addSourceFileAtPath(join(root, "src", module))
+  for (const cls of sourceFile.getClasses().filter((c) => c.isExported())) {
+    const { sections, toc } = renderHidden(module, cls, source)
+    if (sections.length === 0) continue
+    const heading = `## ${cls.getName()} (class)`
+    const at = text.indexOf(`\n${heading}\n`)
+    if (at < 0) {
+      problems.push(`src/${module}: ${cls.getName()} is not on its page`)
+      continue
+    }
+    const since = text.indexOf("\nSince v", at)
+    const end = since < 0 ? text.length : text.indexOf("\n", since + 1)
+    text = text.slice(0, end) + "\n\n" + sections.join("\n\n") + text.slice(end)
+    const entry = `  - [${cls.getName()} (class)](#${slug(`${cls.getName()} (class)`)})`
+    text = text.replace(`${entry}\n`, `${entry}\n${toc.join("\n")}\n`)
+  }
   writeFileSync(page, text)
 }
 
@@ -93,6 +199,13 @@ for (const document of documents) {
     i = end
   }
 }
+const apiFiles = new Map() // file name -> the member it shows
+apiExamples.forEach(({ code, member, module }, i) => {
+  const name = `api-${i}.ts`
+  writeFileSync(join(scratch, name), code + "\n")
+  files.push(name)
+  apiFiles.set(name, `src/${module}: the example of ${member}`)
+})
 const src = (path) => join(root, "src", path)
 writeFileSync(
   join(scratch, "tsconfig.json"),
@@ -134,7 +247,11 @@ try {
   // Name the document and line: README-md-L33.ts(4,7) -> README.md, block at line 33, line 4 of the block.
   problems.push(
     ...(errors.length > 0 ? errors : [output.trim() || String(error)]).map((line) =>
-      `example in ${line.replace(/^(.*?)-md-L(\d+)\.ts\((\d+),(\d+)\)/, (_, doc, at, row) => `${doc.replace(/-/g, "/")}.md, the block at line ${at}, line ${row}`)}`
+      `example in ${
+        line
+          .replace(/^(api-\d+\.ts)\((\d+),(\d+)\)/, (_, file, row) => `${apiFiles.get(file)}, line ${row}`)
+          .replace(/^(.*?)-md-L(\d+)\.ts\((\d+),(\d+)\)/, (_, doc, at, row) => `${doc.replace(/-/g, "/")}.md, the block at line ${at}, line ${row}`)
+      }`
     )
   )
 }
@@ -144,4 +261,8 @@ if (problems.length > 0) {
   console.error(`docs: ${problems.length} problem(s)\n${problems.map((p) => `- ${p}`).join("\n")}`)
   process.exit(1)
 }
-console.log(`docs: ${pages.length} module pages, every export categorised; ${files.length} examples in README.md and docs/*.md type-check`)
+console.log(
+  `docs: ${pages.length} module pages, every export categorised; ${apiExamples.length} members docgen leaves out ` +
+    `(services' methods, static properties) added with their examples; ${files.length - apiExamples.length} examples ` +
+    "in README.md and docs/*.md; every example type-checks"
+)

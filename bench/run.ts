@@ -314,7 +314,7 @@ if (runs("reap")) {
   }
 }
 
-const targets = computeTargets(tollgateWanted.map((v) => v.id), throughput, memory, reaping, largeTitle)
+const targets = computeTargets(tollgateWanted.map((v) => v.id), reference, throughput, memory, reaping)
 const readVersion = (path: string): string => {
   try {
     return (JSON.parse(readFileSync(here(path), "utf8")) as { version: string }).version

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { Inspectable, Schema } from "effect"
 
 /**
  * A policy or limiter option is invalid. Names the field and the value.
@@ -196,5 +196,61 @@ export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("St
 }) {
   override get message(): string {
     return `the ${this.store} store is unavailable: ${this.reason}`
+  }
+}
+
+/**
+ * A part of tollgate needs a package that is not installed: the HTTP service
+ * needs `@effect/platform-node`, the Envoy rate limit service `@grpc/grpc-js`
+ * and `@grpc/proto-loader`, reading envoyproxy/ratelimit's YAML `yaml`, the
+ * Redis store over node-redis `@effect/platform-node`. They are optional peer
+ * dependencies, so that `npm install tollgate effect` adds nothing else. The
+ * message is one line naming what is missing and the command that installs
+ * it; the error carries no stack trace, which would say nothing more.
+ *
+ * @example
+ * ```ts
+ * import { MissingPackage } from "tollgate"
+ *
+ * const error = new MissingPackage({ feature: "the HTTP service", packages: ["@effect/platform-node"] })
+ * error.message // "the HTTP service needs @effect/platform-node, which is not installed: npm install @effect/platform-node"
+ * ```
+ *
+ * @category errors
+ * @since 0.3.0
+ */
+export class MissingPackage extends Schema.TaggedError<MissingPackage>()("MissingPackage", {
+  /** What needs the packages, in words. */
+  feature: Schema.String,
+  /** The packages that are not installed. */
+  packages: Schema.Array(Schema.String)
+}) {
+  // Only to drop the stack (decoding still goes through the schema's own constructor).
+  // @effect-diagnostics-next-line overriddenSchemaConstructor:off
+  constructor(props: { readonly feature: string; readonly packages: ReadonlyArray<string> }) {
+    super(props)
+    // A stack would point into tollgate's internals and say nothing the message does not.
+    Object.defineProperty(this, "stack", { value: `${this.name}: ${this.message}`, writable: true, configurable: true })
+  }
+  /**
+   * How Node prints it (an unhandled rejection, `console.log`): its one line,
+   * not its fields.
+   *
+   * @example
+   * ```ts
+   * import { MissingPackage } from "tollgate"
+   *
+   * console.log(new MissingPackage({ feature: "the HTTP service", packages: ["@effect/platform-node"] }))
+   * ```
+   *
+   * @since 0.3.0
+   */
+  override [Inspectable.NodeInspectSymbol](): string {
+    return `${this.name}: ${this.message}`
+  }
+  override get message(): string {
+    const names = this.packages.join(" and ")
+    return `${this.feature} needs ${names}, which ${this.packages.length === 1 ? "is" : "are"} not installed: ` +
+      `npm install ${this.packages.join(" ")}`
   }
 }

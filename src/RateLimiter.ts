@@ -425,11 +425,27 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   /**
    * Takes `cost` units now if the key has them: `true` (go ahead) or `false`
    * (over the limit). Given several keys, takes from every one or from none.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * // true: go ahead; false: over the limit
+   * const ok = RateLimiter.use((limiter) => limiter.acquire("user:42", { cost: 2 }))
+   * ```
    */
   readonly acquire: (key: string | ReadonlyArray<string>, options?: AcquireOptions) => Effect.Effect<boolean, CallError>
   /**
    * Like `acquire`, with the figures: remaining, retryAfter, resetAfter,
    * limit (over several keys, the most restrictive, and each key's in `keys`).
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { RateLimiter } from "tollgate"
+   *
+   * const remaining = RateLimiter.use((limiter) => limiter.consume("user:42")).pipe(Effect.map((d) => d.remaining))
+   * ```
    */
   readonly consume: (
     key: string | ReadonlyArray<string>,
@@ -439,6 +455,13 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * Waits its turn in the key's line; fails at once with `RateLimitExceeded`
    * if that is past `maxWait`. Given several keys, waits until every one
    * admits the cost and takes it from all at once.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * const turn = RateLimiter.use((limiter) => limiter.wait("user:42", { maxWait: "2 seconds" }))
+   * ```
    */
   readonly wait: (
     key: string | ReadonlyArray<string>,
@@ -449,20 +472,59 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * starting a bucket): Bucket4j's `estimateAbilityToConsume`. A cost above
    * what the policy can ever grant is answered "never" (`retryAfter`
    * infinite), not refused.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { RateLimiter } from "tollgate"
+   *
+   * const wouldAllow = RateLimiter.use((limiter) => limiter.peek("user:42", { cost: 5 })).pipe(Effect.map((d) => d.allowed))
+   * ```
    */
   readonly peek: (key: string, options?: AcquireOptions) => Effect.Effect<Decision, CallError>
   /**
    * Forgets the key's usage: its bucket goes back to the initial state (full,
    * by default), and a block ends. (Bucket4j's `reset()` refills to capacity
    * whatever the bucket starts with: that is `fill`.)
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * const forget = RateLimiter.use((limiter) => limiter.reset("user:42"))
+   * ```
    */
   readonly reset: (key: string) => Effect.Effect<void, CallError>
-  /** Takes a place in the key's line now and says when to act; see {@link Reservation}. */
+  /**
+   * Takes a place in the key's line now and says when to act; see {@link Reservation}.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { RateLimiter } from "tollgate"
+   *
+   * const program = Effect.gen(function*() {
+   *   const limiter = yield* RateLimiter
+   *   const reservation = yield* limiter.reserve("user:42")
+   *   yield* Effect.sleep(reservation.delay) // or yield* reservation.cancel, to give the place back
+   * })
+   * ```
+   */
   readonly reserve: (
     key: string,
     options?: ReserveOptions
   ) => Effect.Effect<Reservation, CallError | RateLimitExceeded>
-  /** Runs `effect` once the key admits it (waiting its turn as `wait` does). */
+  /**
+   * Runs `effect` once the key admits it (waiting its turn as `wait` does).
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { RateLimiter } from "tollgate"
+   *
+   * const send = RateLimiter.use((limiter) => limiter.limit("api.example.com")(Effect.succeed("sent")))
+   * ```
+   */
   readonly limit: (
     key: string,
     options?: WaitOptions
@@ -471,11 +533,27 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * Gives `amount` units back to the key (a refund, or a permit returned to a
    * concurrency limit), never above its limit. Fails with `InvalidRequest` for
    * policies whose units only come back with time.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * const refund = RateLimiter.use((limiter) => limiter.release("user:42", 5))
+   * ```
    */
   readonly release: (key: string, amount?: number) => Effect.Effect<void, CallError>
   /**
    * Runs `effect` holding `cost` units of the key (waiting its turn for them),
    * and gives them back when it ends: on success, failure or interruption.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { RateLimiter } from "tollgate"
+   *
+   * // with Policy.concurrency: at most `capacity` queries at once
+   * const query = RateLimiter.use((limiter) => limiter.withPermit("db")(Effect.sleep("100 millis")))
+   * ```
    */
   readonly withPermit: (
     key: string,
@@ -485,13 +563,31 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * Switches the key to a new policy, as a message to its bucket: in order with
    * its other requests; waiters in line are re-timed against the new limit
    * (and told at once if they can never be admitted under it).
+   *
+   * @example
+   * ```ts
+   * import { Policy, RateLimiter } from "tollgate"
+   *
+   * const pro = Policy.tokenBucket({ capacity: 500, refill: { tokens: 50, per: "1 second" } })
+   * const upgrade = RateLimiter.use((limiter) => limiter.reconfigure("user:42", pro, { carry: "proportional" }))
+   * ```
    */
   readonly reconfigure: (
     key: string,
     policy: Policy.Policy,
     options?: ReconfigureOptions
   ) => Effect.Effect<void, CallError>
-  /** What the limiter has done so far, and how many buckets are alive. */
+  /**
+   * What the limiter has done so far, and how many buckets are alive.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { RateLimiter } from "tollgate"
+   *
+   * const decided = RateLimiter.use((limiter) => limiter.stats).pipe(Effect.map(({ allowed, denied }) => allowed + denied))
+   * ```
+   */
   readonly stats: Effect.Effect<Stats>
   // Adaptive rates.
   /**
@@ -501,6 +597,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * `{ latency }` compares with the policy's target. In-band: the key's
    * requests are served in order and its waiters are re-timed at the new
    * rate. Fails with `InvalidRequest` for a key whose policy has a fixed rate.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * // the upstream answered 429 with Retry-After: 30
+   * const throttled = RateLimiter.use((limiter) => limiter.feedback("upstream", "throttled", { retryAfter: "30 seconds" }))
+   * ```
    */
   readonly feedback: (key: string, signal: Feedback, options?: FeedbackOptions) => Effect.Effect<void, CallError>
 
@@ -517,11 +621,27 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * back before anything else is admitted. Always admitted; `delay` is how
    * long until the key is within its limit again (absent: it is). Every
    * policy supports it.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { RateLimiter } from "tollgate"
+   *
+   * // how long until the key is within its limit again
+   * const debt = RateLimiter.use((limiter) => limiter.force("user:42", { cost: 3 })).pipe(Effect.map((d) => d.delay))
+   * ```
    */
   readonly force: (key: string, options?: ForceOptions) => Effect.Effect<Decision, CallError>
   /**
    * rate-limiter-flexible's `penalty(key, points)`: `force` of `points`
    * (default 1), with its `duration` per call.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * const failedLogin = RateLimiter.use((limiter) => limiter.penalty("login:alice", 2))
+   * ```
    */
   readonly penalty: (
     key: string,
@@ -535,24 +655,53 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * until requests spend it). Fails with `InvalidRequest` for a policy that
    * has no such units: `release`'s refusals, and with `overLimit` the
    * sliding window, sliding log, smooth and concurrency policies.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * const bonus = RateLimiter.use((limiter) => limiter.add("user:42", 10, { overLimit: true }))
+   * ```
    */
   readonly add: (key: string, amount: number, options?: AddOptions) => Effect.Effect<Decision, CallError>
   /**
    * rate-limiter-flexible's `reward(key, points)`: `add` of `points`
    * (default 1), never above the limit (rate-limiter-flexible lets a reward
    * lift a key above it; `add` with `overLimit` does that).
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * const goodLogin = RateLimiter.use((limiter) => limiter.reward("login:alice", 1))
+   * ```
    */
   readonly reward: (key: string, points?: number) => Effect.Effect<Decision, CallError>
   /**
    * The key full, nothing used, whatever it starts with (Bucket4j's
    * `reset()`, which refills to capacity; `reset` goes back to the key's
    * initial state). Ends a block.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * const full = RateLimiter.use((limiter) => limiter.fill("user:42"))
+   * ```
    */
   readonly fill: (key: string) => Effect.Effect<Decision, CallError>
   /**
    * Takes as many units as the key admits now, at most `cost` (default: all
    * there are), and says how many (Bucket4j's `tryConsumeAsMuchAsPossible`).
    * Behind waiters, or blocked, it takes none.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { RateLimiter } from "tollgate"
+   *
+   * const taken = RateLimiter.use((limiter) => limiter.consumeUpTo("user:42", { cost: 10 })).pipe(Effect.map((d) => d.taken))
+   * ```
    */
   readonly consumeUpTo: (key: string, options?: { readonly cost?: number | undefined }) => Effect.Effect<
     Taken,
@@ -563,6 +712,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * keeping: never seen, deleted, or settled (forgetting it would change
    * nothing) (rate-limiter-flexible's `get`, which answers `null`).
    * Starts no bucket.
+   *
+   * @example
+   * ```ts
+   * import { Effect, Option } from "effect"
+   * import { RateLimiter } from "tollgate"
+   *
+   * const seen = RateLimiter.use((limiter) => limiter.get("user:42")).pipe(Effect.map(Option.isSome))
+   * ```
    */
   readonly get: (key: string) => Effect.Effect<Option.Option<Decision>, CallError>
   /**
@@ -570,6 +727,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * (rate-limiter-flexible's `set(key, points, duration)`); `used` above the
    * limit is a debt. `duration`: the window it opens, as for `acquire`. Ends
    * a block.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * // as if 4 units had been used, from full
+   * const restored = RateLimiter.use((limiter) => limiter.set("user:42", 4))
+   * ```
    */
   readonly set: (
     key: string,
@@ -581,6 +746,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * and a policy or rate it was given by `reconfigure` or `setRate` (it comes
    * back under the limiter's policy, as a key never seen); says whether it
    * had state worth keeping.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * // true when the key had any state
+   * const existed = RateLimiter.use((limiter) => limiter.delete("user:42"))
+   * ```
    */
   readonly delete: (key: string) => Effect.Effect<boolean, CallError>
   /**
@@ -588,6 +761,13 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * (rate-limiter-flexible's `block`; `Duration.infinity`: until `reset`,
    * `fill`, `set` or `delete`), with `retryAfter` running to its end. A new
    * block replaces one in force. Requests refused by the block take nothing.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * const banned = RateLimiter.use((limiter) => limiter.block("ip:203.0.113.7", "15 minutes"))
+   * ```
    */
   readonly block: (key: string, duration: Duration.Input) => Effect.Effect<Decision, CallError>
   /**
@@ -601,6 +781,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * until it is set back to its policy's own rate, reconfigured or deleted.
    * Keys at the same rate share one policy, so a rate costs a key no more
    * than a `reconfigure` does.
+   *
+   * @example
+   * ```ts
+   * import { RateLimiter } from "tollgate"
+   *
+   * // 20 per second from now on, the rest of the key's policy kept
+   * const faster = RateLimiter.use((limiter) => limiter.setRate("user:42", 20))
+   * ```
    */
   readonly setRate: (key: string, perSecond: number) => Effect.Effect<void, CallError>
 }>()("tollgate/RateLimiter") {

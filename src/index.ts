@@ -16,6 +16,7 @@ import {
   InvalidPolicy,
   InvalidRequest,
   LimiterShutdown,
+  MissingPackage,
   Overloaded,
   RateLimitExceeded
 } from "./Errors.ts"
@@ -127,6 +128,21 @@ export {
    * @since 0.1.0
    */
   Metrics,
+  /**
+   * A part of tollgate needs an optional package that is not installed; the
+   * message names it and the command that installs it.
+   *
+   * @example
+   * ```ts
+   * import { MissingPackage } from "tollgate"
+   *
+   * const error = new MissingPackage({ feature: "the HTTP service", packages: ["@effect/platform-node"] })
+   * ```
+   *
+   * @category errors
+   * @since 0.3.0
+   */
+  MissingPackage,
   /**
    * A key's mailbox or line of waiters is full, or the limiter holds `maxBuckets` keys.
    *

@@ -50,6 +50,10 @@ export const jsonPostName = "effect/http POST /json (reads a JSON body)"
 export const jsonBodyName = "effect/http POST /json, tollgate's body reader"
 /** The row the speed target is about. */
 export const consumeName = "tollgate POST /v1/consume, 1 hot key (allowed)"
+/** The floor of the gRPC row: a bare grpc-js server, same proto, answering OK at once. */
+export const grpcFloorName = "grpc-js ShouldRateLimit, answers OK at once (floor: no Effect)"
+/** Envoy's rate limit service, with one descriptor per call. */
+export const grpcName = "tollgate gRPC ShouldRateLimit (1 descriptor)"
 
 const ratio = (x: number): string => Number.isFinite(x) ? `${x.toFixed(2)}×` : "–"
 const count = (x: number): string => Math.round(x).toLocaleString("en-US")
@@ -99,6 +103,34 @@ export const renderHttpSection = (results: HttpResults): string => {
       } | | ${pass(consume.cpuVsJsonPost)} |`,
       ""
     )
+    const grpcRow = rows.find((r) => r.name === grpcName)
+    const grpcFloor = rows.find((r) => r.name === grpcFloorName)
+    if (grpcRow !== undefined && grpcFloor !== undefined) {
+      const perRound = (f: (c: HttpRound, j: HttpRound) => number) =>
+        grpcRow.rounds.map((c, i) => f(c, grpcFloor.rounds[i]))
+      const middle = (xs: ReadonlyArray<number>) => {
+        const sorted = [...xs].sort((a, b) => a - b)
+        return sorted.length % 2 === 1
+          ? sorted[(sorted.length - 1) / 2]
+          : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2
+      }
+      const byCpu = perRound((c, j) => j.cpuMicros / c.cpuMicros)
+      const byRequests = perRound((c, j) => c.requestsPerSecond / j.requestsPerSecond)
+      out.push(
+        "| target (gRPC) | median of the rounds' ratios | each round | result |",
+        "|---|---:|---|---|",
+        `| ShouldRateLimit ≥ 0.8× the bare grpc-js server, by server CPU per call | ${ratio(middle(byCpu))} | ${
+          byCpu.map((x) => x.toFixed(2)).join(", ")
+        } | ${pass(middle(byCpu))} |`,
+        `| the same, by requests/s (bounded by the benchmark's one client) | ${ratio(middle(byRequests))} | ${
+          byRequests.map((x) => x.toFixed(2)).join(", ")
+        } | ${pass(middle(byRequests))} |`,
+        "",
+        "The steadier measure of the gRPC service, both servers driven at the same time: " +
+          "`node bench/http/grpc-pair.ts` ([service.md](service.md#the-grpc-rate-limit-service)).",
+        ""
+      )
+    }
     const own = rows.find((r) => r.name === jsonBodyName)
     if (own !== undefined) {
       const cpu = consume.rounds.map((c, i) => own.rounds[i].cpuMicros / c.cpuMicros)

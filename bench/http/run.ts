@@ -10,6 +10,8 @@
  *   npm run bench:http                       2 rounds of 5 s per scenario, 50 connections
  *   npm run bench:http -- --duration=3 --connections=20 --rounds=3
  *   npm run bench:http -- --json             also print the results as JSON
+ *   npm run bench:http -- --only=gRPC        only the scenarios whose name contains "grpc" (any case)
+ *                                            (and the bare JSON POST, which the ratios need)
  *   npm run bench:http -- --save             also write bench/http/results.json, which
  *                                            docs/performance.md shows (npm run bench -- --report-only)
  *
@@ -29,7 +31,7 @@ import { join } from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
 import { fileURLToPath } from "node:url"
 import { loadDefinition } from "../../src/envoy/RlsServer.ts"
-import { consumeName, type HttpResults, type HttpRow, jsonPostName } from "./report.ts"
+import { consumeName, grpcFloorName, grpcName, type HttpResults, type HttpRow, jsonPostName } from "./report.ts"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 const args = process.argv.slice(2)
@@ -42,6 +44,7 @@ const option = (name: string, fallback: number): number => {
 const duration = option("duration", 5)
 const connections = option("connections", 50)
 const rounds = option("rounds", 2)
+const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length)
 const loadAtStart = loadavg()[0]
 
 interface Server {
@@ -50,7 +53,12 @@ interface Server {
   readonly output: () => string
 }
 
-const launch = (script: string, extraArgs: ReadonlyArray<string>, env: Record<string, string>): Promise<Server> =>
+const launch = (
+  script: string,
+  extraArgs: ReadonlyArray<string>,
+  env: Record<string, string>,
+  listening: RegExp = /Listening on (http:\/\/127\.0\.0\.1:\d+)/
+): Promise<Server> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [script, ...extraArgs], {
       cwd: root,
@@ -60,7 +68,7 @@ const launch = (script: string, extraArgs: ReadonlyArray<string>, env: Record<st
     let output = ""
     const onData = (chunk: Buffer) => {
       output += chunk.toString("utf8")
-      const match = /Listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
+      const match = listening.exec(output)
       if (match !== null) resolve({ url: match[1], child, output: () => output })
     }
     child.stdout!.on("data", onData)
@@ -102,6 +110,11 @@ const warmedUp = new Set<string>()
 // gRPC ShouldRateLimit: `connections` callers in a loop on one HTTP/2 connection (Envoy's shape),
 // each sending its next call when the previous one is answered; latency per call.
 const driveGrpc = async (name: string, address: string, seconds: number, pid: number | undefined): Promise<Row> => {
+  // a short warm-up (JIT, connection setup) before the first measured run, as for HTTP
+  if (!warmedUp.has(name)) {
+    warmedUp.add(name)
+    await driveGrpc(name, address, 2, undefined)
+  }
   const definition = loadDefinition()
   if (!("ShouldRateLimit" in definition)) throw definition
   const Client = grpc.makeGenericClientConstructor(definition, "RateLimitService")
@@ -179,6 +192,8 @@ const main = async () => {
     servers.push(helloLimited)
     const floor = await launch("bench/http/floor.ts", [], {})
     servers.push(floor)
+    const grpcFloor = await launch("bench/http/grpc-floor.ts", [], {}, /gRPC listening on (127\.0\.0\.1:\d+)/)
+    servers.push(grpcFloor)
     // The service with forward-auth rules and the Envoy rate limit service, limits no client exhausts.
     const dir = mkdtempSync(join(tmpdir(), "tollgate-bench-"))
     writeFileSync(
@@ -217,7 +232,7 @@ const main = async () => {
     )
     let n = 0
     const batch = JSON.stringify({ requests: Array.from({ length: 10 }, (_, i) => ({ key: `batch:${i}` })) })
-    const scenarios: ReadonlyArray<readonly [string, Server, autocannon.Options | "grpc"]> = [
+    const all: ReadonlyArray<readonly [string, Server, autocannon.Options | "grpc"]> = [
       ["effect/http hello world (GET /)", hello, { url: hello.url + "/" }],
       ["node:http POST /json (floor: no Effect)", floor, {
         url: floor.url + "/json",
@@ -273,14 +288,20 @@ const main = async () => {
           "x-forwarded-for": "203.0.113.7"
         }
       }],
-      ["tollgate gRPC ShouldRateLimit (1 descriptor)", tollgate, "grpc"]
+      [grpcFloorName, grpcFloor, "grpc"],
+      [grpcName, tollgate, "grpc"]
     ]
+    const scenarios = all.filter(([name]) =>
+      only === undefined || name === jsonPostName || name.toLowerCase().includes(only.toLowerCase())
+    )
     const runs = new Map<string, Array<Row>>(scenarios.map(([name]) => [name, []]))
     for (let round = 0; round < rounds; round++) {
       for (const [name, server, options] of scenarios) {
         const pid = server.child.pid
         runs.get(name)!.push(
-          options === "grpc" ? await driveGrpc(name, rls, duration, pid) : await drive(name, options, pid)
+          options === "grpc"
+            ? await driveGrpc(name, server === grpcFloor ? grpcFloor.url : rls, duration, pid)
+            : await drive(name, options, pid)
         )
       }
     }
@@ -347,11 +368,20 @@ const main = async () => {
   console.log(format(header))
   console.log(widths.map((w) => "-".repeat(w)).join("  "))
   for (const line of lines) console.log(format(line))
-  const consume = summary.find((r) => r.name === consumeName)!
-  console.log(
-    `\nPOST /v1/consume against the bare JSON POST, per round: requests/s ${
-      consume.rounds.map((r, i) => (r.requestsPerSecond / jsonRounds[i].requestsPerSecond).toFixed(2)).join(", ")
-    }; CPU ${consume.rounds.map((r, i) => (jsonRounds[i].cpuMicros / r.cpuMicros).toFixed(2)).join(", ")}`
+  const perRound = (row: HttpRow | undefined, floor: ReadonlyArray<HttpRow["rounds"][number]>, what: string) => {
+    if (row === undefined || floor.length === 0) return
+    console.log(
+      `${what}, per round: requests/s ${
+        row.rounds.map((r, i) => (r.requestsPerSecond / floor[i].requestsPerSecond).toFixed(2)).join(", ")
+      }; CPU ${row.rounds.map((r, i) => (floor[i].cpuMicros / r.cpuMicros).toFixed(2)).join(", ")}`
+    )
+  }
+  console.log("")
+  perRound(summary.find((r) => r.name === consumeName), jsonRounds, "POST /v1/consume against the bare JSON POST")
+  perRound(
+    summary.find((r) => r.name === grpcName),
+    roundsOf(grpcFloorName).map(({ cpuMicros, requestsPerSecond }) => ({ requestsPerSecond, cpuMicros })),
+    "gRPC ShouldRateLimit against the bare grpc-js server"
   )
   const results: HttpResults = {
     meta: {

@@ -34,7 +34,9 @@
  */
 import { Duration, Predicate, Result, Schema } from "effect"
 import { createHash } from "node:crypto"
-import { parseAllDocuments } from "yaml"
+import type * as Yaml from "yaml"
+import { MissingPackage } from "../Errors.ts"
+import * as OptionalPackage from "../internal/OptionalPackage.ts"
 import * as Policy from "../Policy.ts"
 
 /**
@@ -195,7 +197,9 @@ export type Document = typeof Document.Type
 
 /**
  * Parses a YAML file's text (one document) into a plain value for
- * {@link Document}.
+ * {@link Document}. Reads it with the `yaml` package, an optional peer
+ * dependency: without it, the result is an issue whose reason names the
+ * package and the command that installs it.
  *
  * @example
  * ```ts
@@ -208,7 +212,10 @@ export type Document = typeof Document.Type
  * @since 0.2.0
  */
 export const parseYaml = (text: string, file: string): Result.Result<unknown, Issue> => {
-  const documents = parseAllDocuments(text)
+  // `yaml` is an optional peer dependency, required when a file is first read (CommonJS: synchronously).
+  const loaded = OptionalPackage.requireAll("reading envoyproxy/ratelimit's YAML", ["yaml"])
+  if (loaded instanceof MissingPackage) return Result.fail({ field: file, reason: loaded.message })
+  const documents = (loaded[0] as typeof Yaml).parseAllDocuments(text)
   if (!Array.isArray(documents)) return Result.succeed(undefined)
   if (documents.length !== 1) {
     return Result.fail({ field: file, reason: `holds ${documents.length} YAML documents; expected one per file` })

@@ -1,20 +1,116 @@
 /**
  * The gRPC server of Envoy's rate limit service: RateLimitService v3 on
- * `@grpc/grpc-js`, its messages read from the vendored `.proto` files at
- * start (`@grpc/proto-loader`), each call answered by `RlsService`.
+ * `@grpc/grpc-js`, each call answered by `RlsService`. The server reads and
+ * writes its two messages with a codec of its own, written for them and
+ * checked against protobuf.js; the vendored `.proto` files serve
+ * {@link loadDefinition}, for clients (with `@grpc/proto-loader`).
+ *
+ * `@grpc/grpc-js` (and, for {@link loadDefinition}, `@grpc/proto-loader`)
+ * are optional peer dependencies, loaded when first used: without them this
+ * module still loads, and what needs them fails with a `MissingPackage` that
+ * names them.
  *
  * @since 0.2.0
  */
-import * as grpc from "@grpc/grpc-js"
-import * as protoLoader from "@grpc/proto-loader"
+import type * as grpc from "@grpc/grpc-js"
+import type * as protoLoader from "@grpc/proto-loader"
 import { Cause, Deferred, Effect, Exit, Layer, Schema, type Scope } from "effect"
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { type RateLimitRequest, RlsService } from "./RlsService.ts"
+import { MissingPackage } from "../Errors.ts"
+import * as OptionalPackage from "../internal/OptionalPackage.ts"
+import * as Codec from "./internal/codec.ts"
+import type { InvalidArgument, RateLimitRequest, RateLimitResponse, Unavailable } from "./RlsService.ts"
+import { RlsService } from "./RlsService.ts"
+
+// The server needs grpc-js alone; a client's definition, read from the .proto files, proto-loader too.
+// Both are CommonJS, required when first needed.
+const serverPackage = (): typeof grpc | MissingPackage => {
+  const loaded = OptionalPackage.requireAll("the Envoy rate limit service (gRPC)", ["@grpc/grpc-js"])
+  return loaded instanceof MissingPackage ? loaded : loaded[0] as typeof grpc
+}
+
+const clientPackages = ():
+  | { readonly grpc: typeof grpc; readonly protoLoader: typeof protoLoader }
+  | MissingPackage =>
+{
+  const loaded = OptionalPackage.requireAll(
+    "the rate limit service's definition (RlsServer.loadDefinition)",
+    ["@grpc/grpc-js", "@grpc/proto-loader"]
+  )
+  if (loaded instanceof MissingPackage) return loaded
+  return { grpc: loaded[0] as typeof grpc, protoLoader: loaded[1] as typeof protoLoader }
+}
+
+const SHOULD_RATE_LIMIT = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 
 /**
- * The gRPC server could not start: the address is in use or not available,
- * or the `.proto` files were not found.
+ * Fails with a `MissingPackage` when `@grpc/grpc-js`, which the server
+ * needs, is not installed: a program that serves the rate limit service checks it
+ * before it starts anything else, so that it stops with that one line.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RlsServer } from "tollgate/envoy"
+ *
+ * const ready = RlsServer.checkPackages.pipe(Effect.as("the gRPC packages are installed"))
+ * ```
+ *
+ * @category protocol
+ * @since 0.3.0
+ */
+export const checkPackages: Effect.Effect<void, MissingPackage> = Effect.suspend(() => {
+  const loaded = serverPackage()
+  return loaded instanceof MissingPackage ? Effect.fail(loaded) : Effect.void
+})
+
+/**
+ * A method of a gRPC service as `@grpc/grpc-js` takes it (its
+ * `MethodDefinition`), spelled out here so that tollgate's declarations do
+ * not need `@grpc/grpc-js` installed.
+ *
+ * @example
+ * ```ts
+ * import type { RlsServer } from "tollgate/envoy"
+ *
+ * const path = (method: RlsServer.MethodDefinition): string => method.path
+ * ```
+ *
+ * @category protocol
+ * @since 0.3.0
+ */
+export interface MethodDefinition {
+  readonly path: string
+  readonly requestStream: boolean
+  readonly responseStream: boolean
+  readonly requestSerialize: (value: any) => Buffer
+  readonly requestDeserialize: (bytes: Buffer) => any
+  readonly responseSerialize: (value: any) => Buffer
+  readonly responseDeserialize: (bytes: Buffer) => any
+  readonly originalName?: string
+}
+
+/**
+ * A gRPC service's methods by name, as `@grpc/grpc-js` takes them (its
+ * `ServiceDefinition`): `grpc.makeGenericClientConstructor(definition, ...)`
+ * makes a client of it.
+ *
+ * @example
+ * ```ts
+ * import type { RlsServer } from "tollgate/envoy"
+ *
+ * const methods = (definition: RlsServer.ServiceDefinition): Array<string> => Object.keys(definition)
+ * ```
+ *
+ * @category protocol
+ * @since 0.3.0
+ */
+export type ServiceDefinition = { readonly [method: string]: MethodDefinition }
+
+/**
+ * The gRPC server could not start (the address is in use or not available),
+ * or {@link loadDefinition} did not find the `.proto` files.
  *
  * @example
  * ```ts
@@ -62,7 +158,10 @@ export const protoDirectory = (): string | undefined => {
 
 /**
  * Loads RateLimitService's definition from the `.proto` files (field names as
- * in the proto, enums as their names, 64-bit integers as numbers).
+ * in the proto, enums as their names, 64-bit integers as numbers): what a
+ * client of the service makes its stub from. Needs `@grpc/grpc-js` and
+ * `@grpc/proto-loader` (a `MissingPackage` otherwise); the server itself
+ * needs neither the files nor proto-loader.
  *
  * @example
  * ```ts
@@ -74,7 +173,10 @@ export const protoDirectory = (): string | undefined => {
  * @category protocol
  * @since 0.2.0
  */
-export const loadDefinition = (): grpc.ServiceDefinition | RlsServerError => {
+export const loadDefinition = (): ServiceDefinition | RlsServerError | MissingPackage => {
+  const packages = clientPackages()
+  if (packages instanceof MissingPackage) return packages
+  const { grpc, protoLoader } = packages
   const dir = protoDirectory()
   if (dir === undefined) return new RlsServerError({ reason: `${RLS_PROTO} was not found beside the module` })
   const definition = protoLoader.loadSync(RLS_PROTO, {
@@ -130,34 +232,46 @@ export interface Options {
  */
 export const make = (
   options: Options
-): Effect.Effect<number, RlsServerError, RlsService | Scope.Scope> =>
+): Effect.Effect<number, RlsServerError | MissingPackage, RlsService | Scope.Scope> =>
   Effect.gen(function*() {
-    const definition = loadDefinition()
-    if (definition instanceof RlsServerError) return yield* definition
+    const grpc = serverPackage()
+    if (grpc instanceof MissingPackage) return yield* grpc
     const rls = yield* RlsService
     const context = yield* Effect.context<never>()
     const server = new grpc.Server()
-    const handler: grpc.handleUnaryCall<RateLimitRequest, unknown> = (call, callback) => {
-      const fiber = Effect.runForkWith(context)(rls.shouldRateLimit(call.request))
+    const runFork = Effect.runForkWith(context)
+    const answer = (
+      callback: grpc.sendUnaryData<RateLimitResponse>,
+      exit: Exit.Exit<RateLimitResponse, InvalidArgument | Unavailable>
+    ) => {
+      if (Exit.isSuccess(exit)) return callback(null, exit.value)
+      const error = Cause.findErrorOption(exit.cause)
+      if (error._tag === "Some") {
+        return callback({
+          code: error.value._tag === "InvalidArgument" ? grpc.status.INVALID_ARGUMENT : grpc.status.UNAVAILABLE,
+          details: error.value.message
+        })
+      }
+      callback({
+        code: Cause.hasInterruptsOnly(exit.cause) ? grpc.status.CANCELLED : grpc.status.INTERNAL,
+        details: "internal error"
+      })
+    }
+    const handler: grpc.handleUnaryCall<RateLimitRequest, RateLimitResponse> = (call, callback) => {
+      const fiber = runFork(rls.shouldRateLimit(call.request))
+      // An in-process decision is made before runFork returns: answered at once, with nothing to cancel.
+      const done = fiber.pollUnsafe()
+      if (done !== undefined) return answer(callback, done)
+      // One that waits (a shared store's round trip) is interrupted when the caller cancels.
       const onCancel = () => fiber.interruptUnsafe()
       call.once("cancelled", onCancel)
       fiber.addObserver((exit) => {
         call.off("cancelled", onCancel)
-        if (Exit.isSuccess(exit)) return callback(null, exit.value)
-        const error = Cause.findErrorOption(exit.cause)
-        if (error._tag === "Some") {
-          return callback({
-            code: error.value._tag === "InvalidArgument" ? grpc.status.INVALID_ARGUMENT : grpc.status.UNAVAILABLE,
-            details: error.value.message
-          })
-        }
-        callback({
-          code: Cause.hasInterruptsOnly(exit.cause) ? grpc.status.CANCELLED : grpc.status.INTERNAL,
-          details: "internal error"
-        })
+        answer(callback, exit)
       })
     }
-    server.addService(definition, { ShouldRateLimit: handler })
+    // Registered with the service's own codec (what `addService` does with a definition's).
+    server.register(SHOULD_RATE_LIMIT, handler, Codec.encodeResponse, Codec.decodeRequest, "unary")
     const bound = yield* Effect.callback<number, RlsServerError>((resume) => {
       server.bindAsync(`${options.host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (error, port) => {
         resume(
@@ -196,5 +310,5 @@ export const make = (
  * @category layers
  * @since 0.2.0
  */
-export const layer = (options: Options): Layer.Layer<never, RlsServerError, RlsService> =>
+export const layer = (options: Options): Layer.Layer<never, RlsServerError | MissingPackage, RlsService> =>
   Layer.effectDiscard(make(options))

@@ -16,7 +16,7 @@
  *
  * @since 0.2.0
  */
-import { Clock, Context, Duration, Effect, Metric, Schema, type Scope } from "effect"
+import { Context, Duration, Effect, Metric, Schema, type Scope } from "effect"
 import { createHash } from "node:crypto"
 import type { Decision } from "../Decision.ts"
 import type { InvalidPolicy } from "../Errors.ts"
@@ -172,7 +172,9 @@ const units: Record<string, RlsConfig.Unit> = {
   YEAR: "year"
 }
 
-const escape = (s: string): string => s.replace(/[%|=]/g, (c) => (c === "%" ? "%25" : c === "|" ? "%7C" : "%3D"))
+const escaped = /[%|=]/
+const escape = (s: string): string =>
+  escaped.test(s) ? s.replace(/[%|=]/g, (c) => (c === "%" ? "%25" : c === "|" ? "%7C" : "%3D")) : s
 
 const toDuration = (millis: number): { seconds: number; nanos: number } | null => {
   if (!Number.isFinite(millis)) return null
@@ -216,7 +218,34 @@ interface Outcome {
   readonly name: string
   readonly decision: Decision | undefined
   readonly quota: RateLimitHeaders.Quota | undefined
+  /** The `RateLimit-Policy` value of `quota`. */
+  readonly policyHeader: string
 }
+
+// What a limit reports on every call.
+interface Info {
+  readonly name: string
+  readonly currentLimit: NonNullable<DescriptorStatus["current_limit"]>
+  readonly quota: RateLimitHeaders.Quota | undefined
+  readonly policyHeader: string
+}
+
+interface Found {
+  readonly limit: RlsConfig.Limit
+  readonly values: ReadonlyArray<string>
+}
+
+// A descriptor that matches no limit, and an `unlimited` one.
+const NONE: Outcome = {
+  status: { code: "OK", current_limit: null, limit_remaining: 0, duration_until_reset: null },
+  over: false,
+  quotaMode: false,
+  name: "",
+  decision: undefined,
+  quota: undefined,
+  policyHeader: ""
+}
+const UNLIMITED: Outcome = { ...NONE, status: { ...NONE.status, limit_remaining: MAX_UINT32 } }
 
 /**
  * The service.
@@ -236,16 +265,49 @@ interface Outcome {
  * @since 0.2.0
  */
 export class RlsService extends Context.Service<RlsService, {
+  /**
+   * Envoy's `ShouldRateLimit`: each descriptor matched and decided, the request over the limit when one is (see the module's description).
+   *
+   * @example
+   * ```ts
+   * import { RlsService } from "tollgate/envoy"
+   *
+   * const answer = RlsService.RlsService.use((rls) =>
+   *   rls.shouldRateLimit({ domain: "edge", descriptors: [{ entries: [{ key: "remote_address", value: "203.0.113.7" }] }] })
+   * )
+   * ```
+   */
   readonly shouldRateLimit: (
     request: RateLimitRequest
   ) => Effect.Effect<RateLimitResponse, InvalidArgument | Unavailable>
-  /** Puts a new configuration in force; limits whose policy did not change keep their counters. */
+  /**
+   * Puts a new configuration in force; limits whose policy did not change keep their counters.
+   *
+   * @example
+   * ```ts
+   * import type { RlsConfig } from "tollgate/envoy"
+   * import { RlsService } from "tollgate/envoy"
+   *
+   * declare const next: RlsConfig.Config
+   * const reload = RlsService.RlsService.use((rls) => rls.reload(next))
+   * ```
+   */
   readonly reload: (config: RlsConfig.Config) => Effect.Effect<void>
 }>()("tollgate/envoy/RlsService") {
   /**
    * Starts the service's limiter in the current scope (on the context's
    * `Store.CurrentStore`, if any: several instances on one Redis share each
    * descriptor's limit).
+   *
+   * @example
+   * ```ts
+   * import { Effect, Layer } from "effect"
+   * import type { RlsConfig } from "tollgate/envoy"
+   * import { RlsService } from "tollgate/envoy"
+   *
+   * declare const config: RlsConfig.Config
+   * const service = Layer.effect(RlsService.RlsService, RlsService.RlsService.make({ config }))
+   * ```
    *
    * @since 0.2.0
    */
@@ -267,8 +329,10 @@ export class RlsService extends Context.Service<RlsService, {
         name: "envoy",
         maxKeyLength: 1200
       })
+      // Metrics are updated in the service's context, as the request path does: no effect per update.
+      const context = yield* Effect.context<never>()
       const counters = new Map<string, Metric.Metric<number, unknown>>()
-      const count = (domain: string, outcome: string) => {
+      const count = (domain: string, outcome: string): void => {
         const label = config.domains.has(domain) ? domain : "(unknown)"
         const id = `${label}\u0000${outcome}`
         let counter = counters.get(id)
@@ -276,7 +340,7 @@ export class RlsService extends Context.Service<RlsService, {
           counter = Metric.withAttributes(descriptors, { domain: label, outcome })
           counters.set(id, counter)
         }
-        return Metric.update(counter, 1)
+        counter.updateUnsafe(1, context)
       }
 
       const keyOf = (
@@ -286,15 +350,38 @@ export class RlsService extends Context.Service<RlsService, {
         values: ReadonlyArray<string>
       ) => {
         let key = `${id}|${escape(domain)}`
-        entries.forEach((e, i) => {
-          key += `|${escape(e.key)}=${escape(values[i])}`
-        })
+        for (let i = 0; i < entries.length; i++) key += `|${escape(entries[i].key)}=${escape(values[i])}`
         return key.length <= 1200 ? key : `${id}|#${createHash("sha256").update(key).digest("hex")}`
+      }
+
+      // What a limit reports is the same on every call: made once per limit (per configured
+      // limit for the life of the service; per request for a descriptor's own override).
+      const infos = new WeakMap<RlsConfig.Limit, Info>()
+      const infoOf = (limit: RlsConfig.Limit): Info => {
+        let info = infos.get(limit)
+        if (info === undefined) {
+          const name = headerName(limit.name ?? limit.path)
+          const quota = limit.policy === undefined ? undefined : RateLimitHeaders.quotaOf(name, limit.policy)
+          info = {
+            name,
+            currentLimit: {
+              name: limit.name ?? "",
+              requests_per_unit: uint32(limit.requestsPerUnit),
+              unit: limit.unit === undefined ? "UNKNOWN" : limit.unit.toUpperCase()
+            },
+            quota,
+            policyHeader: quota === undefined ? "" : RateLimitHeaders.policyValue(quota)
+          }
+          infos.set(limit, info)
+        }
+        return info
       }
 
       // A limit of 0: over, until the end of the unit's window (as envoyproxy/ratelimit reports it).
       const blocked = (limit: RlsConfig.Limit, now: number): Outcome => {
         const unitMillis = RlsConfig.unitSeconds[limit.unit ?? "second"] * 1000
+        const name = headerName(limit.name ?? limit.path)
+        const quota = { name, limit: 0, windowSeconds: unitMillis / 1000 }
         return {
           status: {
             code: "OVER_LIMIT",
@@ -308,7 +395,7 @@ export class RlsService extends Context.Service<RlsService, {
           },
           over: !limit.shadowMode,
           quotaMode: limit.quotaMode,
-          name: headerName(limit.name ?? limit.path),
+          name,
           decision: {
             allowed: false,
             remaining: 0,
@@ -316,59 +403,55 @@ export class RlsService extends Context.Service<RlsService, {
             retryAfter: Duration.millis(unitMillis - (now % unitMillis)),
             resetAfter: Duration.millis(unitMillis - (now % unitMillis))
           },
-          quota: { name: headerName(limit.name ?? limit.path), limit: 0, windowSeconds: unitMillis / 1000 }
+          quota,
+          policyHeader: RateLimitHeaders.policyValue(quota)
         }
       }
 
+      const outcomeOf = (limit: RlsConfig.Limit, info: Info, decision: Decision): Outcome => {
+        const over = !decision.allowed
+        return {
+          status: {
+            code: over && !limit.shadowMode ? "OVER_LIMIT" : "OK",
+            current_limit: info.currentLimit,
+            limit_remaining: uint32(decision.remaining),
+            duration_until_reset: toDuration(Duration.toMillis(decision.resetAfter))
+          },
+          over: over && !limit.shadowMode,
+          quotaMode: limit.quotaMode,
+          name: info.name,
+          decision,
+          quota: info.quota,
+          policyHeader: info.policyHeader
+        }
+      }
+
+      // The limiter's call for one descriptor, and what follows it (`then`: the next descriptors, or
+      // the answer), in one step.
       const decide = (
         domain: string,
         limit: RlsConfig.Limit,
         policy: Policy.Valid,
         key: string,
-        hits: number
-      ): Effect.Effect<Outcome, Unavailable> => {
-        const call = hits === 0 ? limiter.peek(key) : limiter.consume(key, { cost: hits })
-        const name = headerName(limit.name ?? limit.path)
-        const outcome = (decision: Decision): Outcome => {
-          const over = !decision.allowed
-          return {
-            status: {
-              code: over && !limit.shadowMode ? "OVER_LIMIT" : "OK",
-              current_limit: {
-                name: limit.name ?? "",
-                requests_per_unit: uint32(limit.requestsPerUnit),
-                unit: limit.unit === undefined ? "UNKNOWN" : limit.unit.toUpperCase()
-              },
-              limit_remaining: uint32(decision.remaining),
-              duration_until_reset: toDuration(Duration.toMillis(decision.resetAfter))
-            },
-            over: over && !limit.shadowMode,
-            quotaMode: limit.quotaMode,
-            name,
-            decision,
-            quota: RateLimitHeaders.quotaOf(name, policy)
-          }
-        }
-        return Effect.matchEffect(call, {
-          onSuccess: (decision) =>
-            Effect.as(
-              count(
-                domain,
-                decision.allowed ? "ok" : limit.shadowMode ? "shadow" : "over_limit"
-              ),
-              outcome(decision)
-            ),
+        hits: number,
+        then: (outcome: Outcome) => Effect.Effect<RateLimitResponse, Unavailable>
+      ): Effect.Effect<RateLimitResponse, Unavailable> =>
+        Effect.matchEffect(hits === 0 ? limiter.peek(key) : limiter.consume(key, { cost: hits }), {
+          onSuccess: (decision) => {
+            count(domain, decision.allowed ? "ok" : limit.shadowMode ? "shadow" : "over_limit")
+            return then(outcomeOf(limit, infoOf(limit), decision))
+          },
           onFailure: (error) => {
             // More hits than the limit can ever admit: over the limit, as the reference counts it.
             if (error._tag === "InvalidRequest" && error.field === "cost") {
-              const decision: Decision = {
+              count(domain, limit.shadowMode ? "shadow" : "over_limit")
+              return then(outcomeOf(limit, infoOf(limit), {
                 allowed: false,
                 remaining: 0,
                 limit: policy.quota.limit,
                 retryAfter: Duration.infinity,
                 resetAfter: Duration.zero
-              }
-              return Effect.as(count(domain, limit.shadowMode ? "shadow" : "over_limit"), outcome(decision))
+              }))
             }
             return Effect.fail(
               new Unavailable({
@@ -383,7 +466,6 @@ export class RlsService extends Context.Service<RlsService, {
             )
           }
         })
-      }
 
       const headersOf = (outcomes: ReadonlyArray<Outcome>, over: boolean) => {
         // The descriptor closest to its limit speaks for the request (the one that refused, when one did).
@@ -395,104 +477,157 @@ export class RlsService extends Context.Service<RlsService, {
           }
         }
         if (pick === undefined) return []
-        const headers = RateLimitHeaders.make(
-          pick.quota!,
-          pick.over ? pick.decision! : { ...pick.decision!, allowed: true }
-        )
-        return Object.entries(headers).map(([key, value]) => ({ key, value }))
+        const decision = pick.decision!
+        // RateLimitHeaders.make's fields, in its order; the policy's value is made once per limit.
+        const headers: Array<{ readonly key: string; readonly value: string }> = [
+          {
+            key: RateLimitHeaders.names.rateLimit,
+            value: RateLimitHeaders.rateLimitValue(
+              pick.quota!.name,
+              pick.over ? decision : { ...decision, allowed: true }
+            )
+          },
+          { key: RateLimitHeaders.names.rateLimitPolicy, value: pick.policyHeader }
+        ]
+        if (pick.over) {
+          headers.push({
+            key: RateLimitHeaders.names.retryAfter,
+            value: RateLimitHeaders.retryAfterValue(decision.retryAfter)
+          })
+        }
+        return headers
       }
 
+      const respond = (outcomes: ReadonlyArray<Outcome>): RateLimitResponse => {
+        let over = false
+        let quotas = 0
+        let quotasOver = 0
+        const statuses: Array<DescriptorStatus> = []
+        for (const o of outcomes) {
+          statuses.push(o.status)
+          if (o.quotaMode) {
+            quotas++
+            if (o.over) quotasOver++
+          } else if (o.over) over = true
+        }
+        if (quotas > 0 && quotasOver === quotas) over = true
+        return {
+          overall_code: over ? "OVER_LIMIT" : "OK",
+          statuses,
+          response_headers_to_add: responseHeaders ? headersOf(outcomes, over) : []
+        }
+      }
+
+      // A descriptor's own limit (Envoy's rate limit override): a fixed window of its own (0: always over).
+      const overrideOf = (
+        domain: string,
+        d: RateLimitRequest["descriptors"][number],
+        limit: NonNullable<RateLimitRequest["descriptors"][number]["limit"]>
+      ): Found | undefined => {
+        const unit = units[limit.unit]
+        if (unit === undefined) return undefined
+        const requests = limit.requests_per_unit
+        const policy = requests === 0 ? undefined : RlsConfig.policyOf("fixedWindow", requests, unit)
+        if (policy?._tag === "Invalid") return undefined
+        const id = policy === undefined ? "blocked" : RlsConfig.fingerprint(policy)
+        if (policy !== undefined) versions.set(id, policy)
+        return {
+          limit: {
+            path: `${domain}.(override)`,
+            name: undefined,
+            replaces: [],
+            unlimited: false,
+            shadowMode: false,
+            quotaMode: false,
+            policy,
+            id,
+            unit,
+            requestsPerUnit: requests
+          },
+          values: d.entries.map((e) => e.value)
+        }
+      }
+
+      // Plain code up to the limiter's calls, which are the only effects: a request with one
+      // descriptor is one call and a map (no generator, no fiber beyond the caller's).
       const shouldRateLimit = (request: RateLimitRequest) =>
-        Effect.gen(function*() {
-          if (request.domain === "") {
-            return yield* new InvalidArgument({ reason: "rate limit domain must not be empty" })
-          }
-          if (request.descriptors.length === 0) {
-            return yield* new InvalidArgument({ reason: "rate limit descriptor list must not be empty" })
+        Effect.clockWith((clock): Effect.Effect<RateLimitResponse, InvalidArgument | Unavailable> => {
+          const domain = request.domain
+          const descriptors = request.descriptors
+          if (domain === "") return Effect.fail(new InvalidArgument({ reason: "rate limit domain must not be empty" }))
+          if (descriptors.length === 0) {
+            return Effect.fail(new InvalidArgument({ reason: "rate limit descriptor list must not be empty" }))
           }
           const snapshot = config
-          const now = yield* Clock.currentTimeMillis
-          const requestHits = Math.max(1, request.hits_addend ?? 0)
-          const found = request.descriptors.map((d, i) => {
-            if (d.entries.some((e) => e.key === "")) return { invalid: i } as const
-            if (d.limit !== undefined && d.limit !== null) {
-              const unit = units[d.limit.unit]
-              if (unit === undefined) return { invalid: i } as const
-              // Envoy's rate limit override: a fixed window of its own (0: always over).
-              const count = d.limit.requests_per_unit
-              const policy = count === 0 ? undefined : RlsConfig.policyOf("fixedWindow", count, unit)
-              if (policy?._tag === "Invalid") return { invalid: i } as const
-              const id = policy === undefined ? "blocked" : RlsConfig.fingerprint(policy)
-              if (policy !== undefined) versions.set(id, policy)
-              const limit: RlsConfig.Limit = {
-                path: `${request.domain}.(override)`,
-                name: undefined,
-                replaces: [],
-                unlimited: false,
-                shadowMode: false,
-                quotaMode: false,
-                policy,
-                id,
-                unit,
-                requestsPerUnit: count
-              }
-              return { limit, values: d.entries.map((e) => e.value) }
+          const n = descriptors.length
+          const found: Array<Found | undefined> = []
+          let invalid = -1
+          let replaced: Set<string> | undefined
+          for (let i = 0; i < n; i++) {
+            const d = descriptors[i]
+            let f: Found | undefined
+            let bad = false
+            for (const e of d.entries) if (e.key === "") bad = true
+            if (!bad && d.limit !== undefined && d.limit !== null) {
+              f = overrideOf(domain, d, d.limit)
+              bad = f === undefined
+            } else if (!bad) {
+              f = RlsConfig.find(snapshot, domain, d.entries)
             }
-            return RlsConfig.find(snapshot, request.domain, d.entries)
-          })
-          const invalid = found.find((f) => f !== undefined && "invalid" in f)
-          if (invalid !== undefined && "invalid" in invalid) {
-            return yield* new InvalidArgument({
-              reason: `descriptor ${invalid.invalid}: an entry has an empty key, or its limit override an unknown unit`
-            })
-          }
-          const replaced = new Set<string>()
-          for (const f of found) {
-            if (f !== undefined && "limit" in f) {
+            if (bad && invalid < 0) invalid = i
+            found[i] = f
+            if (f !== undefined && f.limit.replaces.length > 0) {
+              replaced ??= new Set()
               for (const r of f.limit.replaces) replaced.add(r)
             }
           }
-
-          const outcomes: Array<Outcome> = []
-          for (let i = 0; i < request.descriptors.length; i++) {
-            const f = found[i]
-            const d = request.descriptors[i]
-            const none: Outcome = {
-              status: { code: "OK", current_limit: null, limit_remaining: 0, duration_until_reset: null },
-              over: false,
-              quotaMode: false,
-              name: "",
-              decision: undefined,
-              quota: undefined
-            }
-            if (f === undefined || !("limit" in f) || (f.limit.name !== undefined && replaced.has(f.limit.name))) {
-              yield* count(request.domain, "no_limit")
-              outcomes.push(none)
-              continue
-            }
-            const { limit, values } = f
-            if (limit.unlimited) {
-              yield* count(request.domain, "unlimited")
-              outcomes.push({ ...none, status: { ...none.status, limit_remaining: MAX_UINT32 } })
-              continue
-            }
-            if (limit.policy === undefined) {
-              yield* count(request.domain, limit.shadowMode ? "shadow" : "over_limit")
-              outcomes.push(blocked(limit, now))
-              continue
-            }
-            const hits = d.hits_addend !== undefined && d.hits_addend !== null ? d.hits_addend.value : requestHits
-            const key = keyOf(limit.id, request.domain, d.entries, values)
-            outcomes.push(yield* decide(request.domain, limit, limit.policy, key, hits))
+          if (invalid >= 0) {
+            return Effect.fail(
+              new InvalidArgument({
+                reason: `descriptor ${invalid}: an entry has an empty key, or its limit override an unknown unit`
+              })
+            )
           }
-          const quota = outcomes.filter((o) => o.quotaMode)
-          const over = outcomes.some((o) => o.over && !o.quotaMode) ||
-            (quota.length > 0 && quota.every((o) => o.over))
-          return {
-            overall_code: over ? "OVER_LIMIT" : "OK",
-            statuses: outcomes.map((o) => o.status),
-            response_headers_to_add: responseHeaders ? headersOf(outcomes, over) : []
-          } satisfies RateLimitResponse
+          const requestHits = Math.max(1, request.hits_addend ?? 0)
+          const outcomes: Array<Outcome> = []
+          // In order, every descriptor counted whatever the others decide; each decision waits for
+          // the one before it.
+          const from = (start: number): Effect.Effect<RateLimitResponse, Unavailable> => {
+            for (let i = start; i < n; i++) {
+              const f = found[i]
+              if (f === undefined || (f.limit.name !== undefined && replaced?.has(f.limit.name) === true)) {
+                count(domain, "no_limit")
+                outcomes[i] = NONE
+                continue
+              }
+              const { limit, values } = f
+              if (limit.unlimited) {
+                count(domain, "unlimited")
+                outcomes[i] = UNLIMITED
+                continue
+              }
+              if (limit.policy === undefined) {
+                count(domain, limit.shadowMode ? "shadow" : "over_limit")
+                outcomes[i] = blocked(limit, clock.currentTimeMillisUnsafe())
+                continue
+              }
+              const d = descriptors[i]
+              const hits = d.hits_addend !== undefined && d.hits_addend !== null ? d.hits_addend.value : requestHits
+              return decide(
+                domain,
+                limit,
+                limit.policy,
+                keyOf(limit.id, domain, d.entries, values),
+                hits,
+                (outcome) => {
+                  outcomes[i] = outcome
+                  return from(i + 1)
+                }
+              )
+            }
+            return Effect.succeed(respond(outcomes))
+          }
+          return from(0)
         })
 
       return RlsService.of({

@@ -1,7 +1,10 @@
 /**
  * tollgate behind Envoy: the rate limit service (RateLimitService v3 over
- * gRPC), configured with envoyproxy/ratelimit's YAML. Needs Node 22.19 or
- * later (`@grpc/grpc-js` is a dependency of the package).
+ * gRPC), configured with envoyproxy/ratelimit's YAML. Loads with nothing but
+ * `effect`, on Node 20 and later; the gRPC server needs `@grpc/grpc-js` and
+ * `@grpc/proto-loader`, reading YAML needs `yaml` (optional peer
+ * dependencies: without them those parts fail with a `MissingPackage` that
+ * names them).
  *
  * @since 0.2.0
  */

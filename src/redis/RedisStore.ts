@@ -20,27 +20,29 @@
  * with `StoreUnavailable`, whose reason says so.
  *
  * `layer` opens a connection of its own (each command written the moment it
- * is sent, each reply answering its callers on the socket's stack); `make`
- * and `layerRedis` run over effect's `Redis` service (`effect/persistence`)
- * that the application provides.
+ * is sent, each reply answering its callers on the socket's stack), which
+ * needs nothing but `effect` and Node; `make` and `layerRedis` run over
+ * effect's `Redis` service (`effect/persistence`) that the application
+ * provides.
  *
  * @since 0.1.0
  */
-import { NodeRedis } from "@effect/platform-node"
-import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope, Tracer } from "effect"
+import type { NodeRedis } from "@effect/platform-node"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Predicate, Result, Scope, Tracer } from "effect"
 import { Redis } from "effect/persistence"
-import { InvalidPolicy } from "../Errors.ts"
+import { InvalidPolicy, type MissingPackage } from "../Errors.ts"
 import * as Engine from "../internal/actor/Engine.ts"
 import type { Limit } from "../internal/Limit.ts"
 import { type AllReply, Kind as OpKind, type Op, type Reply } from "../internal/operation/Op.ts"
+import * as OptionalPackage from "../internal/OptionalPackage.ts"
 import * as Policy from "../Policy.ts"
 import { CurrentStore, type Store, StoreUnavailable } from "../Store.ts"
-
-type Entry_ = Engine.Entry
 import * as Codec from "./internal/codec.ts"
 import * as Connection from "./internal/connection.ts"
 import * as Scripts from "./internal/scripts.ts"
 import * as Slot from "./internal/slot.ts"
+
+type Entry_ = Engine.Entry
 
 /**
  * Options of {@link make}.
@@ -145,7 +147,10 @@ export interface LayerOptions extends Options {
    * node-redis client options (a Unix socket, TLS certificates, a credentials
    * provider, …): given them, the store runs on a node-redis client
    * (`NodeRedis.layer`) rather than its own connection, at node-redis's
-   * speed (it writes commands at the next `setImmediate`).
+   * speed (it writes commands at the next `setImmediate`). This needs
+   * `@effect/platform-node` (and `redis`, its peer), optional peer
+   * dependencies of tollgate: without them building the layer fails with
+   * `MissingPackage`. The store's own connection needs neither.
    */
   readonly client?: Omit<NonNullable<Parameters<typeof NodeRedis.layer>[0]>, "url"> | undefined
   /**
@@ -391,7 +396,16 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     const settings = validate(options)
     if (settings instanceof InvalidPolicy) return yield* settings
     const redis = yield* Redis.Redis
-    const nodeRedis = yield* Effect.serviceOption(NodeRedis.NodeRedis)
+    // A `NodeRedis` in context is written to with its own client. `@effect/platform-node` is an
+    // optional peer: without it installed, the application's `Redis` cannot be a `NodeRedis`.
+    const platform = yield* Effect.option(OptionalPackage.load(
+      "NodeRedis",
+      "@effect/platform-node",
+      () => import("@effect/platform-node").then(Result.succeed, Result.fail)
+    ))
+    const nodeRedis = Option.isSome(platform)
+      ? yield* Effect.serviceOption(platform.value.NodeRedis.NodeRedis)
+      : Option.none()
     const context = yield* Effect.context<never>()
     return yield* build(
       nodeRedis._tag === "Some" ? Connection.viaClient(nodeRedis.value.client) : Connection.viaService(redis, context),
@@ -803,7 +817,9 @@ export const layerRedis = (options?: Options): Layer.Layer<CurrentStore, Invalid
  * @category layers
  * @since 0.1.0
  */
-export const layer = (options: LayerOptions = {}): Layer.Layer<CurrentStore, InvalidPolicy | Redis.RedisError> =>
+export const layer = (
+  options: LayerOptions = {}
+): Layer.Layer<CurrentStore, InvalidPolicy | Redis.RedisError | MissingPackage> =>
   Layer.effectContext(Effect.gen(function*() {
     const settings = validate(options)
     if (settings instanceof InvalidPolicy) return yield* settings

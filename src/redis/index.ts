@@ -1,7 +1,9 @@
 /**
  * tollgate on Redis: one limit shared by every process that points at the
- * same Redis. Needs the optional peer dependencies `redis` and
- * `@effect/platform-node` (Node 22.19 or later).
+ * same Redis. `RedisStore.layer` runs on a connection of its own and needs
+ * nothing but `effect` (Node 20 and later); only its node-redis `client`
+ * options need the optional peer dependencies `@effect/platform-node` and
+ * `redis` (Node 22.19 or later).
  *
  * @since 0.2.0
  */

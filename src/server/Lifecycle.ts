@@ -48,16 +48,67 @@ export class ShuttingDown extends Schema.TaggedError<ShuttingDown>()("ShuttingDo
  * @since 0.1.0
  */
 export class Lifecycle extends Context.Service<Lifecycle, {
-  /** Completes when the drain starts. */
+  /**
+   * Completes when the drain starts.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Lifecycle } from "tollgate/server"
+   *
+   * const onDrain = Lifecycle.Lifecycle.use((l) => Effect.andThen(l.draining, Effect.logInfo("draining")))
+   * ```
+   */
   readonly draining: Effect.Effect<void>
+  /**
+   * Whether the drain has started.
+   *
+   * @example
+   * ```ts
+   * import { Lifecycle } from "tollgate/server"
+   *
+   * const draining = Lifecycle.Lifecycle.use((l) => l.isDraining)
+   * ```
+   */
   readonly isDraining: Effect.Effect<boolean>
-  /** Whether the drain has started, read now (for the request path). */
+  /**
+   * Whether the drain has started, read now (for the request path).
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Lifecycle } from "tollgate/server"
+   *
+   * const status = Lifecycle.Lifecycle.use((l) => Effect.sync(() => (l.isDrainingUnsafe() ? 503 : 200)))
+   * ```
+   */
   readonly isDrainingUnsafe: () => boolean
-  /** Starts the drain (idempotent). */
+  /**
+   * Starts the drain (idempotent).
+   *
+   * @example
+   * ```ts
+   * import { Lifecycle } from "tollgate/server"
+   *
+   * const stop = Lifecycle.Lifecycle.use((l) => l.drain)
+   * ```
+   */
   readonly drain: Effect.Effect<void>
 }>()("tollgate/server/Lifecycle") {
   /**
    * A lifecycle that drains only when told.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Lifecycle } from "tollgate/server"
+   *
+   * const program = Effect.gen(function*() {
+   *   const lifecycle = yield* Lifecycle.Lifecycle.make
+   *   yield* lifecycle.drain
+   *   return yield* lifecycle.isDraining // true
+   * })
+   * ```
    *
    * @since 0.1.0
    */
@@ -75,6 +126,14 @@ export class Lifecycle extends Context.Service<Lifecycle, {
   /**
    * The lifecycle as a layer.
    *
+   * @example
+   * ```ts
+   * import { Layer } from "effect"
+   * import { Lifecycle, Tollgate } from "tollgate/server"
+   *
+   * const both = Layer.mergeAll(Lifecycle.Lifecycle.layer, Tollgate.Tollgate.layer)
+   * ```
+   *
    * @since 0.1.0
    */
   static readonly layer: Layer.Layer<Lifecycle> = Layer.effect(Lifecycle, Lifecycle.make)
@@ -82,6 +141,18 @@ export class Lifecycle extends Context.Service<Lifecycle, {
   /**
    * Starts the drain when this layer is released. Build it after the HTTP
    * server's layers (it depends on them), so that it is released first.
+   *
+   * @example
+   * ```ts
+   * import { Layer } from "effect"
+   * import { Lifecycle, Server } from "tollgate/server"
+   *
+   * // built after the HTTP server, released before it: the drain starts first
+   * const service = Lifecycle.Lifecycle.drainOnRelease.pipe(
+   *   Layer.provide(Server.layerHttp),
+   *   Layer.provideMerge(Lifecycle.Lifecycle.layer)
+   * )
+   * ```
    *
    * @since 0.1.0
    */

@@ -8,21 +8,33 @@
  * its answers (up to `TOLLGATE_SHUTDOWN_TIMEOUT`), then the limiter stops,
  * then the connection to Redis closes.
  *
+ * Node's HTTP server and file system come from `@effect/platform-node`, an
+ * optional peer dependency loaded when the server starts: without it this
+ * module loads (the routes, the configuration and `Tollgate` work on any
+ * platform), and the layers here fail with a `MissingPackage` naming it.
+ *
  * @since 0.1.0
  */
-import { NodeFileSystem, NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Console, Duration, Effect, Equal, Layer, Option, Queue, Redacted } from "effect"
+import { ByteSize, Console, Duration, Effect, Equal, Layer, Option, Queue, Redacted, Result } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import type { HttpServerError } from "effect/http"
 import * as RlsServer from "../envoy/RlsServer.ts"
 import * as RlsService from "../envoy/RlsService.ts"
-import type { InvalidPolicy } from "../Errors.ts"
+import type { InvalidPolicy, MissingPackage } from "../Errors.ts"
+import * as OptionalPackage from "../internal/OptionalPackage.ts"
 import * as NodeServer from "./internal/NodeServer.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 import * as Routes from "./Routes.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
 import * as ServiceStore from "./ServiceStore.ts"
 import * as Tollgate from "./Tollgate.ts"
+
+// Loaded when a layer that needs it is built, not when this module is.
+const platformNode = OptionalPackage.load(
+  "the HTTP service",
+  "@effect/platform-node",
+  () => import("@effect/platform-node").then(Result.succeed, Result.fail)
+)
 
 const describePolicies = (settings: ServiceConfig.Settings): string =>
   [...settings.policies].map(([name, policy]) =>
@@ -80,38 +92,39 @@ const logStartup = ServiceConfig.ServiceConfig.use((settings) =>
  */
 export const layerHttp: Layer.Layer<
   never,
-  HttpServerError.ServeError,
+  HttpServerError.ServeError | MissingPackage,
   ServiceConfig.ServiceConfig | Tollgate.Tollgate | Lifecycle.Lifecycle
 > = Layer.unwrap(
-  ServiceConfig.ServiceConfig.use((settings) =>
-    Effect.sync(() => {
-      const node = NodeServer.make({
-        requestTimeoutMillis: settings.limits.requestTimeoutMillis,
-        headersTimeoutMillis: settings.limits.headersTimeoutMillis
-      })
-      const serve = HttpRouter.serve(Routes.layer, { disableLogger: true }).pipe(
-        // Every request's body is bounded here once, rather than per read.
-        Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.limits.maxBodyBytes))),
-        Layer.provide(
-          NodeHttpServer.layer(() => node.server, {
-            host: settings.host,
-            port: settings.port,
-            gracefulShutdownTimeout: settings.shutdownTimeout
-          })
-        )
-      )
-      // Built after the server, so released before it: the server's own release then finds it closed.
-      const drain = Layer.effectDiscard(Lifecycle.Lifecycle.use((lifecycle) =>
-        Effect.gen(function*() {
-          const drained = node.drain(settings.shutdownTimeout)
-          yield* Effect.forkScoped(Effect.andThen(lifecycle.draining, drained))
-          // Also when the service stops without a drain (a layer after this one failed to start).
-          yield* Effect.addFinalizer(() => drained)
+  Effect.flatMap(platformNode, ({ NodeHttpServer }) =>
+    ServiceConfig.ServiceConfig.use((settings) =>
+      Effect.sync(() => {
+        const node = NodeServer.make({
+          requestTimeoutMillis: settings.limits.requestTimeoutMillis,
+          headersTimeoutMillis: settings.limits.headersTimeoutMillis
         })
-      ))
-      return drain.pipe(Layer.provide(serve))
-    })
-  )
+        const serve = HttpRouter.serve(Routes.layer, { disableLogger: true }).pipe(
+          // Every request's body is bounded here once, rather than per read.
+          Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.limits.maxBodyBytes))),
+          Layer.provide(
+            NodeHttpServer.layer(() => node.server, {
+              host: settings.host,
+              port: settings.port,
+              gracefulShutdownTimeout: settings.shutdownTimeout
+            })
+          )
+        )
+        // Built after the server, so released before it: the server's own release then finds it closed.
+        const drain = Layer.effectDiscard(Lifecycle.Lifecycle.use((lifecycle) =>
+          Effect.gen(function*() {
+            const drained = node.drain(settings.shutdownTimeout)
+            yield* Effect.forkScoped(Effect.andThen(lifecycle.draining, drained))
+            // Also when the service stops without a drain (a layer after this one failed to start).
+            yield* Effect.addFinalizer(() => drained)
+          })
+        ))
+        return drain.pipe(Layer.provide(serve))
+      })
+    ))
 )
 
 /**
@@ -142,10 +155,18 @@ export const layerWith = <E, R>(
   | ServiceConfig.InvalidConfig
   | ServiceStore.RedisUnavailable
   | HttpServerError.ServeError
-  | RlsServer.RlsServerError,
+  | RlsServer.RlsServerError
+  | MissingPackage,
   R
 > => {
-  const core = Layer.mergeAll(Tollgate.Tollgate.layer, Lifecycle.Lifecycle.layer).pipe(Layer.provideMerge(config))
+  // The gRPC packages are checked with the configuration, so that a service that cannot serve the
+  // rate limit service stops before it listens on anything.
+  const packages = Layer.effectDiscard(
+    ServiceConfig.ServiceConfig.use((settings) => Option.isSome(settings.rls) ? RlsServer.checkPackages : Effect.void)
+  )
+  const core = Layer.mergeAll(Tollgate.Tollgate.layer, Lifecycle.Lifecycle.layer, packages).pipe(
+    Layer.provideMerge(config)
+  )
   const gateways = Layer.unwrap(
     ServiceConfig.ServiceConfig.use((settings) =>
       Effect.succeed(Option.match(settings.rls, {
@@ -291,6 +312,13 @@ export const layer: Layer.Layer<
   | ServiceStore.RedisUnavailable
   | HttpServerError.ServeError
   | RlsServer.RlsServerError
-> = layerWith(ServiceConfig.ServiceConfig.layer.pipe(Layer.provide(NodeFileSystem.layer)), {
-  reload: ServiceConfig.load.pipe(Effect.provide(NodeFileSystem.layer))
-})
+  | MissingPackage
+> = Layer.unwrap(
+  Effect.map(
+    platformNode,
+    ({ NodeFileSystem }) =>
+      layerWith(ServiceConfig.ServiceConfig.layer.pipe(Layer.provide(NodeFileSystem.layer)), {
+        reload: ServiceConfig.load.pipe(Effect.provide(NodeFileSystem.layer))
+      })
+  )
+)

@@ -1068,6 +1068,15 @@ export class ServiceConfig extends Context.Service<ServiceConfig, Settings>()("t
   /**
    * The configuration read from the environment and the file.
    *
+   * @example
+   * ```ts
+   * import { NodeFileSystem } from "@effect/platform-node"
+   * import { Layer } from "effect"
+   * import { ServiceConfig } from "tollgate/server"
+   *
+   * const config = ServiceConfig.ServiceConfig.layer.pipe(Layer.provide(NodeFileSystem.layer))
+   * ```
+   *
    * @since 0.1.0
    */
   static readonly layer: Layer.Layer<ServiceConfig, InvalidConfig, FileSystem.FileSystem> = Layer.effect(
@@ -1077,6 +1086,13 @@ export class ServiceConfig extends Context.Service<ServiceConfig, Settings>()("t
 
   /**
    * A configuration given as values (tests, embedding).
+   *
+   * @example
+   * ```ts
+   * import { ServiceConfig } from "tollgate/server"
+   *
+   * const config = ServiceConfig.ServiceConfig.layerFrom({ env: { PORT: "0", TOLLGATE_DEFAULT_POLICY: "default" } })
+   * ```
    *
    * @since 0.1.0
    */

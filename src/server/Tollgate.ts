@@ -349,59 +349,253 @@ export interface ReloadSummary {
  * @since 0.1.0
  */
 export class Tollgate extends Context.Service<Tollgate, {
+  /**
+   * Decides a request (`RateLimiter.consume` on the key's policy: the request's `policy`, else its key's rule, else the default), with the figures.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const allowed = Tollgate.Tollgate.use((t) => t.consume({ key: "user:42", cost: 1 })).pipe(Effect.map((r) => r.allowed))
+   * ```
+   */
   readonly consume: (request: Request) => Effect.Effect<Result, CallError>
+  /**
+   * Takes the request's cost if the key has it (`RateLimiter.acquire`): allowed or not, with the policy that decided.
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const result = Tollgate.Tollgate.use((t) => t.acquire({ key: "user:42", policy: "free" }))
+   * ```
+   */
   readonly acquire: (request: Request) => Effect.Effect<AcquireResult, CallError>
+  /**
+   * What `consume` would decide now, taking nothing (`RateLimiter.peek`).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const now = Tollgate.Tollgate.use((t) => t.peek({ key: "user:42" }))
+   * ```
+   */
   readonly peek: (request: Request) => Effect.Effect<Result, CallError>
+  /**
+   * Waits the key's turn, at most `maxWaitMillis`, in order of `priority` and by `tenant` share (`RateLimiter.wait`).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const turn = Tollgate.Tollgate.use((t) => t.wait({ key: "user:42", maxWaitMillis: 2000, priority: 1 }))
+   * ```
+   */
   readonly wait: (
     request: Request & WaitOrder & { readonly maxWaitMillis: number }
   ) => Effect.Effect<WaitResult, CallError>
-  /** Takes from every key or from none (each key's policy by the rules). */
+  /**
+   * Takes from every key or from none (each key's policy by the rules).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const both = Tollgate.Tollgate.use((t) => t.consumeAll({ keys: ["user:42", "org:7"], cost: 1 }))
+   * ```
+   */
   readonly consumeAll: (request: AllRequest) => Effect.Effect<AllResult, CallError>
-  /** Tells a key with an adaptive policy how its upstream coped. */
+  /**
+   * Tells a key with an adaptive policy how its upstream coped.
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const slower = Tollgate.Tollgate.use((t) => t.feedback({ key: "upstream", signal: "throttled", retryAfter: 30 }))
+   * ```
+   */
   readonly feedback: (request: FeedbackRequest) => Effect.Effect<{ readonly policy: string }, CallError>
+  /**
+   * Forgets the key's usage (`RateLimiter.reset`); the admin API's reset.
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const forgotten = Tollgate.Tollgate.use((t) => t.reset({ key: "user:42" }))
+   * ```
+   */
   readonly reset: (request: Request) => Effect.Effect<{ readonly policy: string }, CallError>
-  /** rate-limiter-flexible's `penalty`: takes `cost` whatever the limit (`RateLimiter.force`). */
+  /**
+   * rate-limiter-flexible's `penalty`: takes `cost` whatever the limit (`RateLimiter.force`).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const failedLogin = Tollgate.Tollgate.use((t) => t.penalty({ key: "login:alice", cost: 2 }))
+   * ```
+   */
   readonly penalty: (request: Request) => Effect.Effect<Result, CallError>
-  /** rate-limiter-flexible's `reward`: gives `cost` units back, capped (`RateLimiter.reward`). */
+  /**
+   * rate-limiter-flexible's `reward`: gives `cost` units back, capped (`RateLimiter.reward`).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const goodLogin = Tollgate.Tollgate.use((t) => t.reward({ key: "login:alice", cost: 1 }))
+   * ```
+   */
   readonly reward: (request: Request) => Effect.Effect<Result, CallError>
-  /** Takes what there is, at most `cost` (`RateLimiter.consumeUpTo`): the result says `taken`. */
+  /**
+   * Takes what there is, at most `cost` (`RateLimiter.consumeUpTo`): the result says `taken`.
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const asMuchAsThereIs = Tollgate.Tollgate.use((t) => t.take({ key: "user:42", cost: 10 }))
+   * ```
+   */
   readonly take: (request: Request) => Effect.Effect<Result, CallError>
-  /** How the key stands, or `null` for a key with no state (`RateLimiter.get`). */
+  /**
+   * How the key stands, or `null` for a key with no state (`RateLimiter.get`).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const state = Tollgate.Tollgate.use((t) => t.get({ key: "user:42" }))
+   * ```
+   */
   readonly get: (
     request: Request
   ) => Effect.Effect<Result | { readonly found: false; readonly policy: string }, CallError>
-  /** The key as if `cost` units had been used from full (`RateLimiter.set`). */
+  /**
+   * The key as if `cost` units had been used from full (`RateLimiter.set`).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const restored = Tollgate.Tollgate.use((t) => t.set({ key: "user:42", cost: 4 }))
+   * ```
+   */
   readonly set: (request: Request) => Effect.Effect<Result, CallError>
-  /** Forgets the key; says whether it had state (`RateLimiter.delete`). */
+  /**
+   * Forgets the key; says whether it had state (`RateLimiter.delete`).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const deleted = Tollgate.Tollgate.use((t) => t.delete({ key: "user:42" }))
+   * ```
+   */
   readonly delete: (
     request: Request
   ) => Effect.Effect<{ readonly deleted: boolean; readonly policy: string }, CallError>
-  /** Refuses every request for the key for `durationMillis` (`RateLimiter.block`; `null`: until reset). */
+  /**
+   * Refuses every request for the key for `durationMillis` (`RateLimiter.block`; `null`: until reset).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const banned = Tollgate.Tollgate.use((t) => t.block({ key: "ip:203.0.113.7", durationMillis: 900_000 }))
+   * ```
+   */
   readonly block: (request: Request & { readonly durationMillis: number | null }) => Effect.Effect<Result, CallError>
-  /** The key full, a block ended (`RateLimiter.fill`). */
+  /**
+   * The key full, a block ended (`RateLimiter.fill`).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const full = Tollgate.Tollgate.use((t) => t.fill({ key: "user:42" }))
+   * ```
+   */
   readonly fill: (request: Request) => Effect.Effect<Result, CallError>
   /**
    * Forward authentication: decides for a gateway's sub-request by the
    * forward-auth rules (`prefix` is the route's path, before the original
    * path that Envoy appends).
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { HttpServerRequest } from "effect/http"
+   * import { Tollgate } from "tollgate/server"
+   *
+   * // in a route: decide for the gateway's sub-request
+   * const decision = Effect.gen(function*() {
+   *   const request = yield* HttpServerRequest.HttpServerRequest
+   *   return yield* Tollgate.Tollgate.use((t) => t.check(request, "/v1/check"))
+   * })
+   * ```
    */
   readonly check: (
     request: HttpServerRequest.HttpServerRequest,
     prefix: string
   ) => Effect.Effect<CheckResult, RateLimiter.CallError>
-  /** Whether the limiter answers (false once it has shut down). */
+  /**
+   * Whether the limiter answers (false once it has shut down).
+   *
+   * @example
+   * ```ts
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const ready = Tollgate.Tollgate.use((t) => t.ready)
+   * ```
+   */
   readonly ready: Effect.Effect<boolean>
-  /** The settings in force (policies, rules, forward-auth rules change on reload). */
+  /**
+   * The settings in force (policies, rules, forward-auth rules change on reload).
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Tollgate } from "tollgate/server"
+   *
+   * const policies = Tollgate.Tollgate.use((t) => Effect.sync(() => [...t.settings().policies.keys()]))
+   * ```
+   */
   readonly settings: () => ServiceConfig.Settings
   /**
    * Puts new policies, rules and forward-auth rules in force. Policies whose
    * validated options did not change keep their keys' state.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { ServiceConfig, Tollgate } from "tollgate/server"
+   *
+   * const reload = Effect.gen(function*() {
+   *   const next = yield* ServiceConfig.load
+   *   return yield* Tollgate.Tollgate.use((t) => t.reload(next))
+   * })
+   * ```
    */
   readonly reload: (settings: ServiceConfig.Settings) => Effect.Effect<ReloadSummary>
 }>()("tollgate/server/Tollgate") {
   /**
    * Starts the limiter in the current scope, on the `Store.CurrentStore` of
    * the context (none: in-process).
+   *
+   * @example
+   * ```ts
+   * import { Effect, Layer } from "effect"
+   * import { ServiceConfig, Tollgate } from "tollgate/server"
+   *
+   * const core = Layer.effect(Tollgate.Tollgate, Tollgate.Tollgate.make).pipe(
+   *   Layer.provide(ServiceConfig.ServiceConfig.layerFrom({ env: {} }))
+   * )
+   * ```
    *
    * @since 0.1.0
    */
@@ -631,6 +825,14 @@ export class Tollgate extends Context.Service<Tollgate, {
     })
   /**
    * The service core as a layer, on the configured store (`ServiceStore.layer`).
+   *
+   * @example
+   * ```ts
+   * import { Layer } from "effect"
+   * import { ServiceConfig, Tollgate } from "tollgate/server"
+   *
+   * const core = Tollgate.Tollgate.layer.pipe(Layer.provide(ServiceConfig.ServiceConfig.layerFrom({ env: {} })))
+   * ```
    *
    * @since 0.1.0
    */

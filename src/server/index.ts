@@ -2,8 +2,11 @@
  * tollgate as a stand-alone HTTP rate-limit service, as a library: the
  * service that `npx tollgate` (and `npm start` in a clone) runs, to launch
  * from your own program, to configure in code, or to mount its routes in
- * your own effect/http server. Needs the optional peer dependencies
- * `@effect/platform-node` and `redis`.
+ * your own effect/http server. The module loads with `effect` alone; the
+ * service's layers (`Server`) need `@effect/platform-node` (and `redis`, its
+ * peer), and its Envoy rate limit service `@grpc/grpc-js`,
+ * `@grpc/proto-loader` and `yaml`: optional peer dependencies, whose
+ * absence fails those layers with a `MissingPackage` that names them.
  *
  * @since 0.1.0
  */

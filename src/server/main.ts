@@ -5,13 +5,27 @@
  *
  * Exit codes: 0 after a SIGTERM/SIGINT shutdown (every accepted request
  * answered), 1 when the service cannot start (bad configuration, port in
- * use, Redis unreachable) or fails.
+ * use, Redis unreachable, a package it needs not installed) or fails, with
+ * one line on stderr saying why.
  *
  * @since 0.1.0
  */
-import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Console, Effect, Exit, Layer, Predicate } from "effect"
+import { Cause, Console, Effect, Exit, Layer, Predicate, Result } from "effect"
+import { MissingPackage } from "../Errors.ts"
+import { notInstalled } from "../internal/OptionalPackage.ts"
 import * as Server from "./Server.ts"
+
+// `@effect/platform-node` is an optional peer dependency of the package: without it the service
+// cannot run, and says so in one line (not a stack trace of the module loader).
+const platform = await import("@effect/platform-node").then(Result.succeed, Result.fail)
+if (Result.isFailure(platform)) {
+  if (!notInstalled(platform.failure, "@effect/platform-node")) throw platform.failure
+  console.error(
+    `tollgate: ${new MissingPackage({ feature: "the service", packages: ["@effect/platform-node"] }).message}`
+  )
+  process.exit(1)
+}
+const { NodeRuntime } = platform.success
 
 // Why listen(2) failed, in words, by Node's error code.
 const listenReasons: Record<string, string> = {

@@ -4,7 +4,10 @@
 // the app loads can come from the repository's node_modules. Then what a user
 // would try: plain JavaScript on Node 20 and 24, a strict TypeScript consumer
 // under TypeScript 5.x and the project's own TypeScript, every entry point,
-// `npx tollgate`, and publint and attw on the tarball.
+// `npx tollgate`, and publint and attw on the tarball. What the install adds
+// is counted (tollgate and nothing else), and every entry point is run first
+// without the optional packages (one line naming what is missing), then with
+// them.
 //
 // Versions are pinned so that a fresh machine gets the same run: effect,
 // @effect/platform-node and @types/node at the repository's own versions,
@@ -146,6 +149,117 @@ const serve = async (command: string, args: ReadonlyArray<string>) => {
   return { child, url, closed, kill, output: () => output }
 }
 
+// The optional peer dependencies: a user adds them for the parts that need them.
+const OPTIONAL_PEERS = Object.keys(manifest.peerDependenciesMeta ?? {})
+
+/**
+ * The packages in an app's node_modules (npm's `.package-lock.json`) that are
+ * neither `peer` nor one of its dependencies, direct or not: what installing
+ * tollgate beside `peer` added.
+ */
+const addedBesides = (dir: string, peer: string): ReadonlyArray<string> => {
+  const lock = JSON.parse(readFileSync(join(dir, "node_modules", ".package-lock.json"), "utf8")) as {
+    packages: Record<string, { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> }>
+  }
+  // npm's resolution: a dependency of the package at `from` is in its own node_modules, or in a parent's.
+  const resolve = (from: string, name: string): string | undefined => {
+    for (let base = from;; base = base.slice(0, Math.max(0, base.lastIndexOf("/node_modules/")))) {
+      const path = `${base === "" ? "" : `${base}/`}node_modules/${name}`
+      if (path in lock.packages) return path
+      if (base === "") return undefined
+    }
+  }
+  const reached = new Set<string>()
+  const visit = (path: string | undefined) => {
+    if (path === undefined || reached.has(path)) return
+    reached.add(path)
+    const entry = lock.packages[path]!
+    for (const name of Object.keys({ ...entry.dependencies, ...entry.optionalDependencies })) {
+      visit(resolve(path, name))
+    }
+  }
+  visit(resolve("", peer))
+  return Object.keys(lock.packages).filter((path) => path !== "" && !reached.has(path)).sort()
+}
+
+// Every entry point, then each part that needs an optional package, run without any of them:
+// the entry points load, and each part fails with its one line (Effect's own rendering of the
+// failure, or the parser's issue).
+const WITHOUT_OPTIONAL = `import { Cause, Effect, Exit, Layer } from "effect"
+for (const entry of ["tollgate", "tollgate/http", "tollgate/persistence", "tollgate/redis", "tollgate/envoy", "tollgate/server"]) {
+  await import(entry)
+}
+const { Server } = await import("tollgate/server")
+const { RedisStore } = await import("tollgate/redis")
+const { RlsConfig, RlsServer } = await import("tollgate/envoy")
+const failure = async (layer) => {
+  const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(layer)))
+  return Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "built"
+}
+console.log(JSON.stringify([
+  await failure(Server.layer),
+  await failure(RedisStore.layer({ url: "redis://127.0.0.1:1", client: { name: "app" } })),
+  await failure(RlsServer.layer({ host: "127.0.0.1", port: 0 })),
+  RlsServer.loadDefinition().stack,
+  RlsConfig.parseYaml("domain: edge\\n", "edge.yaml").failure.reason
+]))
+`
+
+const WITHOUT_OPTIONAL_LINES = [
+  "MissingPackage: the HTTP service needs @effect/platform-node, which is not installed: " +
+  "npm install @effect/platform-node",
+  "MissingPackage: the Redis store on node-redis (RedisStore.layer's client options) needs @effect/platform-node, " +
+  "which is not installed: npm install @effect/platform-node",
+  "MissingPackage: the Envoy rate limit service (gRPC) needs @grpc/grpc-js, which is not installed: " +
+  "npm install @grpc/grpc-js",
+  "MissingPackage: the rate limit service's definition (RlsServer.loadDefinition) needs @grpc/grpc-js and " +
+  "@grpc/proto-loader, which are not installed: npm install @grpc/grpc-js @grpc/proto-loader",
+  "reading envoyproxy/ratelimit's YAML needs yaml, which is not installed: npm install yaml"
+]
+
+// tollgate/redis on its own connection: nothing but effect (REDIS_URL: a Redis to use).
+const REDIS_OWN = `import { Effect, Layer } from "effect"
+import { Policy, RateLimiter } from "tollgate"
+import { RedisStore } from "tollgate/redis"
+const prefix = \`tollgate-package-test:\${process.pid}:\${Date.now()}:\`
+const program = Effect.gen(function*() {
+  const limiter = yield* RateLimiter
+  const decisions = []
+  for (let i = 0; i < 4; i++) decisions.push(yield* limiter.acquire("user:42"))
+  return decisions.join(" ")
+})
+const limiter = RateLimiter.layer({ policy: Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 hour" } }) })
+console.log(await Effect.runPromise(program.pipe(
+  Effect.provide(limiter.pipe(Layer.provide(RedisStore.layer({ url: process.env.REDIS_URL, prefix }))))
+)))
+`
+
+// tollgate/envoy's gRPC server and YAML, with their packages installed: two calls on a limit of one.
+const ENVOY = `import * as grpc from "@grpc/grpc-js"
+import { Effect } from "effect"
+import { RlsConfig, RlsServer, RlsService } from "tollgate/envoy"
+const yaml = "domain: edge\\ndescriptors:\\n  - key: remote_address\\n    rate_limit: { unit: minute, requests_per_unit: 1 }\\n"
+const config = RlsConfig.compile([{ file: "edge.yaml", document: RlsConfig.parseYaml(yaml, "edge.yaml").success }])
+const program = Effect.gen(function*() {
+  const port = yield* RlsServer.make({ host: "127.0.0.1", port: 0 })
+  const Client = grpc.makeGenericClientConstructor(RlsServer.loadDefinition(), "RateLimitService")
+  const client = new Client(\`127.0.0.1:\${port}\`, grpc.credentials.createInsecure())
+  const request = { domain: "edge", descriptors: [{ entries: [{ key: "remote_address", value: "203.0.113.7" }] }] }
+  const call = Effect.promise(() =>
+    new Promise((resolve, reject) =>
+      client.ShouldRateLimit(request, (error, response) => error ? reject(error) : resolve(response.overall_code))
+    )
+  )
+  const codes = [yield* call, yield* call]
+  client.close()
+  return codes.join(" ")
+})
+console.log(await Effect.runPromise(program.pipe(
+  Effect.provideServiceEffect(RlsService.RlsService, RlsService.RlsService.make({ config: config.success })),
+  Effect.scoped
+)))
+`
+
 let work = ""
 let app = ""
 let tarball = ""
@@ -193,8 +307,10 @@ afterAll(() => {
       child.kill("SIGKILL")
     }
   }
+  // The app's node_modules (effect, TypeScript, gRPC, ...): tens of thousands of files, which a busy
+  // machine takes more than the default 10 s hook timeout to delete.
   if (work !== "") rmSync(work, { recursive: true, force: true })
-})
+}, 120_000)
 
 describe("the package, packed and installed into a fresh app", () => {
   it("the tarball holds the build, the sources (no demo), README, CHANGELOG and LICENSE; no tests, bench or CI", () => {
@@ -238,9 +354,12 @@ describe("the package, packed and installed into a fresh app", () => {
       for (const event of ["preinstall", "install", "postinstall"]) {
         assert.isUndefined(ownManifest.scripts?.[event], `a ${event} script ships`)
       }
-      // The optional peers are not installed, so the root entry can load neither.
-      assert.isFalse(existsSync(join(app, "node_modules", "@effect", "platform-node")))
-      assert.isFalse(existsSync(join(app, "node_modules", "redis")))
+      // The install adds tollgate and nothing else: every package in the app is tollgate or
+      // effect or one of effect's own dependencies (the peer the user asked for).
+      const added = addedBesides(app, "effect")
+      assert.deepStrictEqual(added, ["node_modules/tollgate"], `the install added ${added.join(", ")}`)
+      // The optional peers are not installed, so nothing can load them.
+      for (const name of OPTIONAL_PEERS) assert.isFalse(existsSync(join(app, "node_modules", name)), name)
       assert.isFalse(existsSync(join(app, "node_modules", "tollgate", "node_modules")))
     },
     300_000
@@ -269,6 +388,42 @@ describe("the package, packed and installed into a fresh app", () => {
     300_000
   )
 
+  it(
+    "without the optional packages, every entry point loads on Node 20 and 24, and each part that needs one fails with one line naming it and its install command",
+    async () => {
+      const nodes = new Set([await nodeBinary(NODE_20!), process.execPath])
+      for (const node of nodes) {
+        const result = await must(node, ["--input-type=module", "-e", WITHOUT_OPTIONAL], { cwd: app })
+        assert.deepStrictEqual(JSON.parse(result.stdout), WITHOUT_OPTIONAL_LINES, `on ${node}`)
+      }
+    },
+    120_000
+  )
+
+  it("npx tollgate without @effect/platform-node exits 1 with one line naming it and its install command", async () => {
+    const result = await run("npx", ["--no-install", "tollgate"], { cwd: app })
+    assert.strictEqual(result.code, 1, result.output)
+    assert.strictEqual(
+      result.output,
+      "tollgate: the service needs @effect/platform-node, which is not installed: npm install @effect/platform-node\n"
+    )
+  }, 120_000)
+
+  it.skipIf(process.env.REDIS_URL === undefined)(
+    "tollgate/redis on its own connection needs nothing but effect, on Node 20 and 24 (REDIS_URL)",
+    async () => {
+      const nodes = new Set([await nodeBinary(NODE_20!), process.execPath])
+      for (const node of nodes) {
+        const result = await must(node, ["--input-type=module", "-e", REDIS_OWN], {
+          cwd: app,
+          env: { REDIS_URL: process.env.REDIS_URL! }
+        })
+        assert.strictEqual(result.stdout, "true true true false\n", `on ${node}`)
+      }
+    },
+    120_000
+  )
+
   it("publint and attw (profile esm-only: the package is ES modules only) report the tarball clean", async () => {
     const bin = (name: string) => join(root, "node_modules", ".bin", name)
     const publint = await must(bin("publint"), ["run", "--strict", tarball], { cwd: work })
@@ -277,7 +432,7 @@ describe("the package, packed and installed into a fresh app", () => {
     assert.notMatch(attw.output, /\n(node16 \(from ESM\)|bundler): (?!🟢)/u, attw.output)
   }, 300_000)
 
-  describe("with @effect/platform-node (and redis, its peer) installed", () => {
+  describe("with the service's packages installed (@effect/platform-node and redis, gRPC, yaml)", () => {
     beforeAll(async () => {
       await install([
         `@effect/platform-node@${devVersion("@effect/platform-node")}`,
@@ -285,6 +440,52 @@ describe("the package, packed and installed into a fresh app", () => {
         `typescript@${TYPESCRIPT_5}`
       ], app)
     }, 300_000)
+
+    it(
+      "npx tollgate with Envoy's rate limit service configured, without its packages, exits 1 with one line",
+      async () => {
+        writeFileSync(join(app, "edge.yaml"), "domain: edge\n")
+        const grpc = await run("npx", ["--no-install", "tollgate"], {
+          cwd: app,
+          env: { PORT: "0", TOLLGATE_RLS_PORT: "0" }
+        })
+        assert.strictEqual(grpc.code, 1, grpc.output)
+        assert.strictEqual(
+          grpc.output,
+          "tollgate: the Envoy rate limit service (gRPC) needs @grpc/grpc-js, which is not installed: " +
+            "npm install @grpc/grpc-js\n"
+        )
+        const yaml = await run("npx", ["--no-install", "tollgate"], {
+          cwd: app,
+          env: { PORT: "0", TOLLGATE_RLS_PORT: "0", TOLLGATE_RLS_CONFIG: "edge.yaml" }
+        })
+        assert.strictEqual(yaml.code, 1, yaml.output)
+        assert.strictEqual(
+          yaml.output,
+          "tollgate: invalid configuration: edge.yaml: reading envoyproxy/ratelimit's YAML needs yaml, which is not " +
+            "installed: npm install yaml\n"
+        )
+      },
+      120_000
+    )
+
+    it(
+      "tollgate/envoy: with its packages added, the gRPC rate limit service on its YAML answers OK, then OVER_LIMIT, on Node 20 and 24",
+      async () => {
+        await install([
+          `@grpc/grpc-js@${devVersion("@grpc/grpc-js")}`,
+          `@grpc/proto-loader@${devVersion("@grpc/proto-loader")}`,
+          `yaml@${devVersion("yaml")}`
+        ], app)
+        const nodes = new Set([await nodeBinary(NODE_20!), process.execPath])
+        for (const node of nodes) {
+          const result = await must(node, ["--input-type=module", "-e", ENVOY], { cwd: app })
+          // the server's log line (Effect's logger), then the answers
+          assert.match(result.stdout, /gRPC\) listening on 127\.0\.0\.1:\d+\nOK OVER_LIMIT\n$/, `on ${node}`)
+        }
+      },
+      120_000
+    )
 
     it(
       "tollgate/http, tollgate/redis, tollgate/server, tollgate/envoy and tollgate/persistence import (Node 24)",

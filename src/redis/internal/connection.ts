@@ -15,9 +15,10 @@
  *
  * @since 0.2.0
  */
-import { NodeRedis } from "@effect/platform-node"
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope } from "effect"
+import type { NodeRedis } from "@effect/platform-node"
+import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Result, Scope } from "effect"
 import { Redis } from "effect/persistence"
+import * as OptionalPackage from "../../internal/OptionalPackage.ts"
 import type * as Scripts from "./scripts.ts"
 import * as Wire from "./wire.ts"
 
@@ -306,6 +307,12 @@ export const viaNodeRedis = Effect.fnUntraced(function*(
   connectTimeout: Duration.Duration,
   closeTimeout: Duration.Duration
 ) {
+  // `@effect/platform-node` (and node-redis, its peer) are optional peers: loaded here, where they are used.
+  const { NodeRedis } = yield* OptionalPackage.load(
+    "the Redis store on node-redis (RedisStore.layer's client options)",
+    "@effect/platform-node",
+    () => import("@effect/platform-node").then(Result.succeed, Result.fail)
+  )
   const connected = { value: false }
   const { url, ...client } = options
   const socket = client.socket
