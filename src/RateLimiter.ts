@@ -110,9 +110,10 @@ export interface Options {
  *
  * @example
  * ```ts
- * import type { RateLimiter, Store } from "tollgate"
+ * import type { RateLimiter } from "tollgate"
  *
- * type Shared = RateLimiter.Needs<{ policy: never; shared: true }> // Store.CurrentStore
+ * // a limiter that must share needs the store (Store.CurrentStore) to be built
+ * type Shared = RateLimiter.Needs<RateLimiter.Options & { readonly shared: true }>
  * ```
  *
  * @since 0.3.0
@@ -1338,6 +1339,7 @@ const validateOptions = (options: Options): Effect.Effect<{
   })
 
 type Options_ = Options
+type Needs_<O extends Options> = Needs<O>
 type AcquireOptions_ = AcquireOptions
 type WaitOptions_ = WaitOptions
 type CallError_ = CallError
@@ -1380,6 +1382,20 @@ export declare namespace RateLimiter {
    * @since 0.1.0
    */
   export type Options = Options_
+  /**
+   * What building a limiter with options `O` needs (see {@link Needs}).
+   *
+   * @example
+   * ```ts
+   * import type { RateLimiter } from "tollgate"
+   *
+   * type Shared = RateLimiter.Needs<RateLimiter.Options & { readonly shared: true }>
+   * ```
+   *
+   * @category models
+   * @since 0.3.0
+   */
+  export type Needs<O extends Options_> = Needs_<O>
   /**
    * Options of `acquire` and `consume` (see {@link AcquireOptions}).
    *

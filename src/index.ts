@@ -18,7 +18,8 @@ import {
   LimiterShutdown,
   MissingPackage,
   Overloaded,
-  RateLimitExceeded
+  RateLimitExceeded,
+  StoreUnavailable
 } from "./Errors.ts"
 import * as MemoryStore from "./MemoryStore.ts"
 import * as Metrics from "./Metrics.ts"
@@ -219,5 +220,20 @@ export {
    * @category modules
    * @since 0.1.0
    */
-  Store
+  Store,
+  /**
+   * A shared store could not answer; the error reaches callers only with
+   * `fallback: { mode: "error" }`.
+   *
+   * @example
+   * ```ts
+   * import { StoreUnavailable } from "tollgate"
+   *
+   * const error = new StoreUnavailable({ store: "redis", reason: "timed out after 250 ms" })
+   * ```
+   *
+   * @category errors
+   * @since 0.3.0
+   */
+  StoreUnavailable
 }
