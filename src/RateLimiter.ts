@@ -20,6 +20,7 @@ import * as AllOrNothing from "./internal/coordinator/AllOrNothing.ts"
 import type { Limit } from "./internal/Limit.ts"
 import * as Rules from "./internal/Rules.ts"
 import * as Supervisor from "./internal/supervisor/Supervisor.ts"
+import * as Trace from "./internal/Trace.ts"
 import * as Policy from "./Policy.ts"
 import { CurrentStore, type StoreUnavailable } from "./Store.ts"
 
@@ -79,6 +80,14 @@ export interface Options {
    * store if one is provided and keeps each key in its bucket otherwise.
    */
   readonly shared?: boolean | undefined
+  /**
+   * With a tracer installed, each call is a span (`RateLimiter.acquire`,
+   * `.consume`, `.wait`, ...) with the limiter's name, the key's policy, the
+   * cost and the decision; the key itself only with `traceKeys: true` (keys
+   * are often personal data). Default false. Without a tracer, no span is
+   * made.
+   */
+  readonly traceKeys?: boolean | undefined
   /**
    * What a waiter at the head of a line does when it does not fit yet.
    * `"block"` (the default): everyone behind it waits (strict order).
@@ -835,6 +844,31 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       const { maxKeyLength } = settings
       const maxKeys = 64
       const rated = new RatedPolicies()
+      const { name } = settings.supervisor
+      const traceKeys = options.traceKeys === true
+
+      // A span per call, only when a tracer is installed to see it.
+      const traced = <A, E>(
+        operation: string,
+        key: string | ReadonlyArray<string>,
+        cost: number,
+        effect: Effect.Effect<A, E>
+      ): Effect.Effect<A, E> =>
+        Trace.enabled()
+          ? Trace.span(`RateLimiter.${operation}`, () => {
+            const attributes: Record<string, unknown> = {
+              "tollgate.limiter": name,
+              "tollgate.cost": cost,
+              "tollgate.policy": Predicate.isString(key) ? policyName(key) : "several keys"
+            }
+            if (traceKeys) attributes["tollgate.key"] = Predicate.isString(key) ? key : key.join(" ")
+            return attributes
+          }, effect)
+          : effect
+      const policyName = (key: string): string => {
+        const policy = supervisor.policyOf(key)
+        return policy instanceof InvalidPolicy ? "invalid" : policy.rule.name
+      }
 
       const checkKey = (key: string): InvalidRequest | undefined => {
         if (!Predicate.isString(key)) {
@@ -888,15 +922,17 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
+          const cost = options?.cost ?? 1
           if (options?.duration === undefined || kind === Request.Kind.Peek) {
-            return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, 0)
+            return traced(operations[kind], key, cost, supervisor.submitUnsafe(key, kind, cost, 0))
           }
           const window = parseWindow(options.duration)
           if (window instanceof InvalidRequest) return Effect.fail(window)
-          return supervisor.submitUnsafe(key, kind, options.cost ?? 1, 0, { window })
+          return traced(operations[kind], key, cost, supervisor.submitUnsafe(key, kind, cost, 0, { window }))
         })
 
       const decideAll = <A>(
+        operation: string,
         keys: ReadonlyArray<string>,
         options: AcquireOptions | undefined,
         f: (keys: ReadonlyArray<string>, cost: number) => Effect.Effect<A, CallError>
@@ -904,7 +940,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         Effect.suspend(() => {
           const invalid = checkKeys(keys) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
-          return f(keys, options?.cost ?? 1)
+          return traced(operation, keys, options?.cost ?? 1, f(keys, options?.cost ?? 1))
         })
 
       // A waiter's maxWait and order, checked.
@@ -938,13 +974,19 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           units("amount", amount, 1, 1)
         )
 
-      const waitFor = <K extends Request.WaitKind>(kind: K, key: string, options: WaitOptions | undefined) =>
+      const waitFor = <K extends Request.WaitKind>(
+        kind: K,
+        key: string,
+        options: WaitOptions | undefined,
+        operation = operations[kind]
+      ) =>
         Effect.suspend(() => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
           const args = waitArgs(options)
           if (args instanceof InvalidRequest) return Effect.fail(args)
-          return supervisor.submitUnsafe(key, kind, options?.cost ?? 1, args.maxWait, args.order)
+          const cost = options?.cost ?? 1
+          return traced(operation, key, cost, supervisor.submitUnsafe(key, kind, cost, args.maxWait, args.order))
         })
       const waitAll = (keys: ReadonlyArray<string>, options: WaitOptions | undefined) =>
         Effect.suspend(() => {
@@ -952,7 +994,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           if (invalid !== undefined) return Effect.fail(invalid)
           const args = waitArgs(options)
           if (args instanceof InvalidRequest) return Effect.fail(args)
-          return AllOrNothing.wait(supervisor, keys, options?.cost ?? 1, args.maxWait, args.order)
+          const cost = options?.cost ?? 1
+          return traced("wait", keys, cost, AllOrNothing.wait(supervisor, keys, cost, args.maxWait, args.order))
         })
       const wait = (key: string | ReadonlyArray<string>, options: WaitOptions | undefined) =>
         Predicate.isString(key) ? waitFor(Request.Kind.Wait, key, options) : waitAll(key, options)
@@ -971,11 +1014,11 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         acquire: (key, options) =>
           Predicate.isString(key)
             ? decide(Request.Kind.Acquire, key, options)
-            : decideAll(key, options, (keys, cost) => AllOrNothing.acquire(supervisor, keys, cost)),
+            : decideAll("acquire", key, options, (keys, cost) => AllOrNothing.acquire(supervisor, keys, cost)),
         consume: (key, options) =>
           Predicate.isString(key)
             ? decide(Request.Kind.Consume, key, options)
-            : decideAll(key, options, (keys, cost) => AllOrNothing.consume(supervisor, keys, cost)),
+            : decideAll("consume", key, options, (keys, cost) => AllOrNothing.consume(supervisor, keys, cost)),
         peek: (key, options) => decide(Request.Kind.Peek, key, options),
         reset: (key) =>
           Effect.suspend(() => {
@@ -992,12 +1035,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           ),
         // One key only (a permit over several keys is not offered): waitFor
         // refuses an array, so withPermit never takes what it cannot give back.
-        limit: (key, options) => (effect) => Effect.andThen(waitFor(Request.Kind.Wait, key, options), effect),
+        limit: (key, options) => (effect) => Effect.andThen(waitFor(Request.Kind.Wait, key, options, "limit"), effect),
         release,
         withPermit: (key, options) => (effect) =>
           Effect.uninterruptibleMask((restore) =>
             Effect.andThen(
-              restore(waitFor(Request.Kind.Wait, key, options)),
+              restore(waitFor(Request.Kind.Wait, key, options, "withPermit")),
               Effect.ensuring(restore(effect), Effect.ignore(release(key, options?.cost ?? 1)))
             )
           ),
@@ -1116,6 +1159,31 @@ const units = (field: string, n: number | undefined, fallback: number, least: nu
 
 // A window a call opens, or a block's length: positive milliseconds, or
 // Infinity (for ever).
+// Each traced kind's span name (`RateLimiter.<name>`).
+const operations: { readonly [K in Request.DecideKind | Request.WaitKind]: string } = {
+  [Request.Kind.Acquire]: "acquire",
+  [Request.Kind.Consume]: "consume",
+  [Request.Kind.Peek]: "peek",
+  [Request.Kind.Wait]: "wait",
+  [Request.Kind.Reserve]: "reserve",
+  [Request.Kind.HoldWait]: "wait",
+  [Request.Kind.Reset]: "reset",
+  [Request.Kind.Release]: "release",
+  [Request.Kind.Reconfigure]: "reconfigure",
+  [Request.Kind.Force]: "force",
+  [Request.Kind.Add]: "add",
+  [Request.Kind.ForceAdd]: "add",
+  [Request.Kind.Fill]: "fill",
+  [Request.Kind.TakeUpTo]: "consumeUpTo",
+  [Request.Kind.Get]: "get",
+  [Request.Kind.Set]: "set",
+  [Request.Kind.Delete]: "delete",
+  [Request.Kind.Block]: "block",
+  [Request.Kind.Hold]: "hold",
+  [Request.Kind.Feedback]: "feedback",
+  [Request.Kind.Transact]: "transact"
+}
+
 // The policies `setRate` makes, shared by value: every key set to one rate
 // of one policy holds the same policy object (a policy with its bound rule
 // is about a kilobyte; one per key was a kilobyte per key for ever). A rate
@@ -1231,6 +1299,8 @@ const signalOf = (signal: Feedback, options: FeedbackOptions | undefined): Reque
 const Share = Rules.number("must be a number in (0, 1]", (n) => n > 0 && n <= 1)
 const LimiterOptions = Schema.Struct({
   fastPath: Rules.optional(Rules.Flag),
+  shared: Rules.optional(Rules.Flag),
+  traceKeys: Rules.optional(Rules.Flag),
   name: Rules.optional(Schema.NonEmptyString.annotate({ message: "must be a non-empty string" })),
   idleTimeout: Rules.optional(Rules.PositiveDuration),
   mailboxCapacity: Rules.optional(Rules.PositiveInteger),

@@ -17,6 +17,7 @@ import { Effect, type Layer, Predicate, Result, type Scope, type Types } from "e
 import { HttpEffect, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Decision } from "../Decision.ts"
 import { InvalidPolicy } from "../Errors.ts"
+import * as Trace from "../internal/Trace.ts"
 import * as Policy from "../Policy.ts"
 import { RateLimiter } from "../RateLimiter.ts"
 import * as ClientAddress from "./ClientAddress.ts"
@@ -240,7 +241,17 @@ export const make = (limiter: RateLimiter["Service"], options?: Options): Effect
     ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => {
       if (key === undefined) return httpEffect
       const units = Predicate.isFunction(cost) ? cost(request) : cost
-      return Effect.matchEffect(limiter.consume(key, { cost: units }), {
+      const consume = limiter.consume(key, { cost: units })
+      // the decision as a span of its own, with the request's method and route (when a tracer is installed)
+      const decided = Trace.enabled()
+        ? Trace.span("RateLimitMiddleware.decide", () => ({
+          "tollgate.middleware": name,
+          "tollgate.cost": units,
+          "http.request.method": request.method,
+          "url.path": request.url.split("?")[0]
+        }), consume)
+        : consume
+      return Effect.matchEffect(decided, {
         onFailure: (error) => limiterErrorResponse(error, keyField),
         onSuccess: (decision) => {
           const headers = RateLimitHeaders.make(quotaOf(decision), decision, { legacy })

@@ -1,6 +1,6 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber, Layer, Metric, Option, Queue, Result } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Metric, Option, Queue, Result, Tracer } from "effect"
 import {
   FetchHttpClient,
   HttpClient,
@@ -530,5 +530,40 @@ describe("RateLimitMiddleware: several keys per request", () => {
       const left = yield* limiter.peek("api:org:acme")
       assert.strictEqual(left.remaining, 0)
       assert.strictEqual((yield* limiter.peek("api:user:ben")).remaining, 1)
+    }).pipe(provideTest))
+})
+
+describe("RateLimitMiddleware: traces", () => {
+  it.effect("with a tracer installed, each decision is a span with the method, the path and the decision", () =>
+    Effect.gen(function*() {
+      const spans: Array<Tracer.Span> = []
+      const tracer = Tracer.make({
+        span: (options) => {
+          const span = Tracer.nativeTracer.span(options)
+          spans.push(span)
+          return span
+        }
+      })
+      yield* Effect.gen(function*() {
+        yield* serve(
+          HttpRouter.add("GET", "/", ok("home")).pipe(
+            Layer.provide(RateLimitMiddleware.layer({ name: "home", policy: bucket(1, 1, "1 minute") }))
+          )
+        )
+        assert.deepStrictEqual(yield* statuses("/?page=2", 2), [200, 429])
+      }).pipe(Effect.withTracer(tracer))
+      const decisions = spans.filter((s) => s.name === "RateLimitMiddleware.decide").map((s) =>
+        Object.fromEntries(s.attributes)
+      )
+      assert.strictEqual(decisions.length, 2)
+      assert.deepInclude(decisions[0], {
+        "tollgate.middleware": "home",
+        "http.request.method": "GET",
+        "url.path": "/",
+        "tollgate.allowed": true
+      })
+      assert.deepInclude(decisions[1], { "tollgate.allowed": false, "tollgate.retry_after_ms": 60_000 })
+      // the limiter's own span under it
+      assert.isTrue(spans.some((s) => s.name === "RateLimiter.consume"))
     }).pipe(provideTest))
 })

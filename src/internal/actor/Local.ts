@@ -35,6 +35,16 @@ import * as Monotone from "./Monotone.ts"
 import * as Operations from "./Operations.ts"
 import * as Request from "./Request.ts"
 
+// Deciding one request of the key now, on its state (`A`: its answer).
+type Decide<A> = (
+  limiter: Bucket.Limiter,
+  bucket: Bucket.Bucket,
+  kind: Request.Kind,
+  cost: number,
+  now: number,
+  payload: Request.Payload | undefined
+) => A
+
 // Where the key stands for a request decided now.
 const queueOf = (bucket: Bucket.Bucket): Operations.Queue => {
   const actor = bucket.actor
@@ -94,14 +104,7 @@ const acquireInPlace = (
  *
  * @since 0.3.0
  */
-const decide = (
-  limiter: Bucket.Limiter,
-  bucket: Bucket.Bucket,
-  kind: Request.Kind,
-  cost: number,
-  now: number,
-  payload: Request.Payload | undefined
-): Request.Answer => {
+const decide: Decide<Request.Answer> = (limiter, bucket, kind, cost, now, payload) => {
   switch (kind) {
     case Request.Kind.Reconfigure: {
       if (payload !== undefined && "policy" in payload) reconfigure(bucket, payload, now)
@@ -419,19 +422,10 @@ const serve = (
   return undefined
 }
 
-type Now = (
-  limiter: Bucket.Limiter,
-  bucket: Bucket.Bucket,
-  kind: Request.Kind,
-  cost: number,
-  now: number,
-  payload: Request.Payload | undefined
-) => Request.Answer | undefined
-
 // The caller's fiber, the key quiet: every kind is decided as the actor
 // would, a waiter admitted at once if it fits. A key deleted while quiet is
 // forgotten at once (nothing is queued for it, nobody waits): it has no state.
-const now: Now = (limiter, bucket, kind, cost, at, payload) => {
+const now: Decide<Request.Answer | undefined> = (limiter, bucket, kind, cost, at, payload) => {
   switch (kind) {
     case Request.Kind.Wait: {
       const delay = admitAtOnce(limiter, bucket, cost, at)

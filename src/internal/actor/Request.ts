@@ -13,8 +13,14 @@
  */
 import { Deferred, type Effect, type Option } from "effect"
 import type { Decision, Taken } from "../../Decision.ts"
-import type { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../../Errors.ts"
-import type { StoreUnavailable } from "../../Store.ts"
+import type {
+  BucketFailed,
+  InvalidRequest,
+  LimiterShutdown,
+  Overloaded,
+  RateLimitExceeded,
+  StoreUnavailable
+} from "../../Errors.ts"
 import type { Carry, Signal as AlgorithmSignal } from "../algorithm/Algorithm.ts"
 import type { Limit } from "../Limit.ts"
 

@@ -1,0 +1,76 @@
+/**
+ * Spans for tollgate's operations, only when a tracer is installed to see
+ * them: with Effect's native tracer (the default, which keeps spans nowhere)
+ * the effect is left as it is, so a call costs nothing more. A span has no
+ * stack trace (capturing one made a lone call measurably slower), and says
+ * how the call ended: the decision, when to retry, or the error's tag.
+ *
+ * @since 0.3.0
+ */
+import { Cause, Duration, Effect, Exit, Fiber, Predicate, Tracer } from "effect"
+
+/**
+ * Whether a tracer other than Effect's native one is installed for the
+ * running fiber.
+ *
+ * @since 0.3.0
+ */
+export const enabled = (): boolean => {
+  const fiber = Fiber.getCurrent()
+  return fiber !== undefined && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+}
+
+// What a span says of a call's end: the decision, and when to retry.
+const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Record<string, unknown> => {
+  if (Exit.isFailure(exit)) {
+    const error = Cause.squash(exit.cause)
+    if (Predicate.hasProperty(error, "_tag") && error._tag === "RateLimitExceeded") {
+      const retry = Predicate.hasProperty(error, "retryAfter") ? error.retryAfter : undefined
+      return {
+        "tollgate.allowed": false,
+        "tollgate.retry_after_ms": Duration.isDuration(retry) ? Duration.toMillis(retry) : -1
+      }
+    }
+    return { "tollgate.error": Predicate.hasProperty(error, "_tag") ? String(error._tag) : "defect" }
+  }
+  const value: unknown = exit.value
+  if (typeof value === "boolean") return { "tollgate.allowed": value }
+  if (Predicate.hasProperty(value, "allowed") && Predicate.hasProperty(value, "retryAfter")) {
+    const retry = value.retryAfter
+    return {
+      "tollgate.allowed": value.allowed === true,
+      "tollgate.retry_after_ms": Duration.isDuration(retry) ? Duration.toMillis(retry) : 0
+    }
+  }
+  if (Predicate.hasProperty(value, "delay") && Duration.isDuration(value.delay)) {
+    return { "tollgate.allowed": true, "tollgate.delay_ms": Duration.toMillis(value.delay) }
+  }
+  return { "tollgate.allowed": true }
+}
+
+/**
+ * `effect` in a span named `name` with `attributes` (made only when
+ * {@link enabled}), its decision added when it ends.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import * as Trace from "./Trace.ts"
+ *
+ * const traced = Effect.suspend(() =>
+ *   Trace.enabled() ? Trace.span("RateLimiter.acquire", () => ({ "tollgate.cost": 1 }), Effect.succeed(true)) : Effect.succeed(true)
+ * )
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const span = <A, E, R>(
+  name: string,
+  attributes: () => Record<string, unknown>,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.withSpan(
+    Effect.onExit(effect, (exit) => Effect.annotateCurrentSpan(outcomeOf(exit))),
+    name,
+    { attributes: attributes(), captureStackTrace: false }
+  )
