@@ -6,7 +6,6 @@
  * @since 0.2.0
  */
 import type * as Adaptive from "../../internal/algorithm/Adaptive.ts"
-import { drainMillis, type Lean, max, min, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -148,57 +147,3 @@ function AD.encode(c, s, out)
 end
 ALG[20] = AD
 `
-
-/**
- * The lean step (see `lean.ts`): `Adaptive.step` inline.
- *
- * @example
- * ```ts
- * import { lean } from "./adaptive.ts"
- *
- * lean.config[0] // "cCapacity"
- * ```
- *
- * @since 0.2.0
- */
-export const lean: Lean = {
-  config: ["cCapacity", "cPeriod", "cInitial", "cFloor", "cCeiling", "cIncrease", "cDecrease", "cLatency", "cFull"],
-  size: 40,
-  step: `${readFixed(code, ["level", "at", "rate", "cut"])}
-  if fresh then level, at, rate, cut = cFull, now, cInitial, -huge end
-  local lvl = level
-  if now > at then
-    local sum = level + (now - at) * rate
-    ${min("lvl", "cFull", "sum")}
-  end
-  local need = cost * cPeriod
-  local nl, na = level, at
-  limit = cCapacity
-  if lvl >= need then
-    allowed = true
-    nl = lvl - need
-    if now > at then na = now end
-    remaining = floor(nl / cPeriod)
-    retry = 0
-    ${drainMillis("reset", "cFull - nl", "rate", "now", "at")}
-  else
-    allowed = false
-    local whole = floor(lvl / cPeriod)
-    ${max("remaining", "0", "whole")}
-    retry = huge
-    if not (need > cFull) then
-      ${drainMillis("retry", "need - lvl", "rate", "now", "at")}
-    end
-    ${drainMillis("reset", "cFull - lvl", "rate", "now", "at")}
-  end
-  dirty = fresh or allowed
-  if dirty then
-    if rate < cInitial then
-      settled = huge
-    else
-      ${drainMillis("settled", "cFull - nl", "rate", "na", "na")}
-      settled = na + settled
-    end
-    packed = ${pack(code, ["nl", "na", "rate", "cut"])}
-  end`
-}

@@ -6,7 +6,6 @@
  * @since 0.1.0
  */
 import type * as Concurrency from "../../internal/algorithm/Concurrency.ts"
-import { type Lean, min, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -131,88 +130,3 @@ function CC.encode(c, s, out)
 end
 ALG[7] = CC
 `
-
-// `out = millisFor(s, m, now, deficit)`: `at` is the state's anchor, `pending` the moved state's.
-const millisFor = (out: string, pending: string, now: string, at: string, deficit: string): string => `
-    do
-      local _d = ${deficit}
-      if _d <= 0 then
-        ${out} = 0
-      elseif cGradual ~= 1 or _d > ${pending} then
-        ${out} = huge
-      else
-        local _behind = 0
-        if ${at} > ${now} then _behind = ${at} - ${now} end
-        ${out} = ceil(_d / cTokens) + _behind
-      end
-    end`
-
-// `out = resetMillis(s, m, now)`
-const resetMillis = (out: string, level: string, pending: string, now: string, at: string): string => `
-    if ${level} + ${pending} < cFull then
-      ${out} = huge
-    else
-      ${millisFor(out, pending, now, at, pending)}
-    end`
-
-/**
- * The lean step (see `lean.ts`): `Concurrency.step` inline.
- *
- * @example
- * ```ts
- * import { lean } from "./concurrency.ts"
- *
- * lean.config // ["cCapacity", "cGradual", "cTokens", "cPeriod", "cFull"]
- * ```
- *
- * @since 0.2.0
- */
-export const lean: Lean = {
-  config: ["cCapacity", "cGradual", "cTokens", "cPeriod", "cFull"],
-  size: 32,
-  step: `${readFixed(code, ["level", "pending", "at"])}
-  if fresh then level, pending, at = cFull, 0, now end
-  -- stateAt(now)
-  local ml, mp, mat = level, pending, at
-  if now > at then
-    mat = now
-    if cGradual == 1 and pending > 0 then
-      local x = (now - at) * cTokens
-      local back
-      ${min("back", "pending", "x")}
-      ml, mp = level + back, pending - back
-    end
-  end
-  local need = cost * cPeriod
-  local nl = ml
-  limit = cCapacity
-  if ml >= need then
-    allowed = true
-    nl = ml - need
-    remaining = floor(nl / cPeriod)
-    retry = 0
-    ${resetMillis("reset", "nl", "mp", "now", "at")}
-  else
-    allowed = false
-    retry = huge
-    if not (cost > cCapacity) then
-      ${millisFor("retry", "mp", "now", "at", "need - ml")}
-    end
-    remaining = 0
-    if ml > 0 then remaining = floor(ml / cPeriod) end
-    ${resetMillis("reset", "ml", "mp", "now", "at")}
-  end
-  -- a denial changes nothing, so an Admit is a Take
-  dirty = fresh or allowed
-  if dirty then
-    if allowed then
-      ${resetMillis("settled", "nl", "mp", "mat", "mat")}
-      settled = mat + settled
-      packed = ${pack(code, ["nl", "mp", "mat"])}
-    else
-      ${resetMillis("settled", "level", "pending", "at", "at")}
-      settled = at + settled
-      packed = ${pack(code, ["level", "pending", "at"])}
-    end
-  end`
-}

@@ -5,7 +5,6 @@
  * @since 0.1.0
  */
 import type * as FixedWindow from "../../internal/algorithm/FixedWindow.ts"
-import { alignedStart, type Lean, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -185,75 +184,3 @@ function FW.encode(c, s, out)
 end
 ALG[4] = FW
 `
-
-/**
- * The lean step (see `lean.ts`): `FixedWindow.step` inline.
- *
- * @example
- * ```ts
- * import { lean } from "./fixedWindow.ts"
- *
- * lean.config // ["cLimit", "cWindow", "cAlign", "cCountBlocked", "cExecEvenly", "cMinDelay"]
- * ```
- *
- * @since 0.2.0
- */
-export const lean: Lean = {
-  // (with execEvenly a policy has no lean step: the batch script answers its delays)
-  config: ["cLimit", "cWindow", "cAlign", "cCountBlocked", "cExecEvenly", "cMinDelay"],
-  size: 32,
-  step: `${readFixed(code, ["start", "count", "stop"])}
-  if fresh then
-    if cAlign == 1 then ${alignedStart("start", "cWindow", "now")} else start = now end
-    count = 0
-    stop = start + cWindow
-  end
-  -- windowAt(now)
-  local ws, wc, we = start, count, stop
-  if not (now < stop and (cAlign == 1 or count ~= 0)) then
-    if cAlign == 1 then
-      ${alignedStart("ws", "cWindow", "now")}
-      wc, we = 0, ws + cWindow
-    else
-      if now > start then ws = now end
-      if not (ws == start and stop == ws + cWindow) then wc, we = 0, ws + cWindow end
-    end
-  end
-  local total = wc + cost
-  local ns, nc, ne = start, count, stop
-  local changed = false
-  limit = cLimit
-  if total <= cLimit and cost <= cLimit then
-    allowed = true
-    if not (total == count and ws == start and we == stop) then
-      ns, nc, ne = ws, total, we
-      changed = true
-    end
-    remaining = floor(cLimit - total)
-    retry = 0
-    reset = 0
-    if total ~= 0 then reset = we - now end
-  else
-    allowed = false
-    local after = wc
-    if cCountBlocked == 1 and not (cost > cLimit) and not admit then
-      -- the attempt counts (an Admit, a waiter's try, changes nothing)
-      after = total
-      ns, nc, ne = ws, total, we
-      changed = true
-    elseif cCountBlocked == 1 and not (cost > cLimit) then
-      after = total
-    end
-    remaining = 0
-    if after < cLimit then remaining = floor(cLimit - after) end
-    retry = huge
-    if not (cost > cLimit) then retry = we - now end
-    reset = 0
-    if after ~= 0 then reset = we - now end
-  end
-  dirty = fresh or changed
-  if dirty then
-    if nc ~= 0 then settled = ne else settled = ns end
-    packed = ${pack(code, ["ns", "nc", "ne"])}
-  end`
-}

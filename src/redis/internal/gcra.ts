@@ -5,7 +5,6 @@
  * @since 0.1.0
  */
 import type * as Gcra from "../../internal/algorithm/Gcra.ts"
-import { drainMillis, type Lean, max, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -127,63 +126,3 @@ function GCRA.encode(c, s, out)
 end
 ALG[2] = GCRA
 `
-
-// `out = millisFor(s, now, excess)`
-const millisFor = (out: string, excess: string, now: string, at: string): string =>
-  drainMillis(out, excess, "cCount", now, at)
-
-/**
- * The lean step (see `lean.ts`): `Gcra.step` inline.
- *
- * @example
- * ```ts
- * import { lean } from "./gcra.ts"
- *
- * lean.config // ["cCount", "cPeriod", "cLimit", "cTolerance"]
- * ```
- *
- * @since 0.2.0
- */
-export const lean: Lean = {
-  config: ["cCount", "cPeriod", "cLimit", "cTolerance"],
-  size: 24,
-  step: `${readFixed(code, ["ahead", "at"])}
-  if fresh then ahead, at = 0, now end
-  -- aheadAt(now)
-  local a = ahead
-  if now > at and ahead > 0 then
-    local x = ahead - (now - at) * cCount
-    ${max("a", "0", "x")}
-  end
-  local need = cost * cPeriod
-  local nx, na = ahead, at
-  limit = cLimit
-  if a + need <= cTolerance and need <= cTolerance then
-    allowed = true
-    nx = a + need
-    if now > at then na = now end
-    remaining = floor((cTolerance - nx) / cPeriod)
-    retry = 0
-    ${millisFor("reset", "nx", "now", "at")}
-  else
-    allowed = false
-    retry = huge
-    if not (need > cTolerance) then
-      ${millisFor("retry", "a + need - cTolerance", "now", "at")}
-    end
-    remaining = 0
-    if a < cTolerance then remaining = floor((cTolerance - a) / cPeriod) end
-    ${millisFor("reset", "a", "now", "at")}
-  end
-  -- a denial changes nothing, so an Admit is a Take
-  dirty = fresh or allowed
-  if dirty then
-    if nx < 0 then
-      settled = huge
-    else
-      ${millisFor("settled", "nx", "na", "na")}
-      settled = na + settled
-    end
-    packed = ${pack(code, ["nx", "na"])}
-  end`
-}

@@ -6,7 +6,6 @@
  * @since 0.1.0
  */
 import type * as LeakyBucket from "../../internal/algorithm/LeakyBucket.ts"
-import { drainMillis, type Lean, max, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -136,65 +135,3 @@ function LB.encode(c, s, out)
 end
 ALG[3] = LB
 `
-
-// `out = millisFor(s, now, excess)`
-const millisFor = (out: string, excess: string, now: string, at: string): string =>
-  drainMillis(out, excess, "cTokens", now, at)
-
-/**
- * The lean step (see `lean.ts`): `LeakyBucket.step` inline.
- *
- * @example
- * ```ts
- * import { lean } from "./leakyBucket.ts"
- *
- * lean.config // ["cTokens", "cPeriod", "cCapacity", "cFull"]
- * ```
- *
- * @since 0.2.0
- */
-export const lean: Lean = {
-  config: ["cTokens", "cPeriod", "cCapacity", "cFull", "cDelay"],
-  delay: true,
-  size: 24,
-  step: `${readFixed(code, ["level", "at"])}
-  if fresh then level, at = 0, now end
-  -- levelAt(now)
-  local lvl = level
-  if now > at and level > 0 then
-    local x = level - (now - at) * cTokens
-    ${max("lvl", "0", "x")}
-  end
-  local need = cost * cPeriod
-  local nl, na = level, at
-  limit = cCapacity
-  if lvl + need <= cFull and need <= cFull then
-    allowed = true
-    nl = lvl + need
-    if now > at then na = now end
-    remaining = floor((cFull - nl) / cPeriod)
-    retry = 0
-    ${millisFor("reset", "nl", "now", "at")}
-    ${millisFor("delay", "lvl - cDelay * cPeriod", "now", "at")}
-  else
-    allowed = false
-    retry = huge
-    if not (need > cFull) then
-      ${millisFor("retry", "lvl + need - cFull", "now", "at")}
-    end
-    remaining = 0
-    if lvl < cFull then remaining = floor((cFull - lvl) / cPeriod) end
-    ${millisFor("reset", "lvl", "now", "at")}
-  end
-  -- a denial changes nothing, so an Admit is a Take
-  dirty = fresh or allowed
-  if dirty then
-    if nl < 0 then
-      settled = huge
-    else
-      ${millisFor("settled", "nl", "na", "na")}
-      settled = na + settled
-    end
-    packed = ${pack(code, ["nl", "na"])}
-  end`
-}

@@ -35,38 +35,223 @@
  *
  * @since 0.2.0
  */
+import type { Compiled } from "./generated.ts"
 import * as Prelude from "./prelude.ts"
 
 /**
- * One algorithm's lean step.
- *
- * The fragment runs once per key with these locals in scope: `now`, `cost`,
- * `admit` (a denial must leave the state as it was), `raw` (the key's stored
- * value, or `false`), the configuration's names, and `floor`, `ceil`,
- * `fmod`, `huge`, `spack`, `sunpack`, `sub`, `srep`. It must set `allowed`,
- * `remaining`, `retry`, `reset` and `limit` (the reply), `dirty` (whether the
- * state must be written: a fresh key, or a state the step changed), and when
- * `dirty`, `settled` (the state's `settledAt`) and `packed` (the state as
- * the batch entry point stores it).
+ * One algorithm's lean step: its module compiled from TypeScript
+ * (`generated.ts`), with the code its stored states start with. The step
+ * is the module's own `initial`, `step` and `settledAt`; reading and writing
+ * the state and the configuration are made from the `State` and `Config`
+ * interfaces' fields (see {@link decodeState}).
  *
  * @since 0.2.0
  */
 export interface Lean {
-  /** Lua names of the configuration's numbers, in the order of the module's `config`. */
-  readonly config: ReadonlyArray<string>
+  /** The compiled module. */
+  readonly module: Compiled
+  /** The code a stored state of this algorithm starts with. */
+  readonly code: number
   /**
-   * A shaper: the step also sets `delay` (ms an admitted request waits),
-   * answered as a sixth value per key.
+   * A shaper: the step's outcome carries `delay` (ms an admitted request
+   * waits), answered as a sixth value per key.
    */
   readonly delay?: boolean | undefined
-  /** The step, in Lua. */
-  readonly step: string
-  /**
-   * Bytes of the packed state, when every state has the same size (what
-   * `readFixed` reads). Such a state is written with its expiry after it
-   * (see {@link body}); a state of varying size (a log) is not.
-   */
-  readonly size?: number | undefined
+}
+
+/**
+ * Bytes of an algorithm's packed state (its code and its numbers) when
+ * every state has the same size, else `undefined` (a log).
+ *
+ * @example
+ * ```ts
+ * import { modules } from "./generated.ts"
+ * import { sizeOf } from "./lean.ts"
+ *
+ * sizeOf(modules.TokenBucket) // 24: the code, level and at
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const sizeOf = (module: Compiled): number | undefined =>
+  module.state.every((f) => f.kind !== "numbers") ? 8 * (module.state.length + 1) : undefined
+
+/**
+ * The configuration as the numbers the lean entry point reads: every field
+ * of the module's `Config`, in declaration order (a boolean as 1 or 0).
+ *
+ * @example
+ * ```ts
+ * import * as TokenBucket from "../../internal/algorithm/TokenBucket.ts"
+ * import { modules } from "./generated.ts"
+ * import { configNumbers } from "./lean.ts"
+ *
+ * configNumbers(modules.TokenBucket, TokenBucket.config({ capacity: 10, tokens: 1, periodMillis: 1000 }))
+ * // [10, 1, 1000, 10, 10000, 0, 0, 0, -Infinity, 0]
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const configNumbers = (module: Compiled, config: unknown): ReadonlyArray<number> => {
+  const c = config as Record<string, unknown>
+  return module.config.map((f) => {
+    const v = c[f.name]
+    return f.kind === "boolean" ? (v === true ? 1 : 0) : typeof v === "number" ? v : NaN
+  })
+}
+
+// A field of a Lua table: `t.name`, or `t["end"]` for a name Lua reserves.
+const reserved = new Set([
+  "and",
+  "break",
+  "do",
+  "else",
+  "elseif",
+  "end",
+  "false",
+  "for",
+  "function",
+  "if",
+  "in",
+  "local",
+  "nil",
+  "not",
+  "or",
+  "repeat",
+  "return",
+  "then",
+  "true",
+  "until",
+  "while"
+])
+const key = (name: string): string => reserved.has(name) ? `["${name}"]` : name
+const get = (table: string, name: string): string => reserved.has(name) ? `${table}["${name}"]` : `${table}.${name}`
+
+/**
+ * Lua: `function(a) return config end`, the module's `Config` from the
+ * numbers of {@link configNumbers}.
+ *
+ * @example
+ * ```ts
+ * import { modules } from "./generated.ts"
+ * import { decodeConfig } from "./lean.ts"
+ *
+ * decodeConfig(modules.Gcra) // "function(a) return { maxBurst = a[1], ... } end"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const decodeConfig = (module: Compiled): string =>
+  `function(a) return { ${
+    module.config.map((f, i) => `${key(f.name)} = a[${i + 1}]${f.kind === "boolean" ? " == 1" : ""}`).join(", ")
+  } } end`
+
+/**
+ * Lua that sets `s` to the state `raw` holds when it is one of this
+ * algorithm (its code first), else leaves it `nil`. A state of fixed size
+ * is read with one `struct.unpack`; one with numbers of varying count (a
+ * log) with `unpackNums`, its numbers after the others, each list as its
+ * count and then its numbers.
+ *
+ * @example
+ * ```ts
+ * import { modules } from "./generated.ts"
+ * import { decodeState } from "./lean.ts"
+ *
+ * decodeState(modules.TokenBucket, 1) // reads "<ddd": the code, level and at
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const decodeState = (module: Compiled, code: number): string => {
+  const fixed = sizeOf(module)
+  if (fixed !== undefined) {
+    const names = module.state.map((_, i) => `_${i + 1}`)
+    return `
+  local s
+  if raw and #raw >= ${fixed} then
+    local _code, ${names.join(", ")} = sunpack("<${"d".repeat(names.length + 1)}", raw)
+    if _code == ${code} then s = { ${module.state.map((f, i) => `${key(f.name)} = ${names[i]}`).join(", ")} } end
+  end`
+  }
+  const scalars = module.state.filter((f) => f.kind !== "numbers")
+  const lists = module.state.filter((f) => f.kind === "numbers")
+  return `
+  local s
+  if raw then
+    local a = unpackNums(raw)
+    if a[1] == ${code} and a[${scalars.length + 1}] ~= nil then
+      local i, ok = ${scalars.length + 2}, true
+      s = { ${scalars.map((f, j) => `${key(f.name)} = a[${j + 2}]`).join(", ")} }${
+    lists.map((f) => `
+      do
+        local n, list = a[i], {}
+        if n == nil or a[i + n] == nil then ok = false else
+          for j = 1, n do list[j] = a[i + j] end
+          i = i + n + 1
+        end
+        ${get("s", f.name)} = list
+      end`).join("")
+  }
+      if not ok then s = nil end
+    end
+  end`
+}
+
+/**
+ * Lua that sets `out` to the state `t` packed as it is stored (its code,
+ * its numbers; each list as its count and then its numbers).
+ *
+ * @example
+ * ```ts
+ * import { modules } from "./generated.ts"
+ * import { encodeState } from "./lean.ts"
+ *
+ * encodeState(modules.TokenBucket, 1, "nxt", "packed") // 'packed = spack("<ddd", 1, nxt.level, nxt.at)'
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const encodeState = (module: Compiled, code: number, t: string, out: string): string => {
+  if (sizeOf(module) !== undefined) {
+    return `${out} = spack("<${"d".repeat(module.state.length + 1)}", ${code}, ${
+      module.state.map((f) => get(t, f.name)).join(", ")
+    })`
+  }
+  const scalars = module.state.filter((f) => f.kind !== "numbers")
+  const lists = module.state.filter((f) => f.kind === "numbers")
+  return `do
+      local a = { ${[String(code), ...scalars.map((f) => get(t, f.name))].join(", ")} }${
+    lists.map((f) => `
+      local list = ${get(t, f.name)}
+      a[#a + 1] = #list
+      for j = 1, #list do a[#a + 1] = list[j] end`).join("")
+  }
+      ${out} = packNums(a)
+    end`
+}
+
+// The step: the module's own functions, over the state read and written
+// as above; a denied Admit keeps the state as it was.
+const step = (lean: Lean): string => {
+  const m = lean.module.name
+  return `${decodeState(lean.module, lean.code)}
+  local fresh = s == nil
+  if fresh then s = ${m}.algorithm.initial(cfg, now) end
+  local o = ${m}.algorithm.step(cfg, s, now, cost)
+  allowed, remaining, retry, reset, limit = o.allowed, o.remaining, o.retryAfter, o.resetAfter, o.limit${
+    lean.delay === true ?
+      `
+  delay = o.delay or 0` :
+      ""
+  }
+  local nxt = o.state
+  if admit and not allowed then nxt = s end
+  dirty = fresh or nxt ~= s
+  if dirty then
+    settled = ${m}.algorithm.settledAt(cfg, nxt)
+    ${encodeState(lean.module, lean.code, "nxt", "packed")}
+  end`
 }
 
 /**
@@ -87,120 +272,6 @@ export interface Lean {
  */
 export const refreshMillis = 10_000
 
-/**
- * `out = Math.min(a, b)` in Lua (a and b plain names or numbers: each is
- * read more than once).
- *
- * @example
- * ```ts
- * import { min } from "./lean.ts"
- *
- * min("x", "a", "b") // "if a < b then x = a elseif ... end"
- * ```
- *
- * @since 0.2.0
- */
-export const min = (out: string, a: string, b: string): string =>
-  `if ${a} < ${b} then ${out} = ${a} elseif ${b} < ${a} then ${out} = ${b} elseif ${a} == 0 and 1 / ${a} > 0 then ${out} = ${b} else ${out} = ${a} end`
-
-/**
- * `out = Math.max(a, b)` in Lua (a and b plain names or numbers).
- *
- * @example
- * ```ts
- * import { max } from "./lean.ts"
- *
- * max("x", "0", "y") // "if 0 > y then x = 0 elseif ... end"
- * ```
- *
- * @since 0.2.0
- */
-export const max = (out: string, a: string, b: string): string =>
-  `if ${a} > ${b} then ${out} = ${a} elseif ${b} > ${a} then ${out} = ${b} elseif ${a} == 0 and 1 / ${a} < 0 then ${out} = ${b} else ${out} = ${a} end`
-
-/**
- * `out = t - (((t % w) + w) % w)` in Lua: the start of the aligned window
- * holding t.
- *
- * @example
- * ```ts
- * import { alignedStart } from "./lean.ts"
- *
- * alignedStart("start", "cWindow", "now")
- * ```
- *
- * @since 0.2.0
- */
-export const alignedStart = (out: string, w: string, t: string): string =>
-  `${out} = ${t} - fmod(fmod(${t}, ${w}) + ${w}, ${w})`
-
-/**
- * `out = Math.ceil(excess / rate) + (at > now ? at - now : 0)`, 0 when
- * nothing is in excess: the whole milliseconds until a metered excess has
- * drained at `rate` per ms, counted from the anchor `at` when the clock is
- * behind it (GCRA, the leaky bucket, a greedy token bucket).
- *
- * @example
- * ```ts
- * import { drainMillis } from "./lean.ts"
- *
- * drainMillis("retry", "need - level", "cTokens", "now", "at")
- * ```
- *
- * @since 0.2.0
- */
-export const drainMillis = (out: string, excess: string, rate: string, now: string, at: string): string => `
-  do
-    local _x = ${excess}
-    if _x <= 0 then
-      ${out} = 0
-    else
-      local _behind = 0
-      if ${at} > ${now} then _behind = ${at} - ${now} end
-      ${out} = ceil(_x / ${rate}) + _behind
-    end
-  end`
-
-/**
- * Reads a state of fixed size: `names` get the stored numbers when `raw`
- * holds a state of this `code`, and `fresh` tells whether it did not.
- *
- * @example
- * ```ts
- * import { readFixed } from "./lean.ts"
- *
- * readFixed(1, ["level", "at"])
- * ```
- *
- * @since 0.2.0
- */
-export const readFixed = (code: number, names: ReadonlyArray<string>): string => {
-  const list = names.join(", ")
-  const got = names.map((n) => `_${n}`).join(", ")
-  return `
-  local ${list}
-  if raw and #raw >= ${8 * (names.length + 1)} then
-    local _code, ${got} = sunpack("<${"d".repeat(names.length + 1)}", raw)
-    if _code == ${code} then ${list} = ${got} end
-  end
-  local fresh = ${names[0]} == nil`
-}
-
-/**
- * The packed state of fixed size (what the batch entry point writes).
- *
- * @example
- * ```ts
- * import { pack } from "./lean.ts"
- *
- * pack(1, ["nl", "na"]) // 'spack("<ddd", 1, nl, na)'
- * ```
- *
- * @since 0.2.0
- */
-export const pack = (code: number, names: ReadonlyArray<string>): string =>
-  `spack("<${"d".repeat(names.length + 1)}", ${code}, ${names.join(", ")})`
-
 // One reply value, in place: left a number when an integer reply carries it
 // exactly (a whole number within ±2^53, not -0), else made text.
 const reply = (v: string): string =>
@@ -217,73 +288,115 @@ const reply = (v: string): string =>
 const number = (w: string): string => `((${w} == "-inf" and -huge) or (${w} == "inf" and huge) or tonumber(${w}))`
 
 /**
- * The library's reader of a policy's numbers, defined once when the library
- * is loaded: `leanConfig(text)` gives the numbers of `text` (a table),
- * read on its first call and kept after. At most `maxConfigs` texts are
- * kept: past that the table starts afresh (callers send what they like).
+ * The library's reader of a policy's configuration, defined once when the
+ * library is loaded: `configCache(decode)` makes a reader for one
+ * algorithm, which gives the configuration of a policy's text (`decode` of
+ * its numbers), made on its first call and kept after. At most `maxConfigs`
+ * texts are kept per algorithm: past that its table starts afresh (callers
+ * send what they like).
  *
  * @example
  * ```ts
  * import { configReader } from "./lean.ts"
  *
- * configReader.includes("local function leanConfig") // true
+ * configReader.includes("local function configCache") // true
  * ```
  *
  * @since 0.2.0
  */
 export const configReader = `
-local maxConfigs, configs, configCount = 1024, {}, 0
-local function leanConfig(text)
-  local c = configs[text]
-  if c ~= nil then return c end
-  local huge = math.huge
-  c = {}
-  for w in string.gmatch(text, "%S+") do c[#c + 1] = ${number("w")} end
-  if configCount >= maxConfigs then configs, configCount = {}, 0 end
-  configs[text], configCount = c, configCount + 1
-  return c
+local maxConfigs = 1024
+local function configCache(decode)
+  local configs, count = {}, 0
+  return function(text)
+    local c = configs[text]
+    if c ~= nil then return c end
+    local huge, a = math.huge, {}
+    for w in string.gmatch(text, "%S+") do a[#a + 1] = ${number("w")} end
+    c = decode(a)
+    if count >= maxConfigs then configs, count = {}, 0 end
+    configs[text], count = c, count + 1
+    return c
+  end
 end
 `
 
 /**
- * The whole lean body of an algorithm: as an `EVAL` script
- * (`"script"`), or as the body of a Redis function (`"function"`, with
- * `KEYS` and `ARGV` its parameters and {@link configReader} in scope).
- * The two differ only in how they read the policy's numbers.
+ * The Lua name of an algorithm's configuration reader in the library.
  *
  * @example
  * ```ts
- * import { body } from "./lean.ts"
- * import * as TokenBucket from "./tokenBucket.ts"
+ * import { modules } from "./generated.ts"
+ * import { reader } from "./lean.ts"
  *
- * body(TokenBucket.lean, "script").includes("redis.call(\"GET\"") // true
+ * reader(modules.Gcra) // "GcraConfig"
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const reader = (module: Compiled): string => `${module.name}Config`
+
+/**
+ * What the library defines for an algorithm's lean entry point, once:
+ * its configuration reader (after {@link configReader} and the compiled
+ * module).
+ *
+ * @example
+ * ```ts
+ * import { modules } from "./generated.ts"
+ * import { definitions } from "./lean.ts"
+ *
+ * definitions(modules.Gcra).startsWith("local GcraConfig") // true
+ * ```
+ *
+ * @since 0.2.0
+ */
+export const definitions = (module: Compiled): string =>
+  `local ${reader(module)} = configCache(${decodeConfig(module)})\n`
+
+/**
+ * The whole lean body of an algorithm: as an `EVAL` script
+ * (`"script"`: the prelude and the compiled module first), or as the body
+ * of a Redis function (`"function"`, with `KEYS` and `ARGV` its parameters
+ * and the library's definitions in scope). The two differ only in how they
+ * read the policy's configuration.
+ *
+ * @example
+ * ```ts
+ * import { modules } from "./generated.ts"
+ * import { body } from "./lean.ts"
+ *
+ * body({ module: modules.TokenBucket, code: 1 }, "script").includes("redis.call(\"GET\"") // true
  * ```
  *
  * @since 0.2.0
  */
 export const body = (lean: Lean, mode: "script" | "function"): string => {
-  const count = lean.config.length
-  const size = lean.size
-  const names = lean.config.join(", ")
-  const fields = lean.config.map((_, i) => `cfg[${i + 1}]`).join(", ")
+  const count = lean.module.config.length
+  const size = sizeOf(lean.module)
   const config = mode === "function"
-    ? `local cfg = leanConfig(ARGV[3])`
-    : `local cfg, _text, _from = {}, ARGV[3], 1
-for i = 1, ${count} do
-  local _to = string.find(_text, " ", _from, true) or (#_text + 1)
-  local w = sub(_text, _from, _to - 1)
-  cfg[i] = ${number("w")}
-  _from = _to + 1
+    ? `if floor == nil then bind() end
+local cfg = ${reader(lean.module)}(ARGV[3])`
+    : `local cfg
+do
+  local a, _text, _from = {}, ARGV[3], 1
+  for i = 1, ${count} do
+    local _to = string.find(_text, " ", _from, true) or (#_text + 1)
+    local w = string.sub(_text, _from, _to - 1)
+    a[i] = ${number("w")}
+    _from = _to + 1
+  end
+  cfg = (${decodeConfig(lean.module)})(a)
 end`
-  return `
-local floor, ceil, fmod, huge, format = math.floor, math.ceil, math.fmod, math.huge, string.format
-local spack, sunpack, sub, srep = struct.pack, struct.unpack, string.sub, string.rep
+  const prefix = mode === "function" ? "" : `${Prelude.lua}bind()\n${lean.module.lua}`
+  return `${prefix}
+${config}
+local ceil, huge, format = math.ceil, math.huge, string.format
+local spack, sunpack, sub = struct.pack, struct.unpack, string.sub
 local now
 ${Prelude.readNow("now")}
 local keep = tonumber(ARGV[2])
 local NOTHING = spack("<d", 0)
-${config}
-local ${names} = ${fields}
 local out, single = {}, #KEYS == 1
 for k = 1, #KEYS do
   local key = KEYS[k]
@@ -298,7 +411,7 @@ for k = 1, #KEYS do
   if deferred then
     allowed, remaining, retry, reset, limit = -1, 0, 0, 0, 0
   else
-${lean.step}
+${step(lean)}
   end
   if dirty then
     local ttl = settled + keep - now

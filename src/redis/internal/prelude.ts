@@ -27,9 +27,9 @@
 export const lua = `
 -- Bound by bind() on the first call: a Redis Functions library is loaded
 -- with no globals but \`redis\`, and its functions run with all of them.
-local floor, ceil, fmod, huge, format, gmatch, concat, srep, spack, sunpack, unpackAll
+local floor, ceil, fmod, huge, mmax, mmin, format, gmatch, concat, srep, spack, sunpack, unpackAll
 local function bind()
-  floor, ceil, fmod, huge = math.floor, math.ceil, math.fmod, math.huge
+  floor, ceil, fmod, huge, mmax, mmin = math.floor, math.ceil, math.fmod, math.huge, math.max, math.min
   format, gmatch, concat, srep = string.format, string.gmatch, table.concat, string.rep
   spack, sunpack, unpackAll = struct.pack, struct.unpack, unpack
 end

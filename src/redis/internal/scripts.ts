@@ -29,6 +29,7 @@ import * as Composite from "./composite.ts"
 import * as Concurrency from "./concurrency.ts"
 import * as FixedWindow from "./fixedWindow.ts"
 import * as Gcra from "./gcra.ts"
+import * as Generated from "./generated.ts"
 import * as LeakyBucket from "./leakyBucket.ts"
 import * as Lean from "./lean.ts"
 import * as Multi from "./multi.ts"
@@ -58,21 +59,29 @@ interface Module {
   readonly code: number
   readonly lua: string
   readonly config: (config: any) => ReadonlyArray<number>
+  /** The lean step: the algorithm's module compiled from TypeScript. */
   readonly lean: Lean.Lean
   /** Whether a configuration runs the lean step (absent: always). */
   readonly leans?: ((config: any) => boolean) | undefined
 }
 
+// An algorithm's batch module, and its lean step compiled from its TypeScript.
+const module = (
+  batch: Omit<Module, "lean">,
+  compiled: Generated.Compiled,
+  shaper?: boolean
+): Module => ({ ...batch, lean: { module: compiled, code: batch.code, delay: shaper } })
+
 const modules = new Map<Algorithm<any, any>, Module>([
-  [TokenBucketAlgorithm.algorithm, TokenBucket],
-  [GcraAlgorithm.algorithm, Gcra],
-  [LeakyBucketAlgorithm.algorithm, LeakyBucket],
-  [FixedWindowAlgorithm.algorithm, FixedWindow],
-  [SlidingWindowAlgorithm.algorithm, SlidingWindow],
-  [SlidingLogAlgorithm.algorithm, SlidingLog],
-  [ConcurrencyAlgorithm.algorithm, Concurrency],
-  [WarmUpAlgorithm.algorithm, WarmUp],
-  [AdaptiveAlgorithm.algorithm, Adaptive]
+  [TokenBucketAlgorithm.algorithm, module(TokenBucket, Generated.modules.TokenBucket)],
+  [GcraAlgorithm.algorithm, module(Gcra, Generated.modules.Gcra)],
+  [LeakyBucketAlgorithm.algorithm, module(LeakyBucket, Generated.modules.LeakyBucket, true)],
+  [FixedWindowAlgorithm.algorithm, module(FixedWindow, Generated.modules.FixedWindow)],
+  [SlidingWindowAlgorithm.algorithm, module(SlidingWindow, Generated.modules.SlidingWindow)],
+  [SlidingLogAlgorithm.algorithm, module(SlidingLog, Generated.modules.SlidingLog)],
+  [ConcurrencyAlgorithm.algorithm, module(Concurrency, Generated.modules.Concurrency)],
+  [WarmUpAlgorithm.algorithm, module(WarmUp, Generated.modules.WarmUp)],
+  [AdaptiveAlgorithm.algorithm, module(Adaptive, Generated.modules.Adaptive)]
 ])
 
 /**
@@ -120,6 +129,7 @@ const libraryText = (version: string): string =>
     Multi.body,
     "end)\n",
     Lean.configReader,
+    ...Array.from(modules.values(), (m) => m.lean.module.lua + Lean.definitions(m.lean.module)),
     ...leanEntries.map(({ algorithm, fn }) =>
       `redis.register_function("${fnName(version, algorithm.name)}", function(KEYS, ARGV)\n${fn}end)\n`
     )
@@ -285,7 +295,7 @@ export const forPolicy = (algorithm: Algorithm<any, any>, config: unknown): Enco
   }
   const module = modules.get(algorithm)
   const lean = module?.leans?.(config) === false ? undefined : leans.get(algorithm)
-  const leanConfig = lean === undefined ? "" : module!.config(config).map(show).join(" ")
+  const leanConfig = lean === undefined ? "" : Lean.configNumbers(module!.lean.module, config).map(show).join(" ")
   return {
     batch: found,
     policy: out.join(" "),

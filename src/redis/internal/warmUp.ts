@@ -7,7 +7,6 @@
  * @since 0.1.0
  */
 import type * as WarmUp from "../../internal/algorithm/WarmUp.ts"
-import { type Lean, min, pack, readFixed } from "./lean.ts"
 
 /**
  * The module's code in `ALG` and in stored states.
@@ -189,100 +188,3 @@ function WU.encode(c, s, out)
 end
 ALG[8] = WU
 `
-
-// `out = freshIn(s)`
-const freshIn = (out: string, stored: string, ahead: string): string =>
-  `if ${stored} >= cMaxPermits then ${out} = ${ahead} else ${out} = ${ahead} + (cMaxPermits - ${stored}) * cCoolDown end`
-
-// `out = millisUntil(now, at, offset)` (offset a plain name)
-const millisUntil = (out: string, at: string, offset: string): string => `
-    do
-      local _e = 0
-      if now > ${at} then _e = now - ${at} end
-      if ${offset} <= _e then ${out} = 0 else ${out} = ceil(${offset}) + (${at} - now) end
-    end`
-
-/**
- * The lean step (see `lean.ts`): `WarmUp.step` inline.
- *
- * @example
- * ```ts
- * import { lean } from "./warmUp.ts"
- *
- * lean.config // ["cPermits", "cWarmup", ...]
- * ```
- *
- * @since 0.2.0
- */
-export const lean: Lean = {
-  config: ["cPermits", "cWarmup", "cInitial", "cStable", "cMaxPermits", "cThreshold", "cSlope", "cCoolDown"],
-  size: 32,
-  step: `${readFixed(code, ["stored", "ahead", "at"])}
-  if fresh then stored, ahead, at = cInitial, 0, now end
-  local t = at
-  if now > at then t = now end
-  local ns, na, nt = stored, ahead, at
-  limit = cPermits
-  if ahead > t - at then
-    allowed = false
-    remaining = 0
-    ${millisUntil("retry", "at", "ahead")}
-    local fi
-    ${freshIn("fi", "stored", "ahead")}
-    ${millisUntil("reset", "at", "fi")}
-  else
-    allowed = true
-    -- resync(s, t)
-    local rs = stored
-    local idle = (t - at) - ahead
-    if idle > 0 then
-      local fi
-      ${freshIn("fi", "stored", "ahead")}
-      if t - at >= fi then
-        rs = cMaxPermits
-      else
-        local y = stored + idle / cCoolDown
-        ${min("rs", "cMaxPermits", "y")}
-      end
-    end
-    local spend
-    ${min("spend", "cost", "rs")}
-    local rest = cost - spend
-    -- storedPermitsToWaitTime(rs, spend)
-    local wait = 0
-    if cWarmup > 0 then
-      local above = rs - cThreshold
-      local left = spend
-      local w = 0
-      if above > 0.0 then
-        local aboveTake
-        ${min("aboveTake", "above", "left")}
-        local length = (cStable + above * cSlope) + (cStable + (above - aboveTake) * cSlope)
-        w = aboveTake * length / 2.0
-        left = left - aboveTake
-      end
-      wait = w + cStable * left
-    end
-    wait = wait + rest * cStable
-    ns, na, nt = rs - spend, wait, t
-    if wait > 0 then
-      remaining = 0
-    elseif cWarmup > 0 then
-      remaining = 1
-    else
-      remaining = floor(ns) + 1
-    end
-    retry = 0
-    local fi
-    ${freshIn("fi", "ns", "na")}
-    ${millisUntil("reset", "t", "fi")}
-  end
-  -- a denial changes nothing, so an Admit is a Take
-  dirty = fresh or allowed
-  if dirty then
-    local fi
-    ${freshIn("fi", "ns", "na")}
-    settled = nt + ceil(fi)
-    packed = ${pack(code, ["ns", "na", "nt"])}
-  end`
-}

@@ -1,0 +1,275 @@
+/**
+ * Compiles the algorithms of `src/internal/algorithm/` to the Lua 5.1 that
+ * Redis runs, with TypeScriptToLua over the TypeScript 6 API (the project
+ * type-checks with TypeScript 7, which has no such API).
+ *
+ * JavaScript and Lua differ where it matters here; the differences are
+ * settled in the compiler, never in its output:
+ *
+ * - `Math.max`/`Math.min`: Lua's keep the first of two equal numbers, so
+ *   `math.max(-0, 0)` is -0 where JavaScript says 0. They become `jmax` and
+ *   `jmin`, which tell the zeros apart, unless an argument is a literal that
+ *   makes a tie of zeros impossible (`Math.max(0, x)`, `Math.min(x, 1)`).
+ * - `%`: Lua's floors (`-1 % 3` is 2), JavaScript's truncates (-1): it
+ *   becomes `fmod`, which is C's `fmod`, exactly JavaScript's remainder.
+ * - `Math.floor`, `Math.ceil` and `Infinity` become locals bound once
+ *   (`floor`, `ceil`, `huge`): a global lookup per use costs, and a Redis
+ *   Functions library is loaded with no globals at all.
+ * - Numbers are never made into text in the compiled code (the subset
+ *   refuses it): the replies are formatted by the entry points with
+ *   `%.17g`, which round-trips every double (Lua's `tostring` keeps 14
+ *   digits).
+ *
+ * Each module becomes a chunk that sets a local named after it (its
+ * exports), run once when the library loads (or at the start of an `EVAL`).
+ *
+ * @since 0.2.0
+ */
+import { createHash } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { basename, dirname, join, relative, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+import ts from "typescript"
+import * as tstl from "typescript-to-lua"
+import * as Subset from "./subset.ts"
+
+/** The repository's root. */
+export const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..")
+
+/** The modules compiled to Lua, in the order the library defines them. */
+export const sources: ReadonlyArray<string> = [
+  "TokenBucket",
+  "Gcra",
+  "LeakyBucket",
+  "FixedWindow",
+  "SlidingWindow",
+  "SlidingLog",
+  "Concurrency",
+  "WarmUp",
+  "Adaptive"
+].map((name) => join(root, "src", "internal", "algorithm", `${name}.ts`))
+
+/** A field of a configuration or a state: a number, a boolean (0 or 1), or numbers (a count, then each). */
+export interface Field {
+  readonly name: string
+  readonly kind: "number" | "boolean" | "numbers"
+}
+
+/** One compiled module. */
+export interface Module {
+  /** The module's name (its file's), the Lua local its exports are in. */
+  readonly name: string
+  /** The chunk: sets the local `name`. */
+  readonly lua: string
+  /** Its `Config` interface's fields, in declaration order. */
+  readonly config: ReadonlyArray<Field>
+  /** Its `State` interface's fields, in declaration order. */
+  readonly state: ReadonlyArray<Field>
+}
+
+/** What the compiler makes. */
+export interface Output {
+  readonly modules: ReadonlyArray<Module>
+  /** The SHA1 of every input (the sources and the compiler's own files). */
+  readonly inputHash: string
+}
+
+/** The compiler's options: TypeScript's for the algorithms, and TypeScriptToLua's. */
+export const options: tstl.CompilerOptions = {
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.ESNext,
+  moduleResolution: ts.ModuleResolutionKind.Bundler,
+  strict: true,
+  exactOptionalPropertyTypes: true,
+  allowImportingTsExtensions: true,
+  rewriteRelativeImportExtensions: true,
+  skipLibCheck: true,
+  removeComments: true,
+  types: [],
+  lib: ["lib.es2022.d.ts"],
+  luaTarget: tstl.LuaTarget.Lua51,
+  luaLibImport: tstl.LuaLibImportKind.Inline,
+  noImplicitSelf: true,
+  noImplicitGlobalVariables: true,
+  noHeader: true,
+  sourceMap: false
+}
+
+/** The compiler's own files: a change to one changes what it makes. */
+const ownFiles = ["compile.ts", "subset.ts", "package.json"].map((f) => join(root, "tools", "lua", f))
+
+/** The SHA1 of the inputs: the sources, the compiler and its pinned versions. */
+export const hashInputs = (files: ReadonlyArray<string> = sources): string => {
+  const hash = createHash("sha1")
+  for (const file of [...files, ...ownFiles]) {
+    hash.update(relative(root, file)).update("\0").update(readFileSync(file)).update("\0")
+  }
+  hash.update(ts.version).update(tstl.version ?? "")
+  return hash.digest("hex")
+}
+
+/** A compilation refused: the subset's refusals, or the compilers' diagnostics. */
+export class Refused extends Error {
+  readonly problems: ReadonlyArray<string>
+  constructor(problems: ReadonlyArray<string>) {
+    super(`cannot compile to Lua for Redis:\n${problems.map((p) => `  ${p}`).join("\n")}`)
+    this.problems = problems
+  }
+}
+
+const describe = (d: ts.Diagnostic): string => {
+  const message = ts.flattenDiagnosticMessageText(d.messageText, "\n")
+  if (d.file === undefined || d.start === undefined) return message
+  const { line } = d.file.getLineAndCharacterOfPosition(d.start)
+  return `${relative(root, d.file.fileName)}:${line + 1}: ${message}`
+}
+
+// Math.max/min with JavaScript's zeros: a literal other than 0 among the
+// arguments cannot tie with a zero, and Math.max(+0, x) keeps +0 on a tie
+// as Lua's does.
+const tieFree = (name: string, args: ReadonlyArray<ts.Expression>): boolean =>
+  args.some((a) => ts.isNumericLiteral(a) && Number(a.text) !== 0) ||
+  (name === "max" && args.length > 0 && ts.isNumericLiteral(args[0]) && Number(args[0].text) === 0)
+
+const plugin: tstl.Plugin = {
+  visitors: {
+    [ts.SyntaxKind.CallExpression]: (node, context) => {
+      const callee = node.expression
+      if (
+        ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) &&
+        callee.expression.text === "Math"
+      ) {
+        const name = callee.name.text
+        const args = node.arguments.map((a) => context.transformExpression(a))
+        if (name === "floor" || name === "ceil") {
+          return tstl.createCallExpression(tstl.createIdentifier(name), args, node)
+        }
+        if ((name === "max" || name === "min") && args.length >= 2) {
+          if (tieFree(name, node.arguments)) {
+            return tstl.createCallExpression(tstl.createIdentifier(name === "max" ? "mmax" : "mmin"), args, node)
+          }
+          const helper = tstl.createIdentifier(name === "max" ? "jmax" : "jmin")
+          // pairwise from the right: max(a, b, c) = jmax(a, jmax(b, c))
+          let out = args[args.length - 1]
+          for (let i = args.length - 2; i >= 0; i--) out = tstl.createCallExpression(helper, [args[i], out])
+          return out
+        }
+      }
+      return context.superTransformExpression(node)
+    },
+    [ts.SyntaxKind.BinaryExpression]: (node, context) => {
+      if (node.operatorToken.kind === ts.SyntaxKind.PercentToken) {
+        return tstl.createCallExpression(
+          tstl.createIdentifier("fmod"),
+          [context.transformExpression(node.left), context.transformExpression(node.right)],
+          node
+        )
+      }
+      return context.superTransformExpression(node)
+    },
+    [ts.SyntaxKind.Identifier]: (node, context) => {
+      if (
+        node.text === "Infinity" && context.checker.getSymbolAtLocation(node)?.declarations?.[0]?.getSourceFile()
+            .isDeclarationFile !== false
+      ) {
+        return tstl.createIdentifier("huge", node)
+      }
+      return context.superTransformExpression(node)
+    }
+  }
+}
+
+// A field's kind from its type.
+const kindOf = (checker: ts.TypeChecker, type: ts.Type): Field["kind"] | undefined => {
+  if (type.flags & ts.TypeFlags.NumberLike) return "number"
+  if (type.flags & ts.TypeFlags.BooleanLike) return "boolean"
+  if (checker.isArrayType(type)) {
+    const [element] = checker.getTypeArguments(type as ts.TypeReference)
+    if (element !== undefined && element.flags & ts.TypeFlags.NumberLike) return "numbers"
+  }
+  return undefined
+}
+
+const fieldsOf = (
+  checker: ts.TypeChecker,
+  source: ts.SourceFile,
+  name: string,
+  problems: Array<string>
+): ReadonlyArray<Field> => {
+  const declaration = source.statements.find((s): s is ts.InterfaceDeclaration =>
+    ts.isInterfaceDeclaration(s) && s.name.text === name
+  )
+  if (declaration === undefined) {
+    problems.push(`${relative(root, source.fileName)}: no interface ${name}`)
+    return []
+  }
+  const fields: Array<Field> = []
+  for (const member of declaration.members) {
+    if (!ts.isPropertySignature(member) || member.name === undefined) continue
+    const type = checker.getTypeAtLocation(member)
+    const kind = kindOf(checker, type)
+    const field = member.name.getText(source)
+    if (kind === undefined) {
+      problems.push(
+        `${relative(root, source.fileName)}: ${name}.${field} is a ${
+          checker.typeToString(type)
+        }: a stored field is a number, a boolean or numbers`
+      )
+    } else fields.push({ name: field, kind })
+  }
+  return fields
+}
+
+// The chunk of one module: its exports in a local named after it.
+const chunk = (name: string, lua: string): string => {
+  const body = lua.trimEnd()
+  const last = body.lastIndexOf("\nreturn ____exports")
+  if (last < 0 || body.slice(last).trim() !== "return ____exports") {
+    throw new Refused([`${name}: the compiled module does not end with its exports`])
+  }
+  return `local ${name}\ndo\n${body.slice(0, last)}\n${name} = ____exports\nend\n`
+}
+
+/**
+ * Compiles `files` (default: {@link sources}); throws {@link Refused}.
+ *
+ * @since 0.2.0
+ */
+export const compile = (files: ReadonlyArray<string> = sources): Output => {
+  // the contract is a root too: TypeScriptToLua reads its function types as
+  // having no `self` only in the program's own files
+  const contract = join(root, "src", "internal", "algorithm", "Algorithm.ts")
+  const program = ts.createProgram({ rootNames: [...files, contract], options: options as ts.CompilerOptions })
+  const problems: Array<string> = []
+  for (const d of ts.getPreEmitDiagnostics(program)) problems.push(describe(d))
+  for (const r of Subset.check(program, files)) problems.push(`${relative(root, r.file)}:${r.line}: ${r.message}`)
+  if (problems.length > 0) throw new Refused(problems)
+  const emitted = new Map<string, string>()
+  const transpiler = new tstl.Transpiler()
+  const { diagnostics } = transpiler.emit({
+    program,
+    plugins: [plugin],
+    sourceFiles: files.map((f) => program.getSourceFile(f)!),
+    writeFile: (fileName, text) => emitted.set(resolve(fileName), text)
+  })
+  for (const d of diagnostics) problems.push(describe(d))
+  const checker = program.getTypeChecker()
+  const modules: Array<Module> = []
+  for (const file of files) {
+    const name = basename(file, ".ts")
+    const out = [...emitted].find(([path]) => basename(path, ".lua") === name)
+    if (out === undefined) {
+      problems.push(`${relative(root, file)}: no Lua was made`)
+      continue
+    }
+    const source = program.getSourceFile(file)!
+    modules.push({
+      name,
+      lua: chunk(name, out[1]),
+      config: fieldsOf(checker, source, "Config", problems),
+      state: fieldsOf(checker, source, "State", problems)
+    })
+  }
+  if (problems.length > 0) throw new Refused(problems)
+  return { modules, inputHash: hashInputs(files) }
+}
