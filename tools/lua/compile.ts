@@ -25,29 +25,14 @@
  *
  * @since 0.2.0
  */
-import { createHash } from "node:crypto"
-import { readFileSync } from "node:fs"
-import { basename, dirname, join, relative, resolve } from "node:path"
-import { fileURLToPath } from "node:url"
+import { basename, join, relative } from "node:path"
 import ts from "typescript"
 import * as tstl from "typescript-to-lua"
 import * as Subset from "./subset.ts"
 
-/** The repository's root. */
-export const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..")
+import { hashInputs, root, sources } from "./inputs.ts"
 
-/** The modules compiled to Lua, in the order the library defines them. */
-export const sources: ReadonlyArray<string> = [
-  "TokenBucket",
-  "Gcra",
-  "LeakyBucket",
-  "FixedWindow",
-  "SlidingWindow",
-  "SlidingLog",
-  "Concurrency",
-  "WarmUp",
-  "Adaptive"
-].map((name) => join(root, "src", "internal", "algorithm", `${name}.ts`))
+export { hashInputs, root, sources }
 
 /** A field of a configuration or a state: a number, a boolean (0 or 1), or numbers (a count, then each). */
 export interface Field {
@@ -61,6 +46,11 @@ export interface Module {
   readonly name: string
   /** The chunk: sets the local `name`. */
   readonly lua: string
+  /**
+   * The chunk for the lean entry point: `step`'s objects are tables made
+   * once (see the plugin), so the step allocates none of its own.
+   */
+  readonly lean: string
   /** Its `Config` interface's fields, in declaration order. */
   readonly config: ReadonlyArray<Field>
   /** Its `State` interface's fields, in declaration order. */
@@ -95,19 +85,6 @@ export const options: tstl.CompilerOptions = {
   sourceMap: false
 }
 
-/** The compiler's own files: a change to one changes what it makes. */
-const ownFiles = ["compile.ts", "subset.ts", "package.json"].map((f) => join(root, "tools", "lua", f))
-
-/** The SHA1 of the inputs: the sources, the compiler and its pinned versions. */
-export const hashInputs = (files: ReadonlyArray<string> = sources): string => {
-  const hash = createHash("sha1")
-  for (const file of [...files, ...ownFiles]) {
-    hash.update(relative(root, file)).update("\0").update(readFileSync(file)).update("\0")
-  }
-  hash.update(ts.version).update(tstl.version ?? "")
-  return hash.digest("hex")
-}
-
 /** A compilation refused: the subset's refusals, or the compilers' diagnostics. */
 export class Refused extends Error {
   readonly problems: ReadonlyArray<string>
@@ -131,7 +108,35 @@ const tieFree = (name: string, args: ReadonlyArray<ts.Expression>): boolean =>
   args.some((a) => ts.isNumericLiteral(a) && Number(a.text) !== 0) ||
   (name === "max" && args.length > 0 && ts.isNumericLiteral(args[0]) && Number(args[0].text) === 0)
 
-const plugin: tstl.Plugin = {
+// The object literals of a module's `step` (not in a loop, not in a
+// function within it): what the lean entry point's step allocates.
+const inStep = (node: ts.Node): boolean => {
+  for (let at: ts.Node | undefined = node.parent; at !== undefined; at = at.parent) {
+    if (ts.isIterationStatement(at, false)) return false
+    if (ts.isFunctionLike(at)) {
+      const declared = at.parent
+      return ts.isVariableDeclaration(declared) && ts.isIdentifier(declared.name) && declared.name.text === "step" &&
+        ts.isVariableStatement(declared.parent.parent) && declared.parent.parent.parent === node.getSourceFile()
+    }
+  }
+  return false
+}
+
+const reusable = (node: ts.ObjectLiteralExpression): boolean =>
+  node.properties.every((p) =>
+    (ts.isPropertyAssignment(p) && (ts.isIdentifier(p.name) || ts.isStringLiteral(p.name))) ||
+    ts.isShorthandPropertyAssignment(p)
+  )
+
+/**
+ * The plugin: JavaScript's semantics (above), and with `scratch` (the lean
+ * build) the object literals of `step` filled into tables made once per
+ * module (`scratch[file]` counts them) instead of made on each call. That is
+ * sound where each step's outcome is consumed before the next step runs and
+ * no object of it is kept: the lean entry point, which reads the outcome,
+ * writes the state and answers one key before it steps the next.
+ */
+const plugin = (scratch: Map<string, number> | undefined): tstl.Plugin => ({
   visitors: {
     [ts.SyntaxKind.CallExpression]: (node, context) => {
       const callee = node.expression
@@ -169,15 +174,38 @@ const plugin: tstl.Plugin = {
     },
     [ts.SyntaxKind.Identifier]: (node, context) => {
       if (
-        node.text === "Infinity" && context.checker.getSymbolAtLocation(node)?.declarations?.[0]?.getSourceFile()
-            .isDeclarationFile !== false
+        node.text === "Infinity" &&
+        context.checker.getSymbolAtLocation(node)?.declarations?.[0]?.getSourceFile().isDeclarationFile !== false
       ) {
         return tstl.createIdentifier("huge", node)
       }
       return context.superTransformExpression(node)
+    },
+    [ts.SyntaxKind.ObjectLiteralExpression]: (node, context) => {
+      if (scratch === undefined || !inStep(node) || !reusable(node)) return context.superTransformExpression(node)
+      const file = node.getSourceFile().fileName
+      const n = (scratch.get(file) ?? 0) + 1
+      scratch.set(file, n)
+      const table = tstl.createIdentifier(`____scratch_${n}`)
+      const keys: Array<tstl.AssignmentLeftHandSideExpression> = []
+      const values: Array<tstl.Expression> = []
+      for (const p of node.properties) {
+        const name = ts.isShorthandPropertyAssignment(p) ? p.name.text : (p as ts.PropertyAssignment).name.getText()
+        const key = name.replace(/^"|"$/g, "")
+        keys.push(tstl.createTableIndexExpression(table, tstl.createStringLiteral(key)))
+        values.push(
+          ts.isShorthandPropertyAssignment(p)
+            ? context.transformExpression(p.name)
+            : context.transformExpression((p as ts.PropertyAssignment).initializer)
+        )
+      }
+      // every value first, then the fields (one assignment): a value read
+      // from the table itself sees the fields as they were
+      context.addPrecedingStatements(tstl.createAssignmentStatement(keys, values, node))
+      return table
     }
   }
-}
+})
 
 // A field's kind from its type.
 const kindOf = (checker: ts.TypeChecker, type: ts.Type): Field["kind"] | undefined => {
@@ -221,13 +249,33 @@ const fieldsOf = (
 }
 
 // The chunk of one module: its exports in a local named after it.
-const chunk = (name: string, lua: string): string => {
+const chunk = (name: string, lua: string, scratch = 0): string => {
   const body = lua.trimEnd()
   const last = body.lastIndexOf("\nreturn ____exports")
   if (last < 0 || body.slice(last).trim() !== "return ____exports") {
     throw new Refused([`${name}: the compiled module does not end with its exports`])
   }
-  return `local ${name}\ndo\n${body.slice(0, last)}\n${name} = ____exports\nend\n`
+  const tables = Array.from({ length: scratch }, (_, i) => `____scratch_${i + 1}`)
+  const declared = scratch === 0 ? "" : `local ${tables.join(", ")} = ${tables.map(() => "{}").join(", ")}\n`
+  return `local ${name}\ndo\n${declared}${body.slice(0, last)}\n${name} = ____exports\nend\n`
+}
+
+// Every file's Lua, by the file's name, with the plugin in `scratch` mode or not.
+const emit = (
+  program: ts.Program,
+  files: ReadonlyArray<string>,
+  scratch: Map<string, number> | undefined,
+  problems: Array<string>
+): Map<string, string> => {
+  const emitted = new Map<string, string>()
+  const { diagnostics } = new tstl.Transpiler().emit({
+    program,
+    plugins: [plugin(scratch)],
+    sourceFiles: files.map((f) => program.getSourceFile(f)!),
+    writeFile: (fileName, text) => emitted.set(basename(fileName, ".lua"), text)
+  })
+  for (const d of diagnostics) problems.push(describe(d))
+  return emitted
 }
 
 /**
@@ -244,28 +292,24 @@ export const compile = (files: ReadonlyArray<string> = sources): Output => {
   for (const d of ts.getPreEmitDiagnostics(program)) problems.push(describe(d))
   for (const r of Subset.check(program, files)) problems.push(`${relative(root, r.file)}:${r.line}: ${r.message}`)
   if (problems.length > 0) throw new Refused(problems)
-  const emitted = new Map<string, string>()
-  const transpiler = new tstl.Transpiler()
-  const { diagnostics } = transpiler.emit({
-    program,
-    plugins: [plugin],
-    sourceFiles: files.map((f) => program.getSourceFile(f)!),
-    writeFile: (fileName, text) => emitted.set(resolve(fileName), text)
-  })
-  for (const d of diagnostics) problems.push(describe(d))
+  const plain = emit(program, files, undefined, problems)
+  const scratch = new Map<string, number>()
+  const lean = emit(program, files, scratch, problems)
   const checker = program.getTypeChecker()
   const modules: Array<Module> = []
   for (const file of files) {
     const name = basename(file, ".ts")
-    const out = [...emitted].find(([path]) => basename(path, ".lua") === name)
-    if (out === undefined) {
+    const lua = plain.get(name)
+    const leanLua = lean.get(name)
+    if (lua === undefined || leanLua === undefined) {
       problems.push(`${relative(root, file)}: no Lua was made`)
       continue
     }
     const source = program.getSourceFile(file)!
     modules.push({
       name,
-      lua: chunk(name, out[1]),
+      lua: chunk(name, lua),
+      lean: chunk(name, leanLua, scratch.get(source.fileName) ?? 0),
       config: fieldsOf(checker, source, "Config", problems),
       state: fieldsOf(checker, source, "State", problems)
     })

@@ -10,15 +10,18 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join, relative } from "node:path"
-import * as Compile from "./compile.ts"
+import type * as Compile from "./compile.ts"
+import { hashInputs, root } from "./inputs.ts"
 
 /** Where the generated module goes. */
-export const target = join(Compile.root, "src", "redis", "internal", "generated.ts")
+export const target = join(root, "src", "redis", "internal", "generated.ts")
 
 /** The text of the generated module. */
 export const render = (output: Compile.Output): string => {
   const modules = output.modules.map((m) =>
-    `  ${m.name}: {\n    name: ${JSON.stringify(m.name)},\n    lua: ${JSON.stringify(m.lua)},\n` +
+    `  ${m.name}: {\n    name: ${JSON.stringify(m.name)},\n    lua: ${JSON.stringify(m.lua)},\n    lean: ${
+      JSON.stringify(m.lean)
+    },\n` +
     `    config: ${JSON.stringify(m.config)},\n    state: ${JSON.stringify(m.state)}\n  }`
   )
   return `/**
@@ -46,6 +49,8 @@ export interface Field {
 export interface Compiled {
   readonly name: string
   readonly lua: string
+  /** The chunk for the lean entry point: the objects of \`step\` are tables made once, filled on each call. */
+  readonly lean: string
   readonly config: ReadonlyArray<Field>
   readonly state: ReadonlyArray<Field>
 }
@@ -68,23 +73,32 @@ ${modules.join(",\n")}
 `
 }
 
-const current = (): string | undefined => {
-  if (!existsSync(target)) return undefined
-  return /export const inputHash = "([0-9a-f]+)"/.exec(readFileSync(target, "utf8"))?.[1]
+const current = (file: string): string | undefined => {
+  if (!existsSync(file)) return undefined
+  return /export const inputHash = "([0-9a-f]+)"/.exec(readFileSync(file, "utf8"))?.[1]
 }
 
-const main = () => {
-  const force = process.argv.includes("--force")
-  if (!force && current() === Compile.hashInputs()) return
-  let output: Compile.Output
+/**
+ * Writes the generated module to `file` unless it is current (or `force`);
+ * the compiler is loaded only when it must run. Throws `Compile.Refused`.
+ */
+export const generate = async (file = target, force = false): Promise<"current" | "written"> => {
+  if (!force && current(file) === hashInputs()) return "current"
+  const Compile = await import("./compile.ts")
+  writeFileSync(file, render(Compile.compile()))
+  return "written"
+}
+
+const main = async () => {
+  const out = process.argv.indexOf("--out")
+  const file = out >= 0 ? process.argv[out + 1] : target
   try {
-    output = Compile.compile()
+    const done = await generate(file, process.argv.includes("--force"))
+    if (done === "written") process.stdout.write(`${relative(root, file)}: the algorithms compiled to Lua\n`)
   } catch (e) {
     process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`)
     process.exit(1)
   }
-  writeFileSync(target, render(output))
-  process.stdout.write(`${relative(Compile.root, target)}: ${output.modules.length} modules compiled to Lua\n`)
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) main()
+if (import.meta.url === `file://${process.argv[1]}`) await main()

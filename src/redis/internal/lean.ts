@@ -147,42 +147,56 @@ export const decodeConfig = (module: Compiled): string =>
   } } end`
 
 /**
- * Lua that sets `s` to the state `raw` holds when it is one of this
- * algorithm (its code first), else leaves it `nil`. A state of fixed size
- * is read with one `struct.unpack`; one with numbers of varying count (a
- * log) with `unpackNums`, its numbers after the others, each list as its
- * count and then its numbers.
+ * Lua that reads the key's stored value `raw`: `s` is its state when it is
+ * one of this algorithm (its code first), filled into the table `into`
+ * (made once: the lean entry point is done with a key's state before it
+ * reads the next), else `nil`; `deferred` is true when the value starts
+ * with a block (a first number of 0, no algorithm's code). A state of
+ * fixed size is read with one `struct.unpack`; one with numbers of varying
+ * count (a log) with `unpackNums`, its numbers after the others, each list
+ * as its count and then its numbers.
  *
  * @example
  * ```ts
  * import { modules } from "./generated.ts"
  * import { decodeState } from "./lean.ts"
  *
- * decodeState(modules.TokenBucket, 1) // reads "<ddd": the code, level and at
+ * decodeState(modules.TokenBucket, 1, "TokenBucketState") // reads "<ddd": the code, level and at
  * ```
  *
  * @since 0.2.0
  */
-export const decodeState = (module: Compiled, code: number): string => {
+export const decodeState = (module: Compiled, code: number, into: string): string => {
   const fixed = sizeOf(module)
   if (fixed !== undefined) {
     const names = module.state.map((_, i) => `_${i + 1}`)
     return `
-  local s
-  if raw and #raw >= ${fixed} then
-    local _code, ${names.join(", ")} = sunpack("<${"d".repeat(names.length + 1)}", raw)
-    if _code == ${code} then s = { ${module.state.map((f, i) => `${key(f.name)} = ${names[i]}`).join(", ")} } end
+  local s, deferred
+  if raw then
+    if #raw >= ${fixed} then
+      local _code, ${names.join(", ")} = sunpack("<${"d".repeat(names.length + 1)}", raw)
+      if _code == ${code} then
+        ${module.state.map((f) => get(into, f.name)).join(", ")} = ${names.join(", ")}
+        s = ${into}
+      elseif _code == 0 then
+        deferred = true
+      end
+    elseif #raw >= 16 and sunpack("<d", raw) == 0 then
+      deferred = true
+    end
   end`
   }
   const scalars = module.state.filter((f) => f.kind !== "numbers")
   const lists = module.state.filter((f) => f.kind === "numbers")
   return `
-  local s
+  local s, deferred
   if raw then
     local a = unpackNums(raw)
-    if a[1] == ${code} and a[${scalars.length + 1}] ~= nil then
+    if a[1] == 0 and a[2] ~= nil then
+      deferred = true
+    elseif a[1] == ${code} and a[${scalars.length + 1}] ~= nil then
       local i, ok = ${scalars.length + 2}, true
-      s = { ${scalars.map((f, j) => `${key(f.name)} = a[${j + 2}]`).join(", ")} }${
+      ${scalars.map((f) => get(into, f.name)).join(", ")} = ${scalars.map((_, j) => `a[${j + 2}]`).join(", ")}${
     lists.map((f) => `
       do
         local n, list = a[i], {}
@@ -190,10 +204,10 @@ export const decodeState = (module: Compiled, code: number): string => {
           for j = 1, n do list[j] = a[i + j] end
           i = i + n + 1
         end
-        ${get("s", f.name)} = list
+        ${get(into, f.name)} = list
       end`).join("")
   }
-      if not ok then s = nil end
+      if ok then s = ${into} end
     end
   end`
 }
@@ -235,21 +249,18 @@ export const encodeState = (module: Compiled, code: number, t: string, out: stri
 // as above; a denied Admit keeps the state as it was.
 const step = (lean: Lean): string => {
   const m = lean.module.name
-  return `${decodeState(lean.module, lean.code)}
+  return `
   local fresh = s == nil
-  if fresh then s = ${m}.algorithm.initial(cfg, now) end
-  local o = ${m}.algorithm.step(cfg, s, now, cost)
+  if fresh then s = ${m}Initial(cfg, now) end
+  local o = ${m}Step(cfg, s, now, cost)
   allowed, remaining, retry, reset, limit = o.allowed, o.remaining, o.retryAfter, o.resetAfter, o.limit${
-    lean.delay === true ?
-      `
-  delay = o.delay or 0` :
-      ""
+    lean.delay === true ? `\n  delay = o.delay or 0` : ""
   }
   local nxt = o.state
   if admit and not allowed then nxt = s end
   dirty = fresh or nxt ~= s
   if dirty then
-    settled = ${m}.algorithm.settledAt(cfg, nxt)
+    settled = ${m}SettledAt(cfg, nxt)
     ${encodeState(lean.module, lean.code, "nxt", "packed")}
   end`
 }
@@ -337,9 +348,10 @@ end
 export const reader = (module: Compiled): string => `${module.name}Config`
 
 /**
- * What the library defines for an algorithm's lean entry point, once:
- * its configuration reader (after {@link configReader} and the compiled
- * module).
+ * What the library defines for an algorithm's lean entry point, once
+ * (after {@link configReader} and the compiled module): its configuration
+ * reader, the table a key's state is read into, and the module's
+ * `initial`, `step` and `settledAt` as locals.
  *
  * @example
  * ```ts
@@ -351,8 +363,13 @@ export const reader = (module: Compiled): string => `${module.name}Config`
  *
  * @since 0.2.0
  */
-export const definitions = (module: Compiled): string =>
-  `local ${reader(module)} = configCache(${decodeConfig(module)})\n`
+export const definitions = (module: Compiled): string => {
+  const m = module.name
+  return `local ${reader(module)} = configCache(${decodeConfig(module)})
+local ${m}State = {}
+local ${m}Initial, ${m}Step, ${m}SettledAt = ${m}.algorithm.initial, ${m}.algorithm.step, ${m}.algorithm.settledAt
+`
+}
 
 /**
  * The whole lean body of an algorithm: as an `EVAL` script
@@ -372,23 +389,14 @@ export const definitions = (module: Compiled): string =>
  * @since 0.2.0
  */
 export const body = (lean: Lean, mode: "script" | "function"): string => {
-  const count = lean.module.config.length
   const size = sizeOf(lean.module)
   const config = mode === "function"
     ? `if floor == nil then bind() end
 local cfg = ${reader(lean.module)}(ARGV[3])`
-    : `local cfg
-do
-  local a, _text, _from = {}, ARGV[3], 1
-  for i = 1, ${count} do
-    local _to = string.find(_text, " ", _from, true) or (#_text + 1)
-    local w = string.sub(_text, _from, _to - 1)
-    a[i] = ${number("w")}
-    _from = _to + 1
-  end
-  cfg = (${decodeConfig(lean.module)})(a)
-end`
-  const prefix = mode === "function" ? "" : `${Prelude.lua}bind()\n${lean.module.lua}`
+    : `local cfg = ${reader(lean.module)}(ARGV[3])`
+  const prefix = mode === "function"
+    ? ""
+    : `${Prelude.lua}bind()\n${configReader}${lean.module.lean}${definitions(lean.module)}`
   return `${prefix}
 ${config}
 local ceil, huge, format = math.ceil, math.huge, string.format
@@ -396,7 +404,6 @@ local spack, sunpack, sub = struct.pack, struct.unpack, string.sub
 local now
 ${Prelude.readNow("now")}
 local keep = tonumber(ARGV[2])
-local NOTHING = spack("<d", 0)
 local out, single = {}, #KEYS == 1
 for k = 1, #KEYS do
   local key = KEYS[k]
@@ -405,9 +412,9 @@ for k = 1, #KEYS do
   local raw = redis.call("GET", key)
   local allowed, remaining, retry, reset, limit, dirty, settled, packed
   local delay = 0
+${decodeState(lean.module, lean.code, `${lean.module.name}State`)}
   -- a block ("0 until" before the state), in force or over: the batch
   -- entry point answers (allowed -1 says so), and drops a block that is over
-  local deferred = raw and #raw >= 16 and sub(raw, 1, 8) == NOTHING
   if deferred then
     allowed, remaining, retry, reset, limit = -1, 0, 0, 0, 0
   else

@@ -129,7 +129,7 @@ const libraryText = (version: string): string =>
     Multi.body,
     "end)\n",
     Lean.configReader,
-    ...Array.from(modules.values(), (m) => m.lean.module.lua + Lean.definitions(m.lean.module)),
+    ...Array.from(modules.values(), (m) => m.lean.module.lean + Lean.definitions(m.lean.module)),
     ...leanEntries.map(({ algorithm, fn }) =>
       `redis.register_function("${fnName(version, algorithm.name)}", function(KEYS, ARGV)\n${fn}end)\n`
     )
