@@ -13,6 +13,7 @@
  * @since 0.1.0
  */
 import { Context, type Effect, type Exit, Schema } from "effect"
+import * as Operation from "./internal/operation/Op.ts"
 import type * as Policy from "./Policy.ts"
 
 /**
@@ -29,53 +30,7 @@ import type * as Policy from "./Policy.ts"
  * @category models
  * @since 0.1.0
  */
-export const OpKind = {
-  /** Decide a request of `cost`, taking it if admitted (acquire, consume, wait). */
-  Take: 0,
-  /** Decide a request of `cost` without taking anything (peek). */
-  Peek: 1,
-  /** Forget the key (back to its initial state). */
-  Reset: 2,
-  /** Give `cost` units back, capped. */
-  Release: 3,
-  /** How long until `cost` could be admitted behind `queued` units: answered in `retryAfter`. */
-  WaitTime: 4,
-  /**
-   * Decide a request of `cost`, taking it only if admitted: a denial leaves
-   * the state as it was (a waiter's try, which in-process logs nothing); a
-   * key with no state gets its initial one either way.
-   */
-  Admit: 5,
-  /** Take `cost` whatever the limit (into debt); `retryAfter` answers how long the debt lasts. */
-  Force: 6,
-  /** Add `cost` units with no cap. */
-  ForceAdd: 7,
-  /** The key full (nothing used), unblocked. */
-  Fill: 8,
-  /** Take as much as admitted now, at most `cost`; `value` answers how many. */
-  TakeUpTo: 9,
-  /** The key as it stands; `value` answers 1 if it has state not yet settled, else 0 (nothing is created). */
-  Get: 10,
-  /** The key as if `cost` units had been used from full, unblocked. */
-  Set: 11,
-  /** Forget the key; `value` answers 1 if it had state not yet settled, else 0. */
-  Delete: 12,
-  /** Refuse everything for `cost` milliseconds from now (`Infinity`: for ever). */
-  Block: 13,
-  /**
-   * The policy's rate changed (`setRate`): `cost` and `queued` are the old
-   * rate's numbers (the algorithm's `rateOf`), and the state is carried over
-   * by the algorithm's own rate rule (a key with no state stays so).
-   */
-  SetRate: 14,
-  // Adaptive rates: 16 and up.
-  /**
-   * A signal for an adaptive rate: `cost` is the signal (0 ok, 1 throttled,
-   * 2 a latency) and `queued` its milliseconds (the wait asked for, or the
-   * latency). A policy without an adaptive rate is left as it is.
-   */
-  Adapt: 16
-} as const
+export const OpKind: typeof Operation.Kind = Operation.Kind
 
 /**
  * One of the values of {@link OpKind}.
@@ -90,7 +45,7 @@ export const OpKind = {
  * @category models
  * @since 0.1.0
  */
-export type OpKind = typeof OpKind[keyof typeof OpKind]
+export type OpKind = Operation.Kind
 
 /**
  * One operation on a key.
@@ -106,17 +61,7 @@ export type OpKind = typeof OpKind[keyof typeof OpKind]
  * @category models
  * @since 0.1.0
  */
-export interface Op {
-  readonly kind: OpKind
-  readonly cost: number
-  readonly queued: number
-  /**
-   * Take, Force and Set: the length of the window the operation opens, for
-   * a policy with windows of a length per call (a fixed window that opens at
-   * its first hit); 0 or absent: the policy's own.
-   */
-  readonly window?: number | undefined
-}
+export type Op = Operation.Op
 
 /**
  * The answer to one operation: an algorithm's outcome without its state.
@@ -135,21 +80,7 @@ export interface Op {
  * @category models
  * @since 0.1.0
  */
-export interface Reply {
-  readonly allowed: boolean
-  readonly remaining: number
-  readonly retryAfter: number
-  readonly resetAfter: number
-  readonly limit: number
-  /** TakeUpTo: the units taken; Get and Delete: 1 if the key had state, else 0. */
-  readonly value?: number | undefined
-  /**
-   * Take, Admit and TakeUpTo that admit: a shaper's delay (ms) before the
-   * request proceeds (the leaky bucket, a fixed window with `execEvenly`);
-   * absent when 0.
-   */
-  readonly delay?: number | undefined
-}
+export type Reply = Operation.Reply
 
 /**
  * One key of an all-or-nothing call over several keys: its policy and the
@@ -188,10 +119,7 @@ export interface Entry {
  * @category models
  * @since 0.2.0
  */
-export interface AllReply {
-  readonly allowed: boolean
-  readonly replies: ReadonlyArray<Reply>
-}
+export type AllReply = Operation.AllReply
 
 /**
  * The store could not answer (unreachable, too slow, or it failed). The

@@ -537,7 +537,7 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
       args.push(entries[0].encoded.leanConfig)
       for (const e of entries) {
         const op = e.ops[0]
-        args.push(op.kind === OpKind.Admit ? "5" : "0", Codec.show(op.cost))
+        args.push(String(op.kind === OpKind.Admit ? OpKind.Admit : OpKind.Take), Codec.show(op.cost))
       }
     } else {
       for (const e of entries) args.push(e.encoded.policy, Codec.encodeOps(e.ops))

@@ -43,6 +43,7 @@
  *
  * @since 0.1.0
  */
+import * as Op from "../../internal/operation/Op.ts"
 import * as Prelude from "./prelude.ts"
 
 /**
@@ -240,7 +241,7 @@ local function applyOps(key, P, opsText)
     local kind, cost, queued, window = op[i], op[i + 1], op[i + 2], op[i + 3]
     for _ = 1, op[i + 4] do
       local blocked = now < blockedUntil
-      if kind == 0 or kind == 5 then
+      if kind == ${Op.Kind.Take} or kind == ${Op.Kind.Admit} then
         -- the hot path (a hot key's batch is mostly this): no function but the step
         local before = state
         if before == nil then before = A.initial(c, now) end
@@ -257,10 +258,10 @@ local function applyOps(key, P, opsText)
           -- a Take's denial keeps the state it produced (the same one, or an
           -- attempt logged); an Admit's keeps the state as it was
           local next = o.state
-          if kind == 5 and not o.allowed then next = before end
+          if kind == ${Op.Kind.Admit} and not o.allowed then next = before end
           if state == nil or next ~= before then dirty = true end
           state = next
-          if kind == 0 and not o.allowed and P.block > 0 then
+          if kind == ${Op.Kind.Take} and not o.allowed and P.block > 0 then
             -- a request the policy refuses blocks the key (blockDuration)
             blockedUntil = now + P.block
             dirty = true
@@ -269,10 +270,10 @@ local function applyOps(key, P, opsText)
             answerWith(o)
           end
         end
-      elseif kind == 1 then
+      elseif kind == ${Op.Kind.Peek} then
         if blocked then answerWith(blockedOutcome(A, c, current(), blockedUntil, cost))
         else answerWith(peek(A, c, current(), cost)) end
-      elseif kind == 2 then
+      elseif kind == ${Op.Kind.Reset} then
         if state ~= nil then
           state = A.initial(c, now)
           dirty = true
@@ -282,7 +283,7 @@ local function applyOps(key, P, opsText)
           dirty = true
         end
         answer(true, 0, 0, 0, A.maxCost(c))
-      elseif kind == 3 then
+      elseif kind == ${Op.Kind.Release} then
         -- a key with no state whose initial state is settled (it starts
         -- full) stays without: a release gives it nothing
         if P.canRelease and not (state == nil and now >= A.settledAt(c, A.initial(c, now))) then
@@ -290,7 +291,7 @@ local function applyOps(key, P, opsText)
           dirty = true
         end
         standing()
-      elseif kind == 4 then
+      elseif kind == ${Op.Kind.WaitTime} then
         local limit = A.maxCost(c)
         local s = current()
         local wait, full = A.waitTime(c, s, now, queued, cost), A.waitTime(c, s, now, queued, limit)
@@ -298,7 +299,7 @@ local function applyOps(key, P, opsText)
           wait, full = jmax(blockedUntil - now, wait), jmax(blockedUntil - now, full)
         end
         answer(false, 0, wait, full, limit)
-      elseif kind == 6 then
+      elseif kind == ${Op.Kind.Force} then
         local cw = windowed(window)
         state = A.force(cw, current(), now, cost)
         dirty = true
@@ -308,18 +309,18 @@ local function applyOps(key, P, opsText)
         local retry = within.retry
         if within.allowed then retry = 0 end
         answer(true, within.remaining, retry, within.reset, within.limit)
-      elseif kind == 7 then
+      elseif kind == ${Op.Kind.ForceAdd} then
         if A.forceAdd ~= nil then
           state = A.forceAdd(c, current(), now, cost)
           dirty = true
         end
         standing()
-      elseif kind == 8 then
+      elseif kind == ${Op.Kind.Fill} then
         if A.full ~= nil then state = A.full(c, now) else state = A.initial(c, now) end
         blockedUntil = -huge
         dirty = true
         standing()
-      elseif kind == 9 then
+      elseif kind == ${Op.Kind.TakeUpTo} then
         local before = current()
         if state == nil then
           state = before
@@ -335,11 +336,11 @@ local function applyOps(key, P, opsText)
           end
           answerWith(o, taken)
         end
-      elseif kind == 10 then
+      elseif kind == ${Op.Kind.Get} then
         local had = 0
         if live() then had = 1 end
         standing(had)
-      elseif kind == 11 then
+      elseif kind == ${Op.Kind.Set} then
         local cw = windowed(window)
         local full
         if A.full ~= nil then full = A.full(cw, now) else full = A.initial(cw, now) end
@@ -347,26 +348,26 @@ local function applyOps(key, P, opsText)
         blockedUntil = -huge
         dirty = true
         standing()
-      elseif kind == 12 then
+      elseif kind == ${Op.Kind.Delete} then
         local had = 0
         if live() then had = 1 end
         state = nil
         blockedUntil = -huge
         dirty = true
         standing(had)
-      elseif kind == 13 then
+      elseif kind == ${Op.Kind.Block} then
         state = current()
         blockedUntil = now + cost
         dirty = true
         standing()
-      elseif kind == 14 then
+      elseif kind == ${Op.Kind.SetRate} then
         -- a key with no state stays so: it starts under the new rate
         if A.carryRate ~= nil and state ~= nil then
           state = A.carryRate(c, cost, queued, state, now)
           dirty = true
         end
         standing()
-      elseif kind == 16 then
+      elseif kind == ${Op.Kind.Adapt} then
         -- a signal for an adaptive rate (cost: the signal, queued: its ms)
         if A.adapt ~= nil then
           state = A.adapt(c, current(), now, cost, queued)

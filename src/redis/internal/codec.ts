@@ -5,7 +5,10 @@
  *
  * @since 0.2.0
  */
-import type { AllReply, Op, Reply } from "../../Store.ts"
+import * as Op from "../../internal/operation/Op.ts"
+
+type AllReply = Op.AllReply
+type Reply = Op.Reply
 
 /**
  * A number as text that Lua's `tonumber` reads back exactly.
@@ -37,9 +40,9 @@ export const show = (n: number): string =>
  *
  * @since 0.2.0
  */
-export const encodeOps = (ops: ReadonlyArray<Op>): string => {
+export const encodeOps = (ops: ReadonlyArray<Op.Op>): string => {
   // the most common call by far: one Take of 1
-  if (ops.length === 1 && ops[0].kind === 0 && ops[0].cost === 1 && ops[0].queued === 0 && !ops[0].window) {
+  if (ops.length === 1 && ops[0].kind === Op.Kind.Take && ops[0].cost === 1 && ops[0].queued === 0 && !ops[0].window) {
     return "0 1 0 0 1"
   }
   let out = ""

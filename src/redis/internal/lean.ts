@@ -35,6 +35,7 @@
  *
  * @since 0.2.0
  */
+import * as Op from "../../internal/operation/Op.ts"
 import type { Compiled } from "./generated.ts"
 import * as Prelude from "./prelude.ts"
 
@@ -407,7 +408,7 @@ local keep = tonumber(ARGV[2])
 local out, single = {}, #KEYS == 1
 for k = 1, #KEYS do
   local key = KEYS[k]
-  local admit = ARGV[2 + 2 * k] == "5"
+  local admit = ARGV[2 + 2 * k] == "${Op.Kind.Admit}"
   local cost = tonumber(ARGV[3 + 2 * k])
   local raw = redis.call("GET", key)
   local allowed, remaining, retry, reset, limit, dirty, settled, packed
