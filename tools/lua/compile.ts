@@ -108,16 +108,79 @@ const tieFree = (name: string, args: ReadonlyArray<ts.Expression>): boolean =>
   args.some((a) => ts.isNumericLiteral(a) && Number(a.text) !== 0) ||
   (name === "max" && args.length > 0 && ts.isNumericLiteral(args[0]) && Number(args[0].text) === 0)
 
-// The object literals of a module's `step` (not in a loop, not in a
-// function within it): what the lean entry point's step allocates.
-const inStep = (node: ts.Node): boolean => {
+// The functions at the top of a module, by name: `const f = (…) => …` and
+// `function f(…) {…}`.
+const topFunctions = (source: ts.SourceFile): Map<string, ts.FunctionLikeDeclaration> => {
+  const out = new Map<string, ts.FunctionLikeDeclaration>()
+  for (const statement of source.statements) {
+    if (ts.isFunctionDeclaration(statement) && statement.name !== undefined) out.set(statement.name.text, statement)
+    if (!ts.isVariableStatement(statement)) continue
+    for (const d of statement.declarationList.declarations) {
+      const f = d.initializer
+      if (ts.isIdentifier(d.name) && f !== undefined && (ts.isArrowFunction(f) || ts.isFunctionExpression(f))) {
+        out.set(d.name.text, f)
+      }
+    }
+  }
+  return out
+}
+
+// How many times each function of the module runs, at most, when `f` runs
+// once (Infinity: in a loop, or recursion).
+const runs = (
+  functions: Map<string, ts.FunctionLikeDeclaration>,
+  f: ts.FunctionLikeDeclaration,
+  seen: ReadonlySet<ts.Node> = new Set()
+): Map<string, number> => {
+  const out = new Map<string, number>()
+  const add = (name: string, n: number) => out.set(name, (out.get(name) ?? 0) + n)
+  const visit = (node: ts.Node, times: number): void => {
+    if (ts.isFunctionLike(node) && node !== f) times = Infinity
+    if (ts.isIterationStatement(node, false)) times = Infinity
+    if (ts.isIdentifier(node) && functions.has(node.text)) {
+      const callee = functions.get(node.text)!
+      add(node.text, times)
+      if (seen.has(callee) || callee === f) add(node.text, Infinity)
+      else for (const [name, n] of runs(functions, callee, new Set([...seen, f]))) add(name, n * times)
+    }
+    ts.forEachChild(node, (child) => visit(child, times))
+  }
+  if (f.body !== undefined) visit(f.body, 1)
+  return out
+}
+
+/**
+ * The functions whose objects the lean build makes once per module: `step`,
+ * and the helpers that run at most once when `step` runs and never from
+ * `initial` or `settledAt` (the other functions the lean entry point
+ * calls). The lean entry point is done with a step's outcome, and every
+ * object in it, before it steps again, and no object of a step is kept; so
+ * no object made this way is in use when it is made again.
+ */
+const scratchFunctions = (source: ts.SourceFile): Set<ts.Node> => {
+  const functions = topFunctions(source)
+  const step = functions.get("step")
+  if (step === undefined) return new Set()
+  const elsewhere = new Set<string>()
+  for (const root of ["initial", "settledAt"]) {
+    const f = functions.get(root)
+    if (f === undefined) continue
+    elsewhere.add(root)
+    for (const name of runs(functions, f).keys()) elsewhere.add(name)
+  }
+  const out = new Set<ts.Node>([step])
+  for (const [name, n] of runs(functions, step)) {
+    if (n <= 1 && !elsewhere.has(name) && name !== "step") out.add(functions.get(name)!)
+  }
+  return out
+}
+
+// The object literals the lean build makes once: in a function of
+// `scratchFunctions`, not in a loop, not in a function within it.
+const inStep = (node: ts.Node, scratchable: Set<ts.Node>): boolean => {
   for (let at: ts.Node | undefined = node.parent; at !== undefined; at = at.parent) {
     if (ts.isIterationStatement(at, false)) return false
-    if (ts.isFunctionLike(at)) {
-      const declared = at.parent
-      return ts.isVariableDeclaration(declared) && ts.isIdentifier(declared.name) && declared.name.text === "step" &&
-        ts.isVariableStatement(declared.parent.parent) && declared.parent.parent.parent === node.getSourceFile()
-    }
+    if (ts.isFunctionLike(at)) return scratchable.has(at)
   }
   return false
 }
@@ -128,6 +191,85 @@ const reusable = (node: ts.ObjectLiteralExpression): boolean =>
     ts.isShorthandPropertyAssignment(p)
   )
 
+// Inlining: a call of a module's own function whose body is one
+// expression (`const f = (a, b) => expr`) becomes that expression, its
+// parameters standing for the arguments. A Lua call costs about as much as
+// the arithmetic of a small helper (Redis runs a plain interpreter), and
+// the algorithms are written as many small helpers. Only when it cannot
+// change a thing: an argument that is not a name, a literal or a field of
+// a name stands for a parameter used at most once (the code is pure, so
+// when it is computed does not matter), and no name the body uses is
+// declared anew around the call.
+interface Inlinable {
+  readonly params: ReadonlyArray<ts.Symbol>
+  readonly body: ts.Expression
+  readonly uses: ReadonlyMap<ts.Symbol, number>
+  readonly free: ReadonlySet<string>
+}
+
+const inlinableOf = (checker: ts.TypeChecker, declaration: ts.Declaration): Inlinable | undefined => {
+  if (!ts.isVariableDeclaration(declaration) || declaration.initializer === undefined) return undefined
+  const list = declaration.parent
+  if (!ts.isVariableDeclarationList(list) || !(list.flags & ts.NodeFlags.Const)) return undefined
+  if (!ts.isVariableStatement(list.parent) || !ts.isSourceFile(list.parent.parent)) return undefined
+  const f = declaration.initializer
+  if (!ts.isArrowFunction(f) || ts.isBlock(f.body)) return undefined
+  const params: Array<ts.Symbol> = []
+  for (const p of f.parameters) {
+    if (!ts.isIdentifier(p.name) || p.initializer !== undefined || p.dotDotDotToken !== undefined) return undefined
+    const symbol = checker.getSymbolAtLocation(p.name)
+    if (symbol === undefined) return undefined
+    params.push(symbol)
+  }
+  const uses = new Map<ts.Symbol, number>()
+  const free = new Set<string>()
+  let ok = true
+  const visit = (node: ts.Node): void => {
+    if (ts.isShorthandPropertyAssignment(node) || ts.isFunctionLike(node) || ts.isObjectLiteralExpression(node)) {
+      ok = false
+      return
+    }
+    if (ts.isIdentifier(node) && !(ts.isPropertyAccessExpression(node.parent) && node.parent.name === node)) {
+      const symbol = checker.getSymbolAtLocation(node)
+      if (symbol !== undefined && params.includes(symbol)) uses.set(symbol, (uses.get(symbol) ?? 0) + 1)
+      else free.add(node.text)
+    }
+    ts.forEachChild(node, visit)
+  }
+  visit(f.body)
+  // and the helpers the compiled body calls by name
+  for (const name of helperNames) free.add(name)
+  return ok ? { params, body: f.body, uses, free } : undefined
+}
+
+// The names the compiled code calls that no module declares.
+const helperNames = ["floor", "ceil", "fmod", "huge", "jmax", "jmin", "mmax", "mmin"]
+
+// Every name declared in the functions around `node` (their parameters and locals).
+const namesAround = (node: ts.Node): Set<string> => {
+  const names = new Set<string>()
+  for (let at: ts.Node | undefined = node.parent; at !== undefined && !ts.isSourceFile(at); at = at.parent) {
+    if (!ts.isFunctionLike(at)) continue
+    const collect = (n: ts.Node): void => {
+      if ((ts.isVariableDeclaration(n) || ts.isParameter(n) || ts.isBindingElement(n)) && ts.isIdentifier(n.name)) {
+        names.add(n.name.text)
+      }
+      if (ts.isFunctionDeclaration(n) && n.name !== undefined) names.add(n.name.text)
+      ts.forEachChild(n, collect)
+    }
+    collect(at)
+  }
+  return names
+}
+
+// An argument that can stand for a parameter used several times: a name, a
+// literal, or a field of a name.
+const simple = (e: ts.Expression): boolean =>
+  ts.isIdentifier(e) || ts.isNumericLiteral(e) || ts.isStringLiteral(e) ||
+  e.kind === ts.SyntaxKind.TrueKeyword || e.kind === ts.SyntaxKind.FalseKeyword ||
+  (ts.isPrefixUnaryExpression(e) && ts.isNumericLiteral(e.operand)) ||
+  (ts.isPropertyAccessExpression(e) && simple(e.expression))
+
 /**
  * The plugin: JavaScript's semantics (above), and with `scratch` (the lean
  * build) the object literals of `step` filled into tables made once per
@@ -136,76 +278,118 @@ const reusable = (node: ts.ObjectLiteralExpression): boolean =>
  * no object of it is kept: the lean entry point, which reads the outcome,
  * writes the state and answers one key before it steps the next.
  */
-const plugin = (scratch: Map<string, number> | undefined): tstl.Plugin => ({
-  visitors: {
-    [ts.SyntaxKind.CallExpression]: (node, context) => {
-      const callee = node.expression
-      if (
-        ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) &&
-        callee.expression.text === "Math"
-      ) {
-        const name = callee.name.text
-        const args = node.arguments.map((a) => context.transformExpression(a))
-        if (name === "floor" || name === "ceil") {
-          return tstl.createCallExpression(tstl.createIdentifier(name), args, node)
-        }
-        if ((name === "max" || name === "min") && args.length >= 2) {
-          if (tieFree(name, node.arguments)) {
-            return tstl.createCallExpression(tstl.createIdentifier(name === "max" ? "mmax" : "mmin"), args, node)
-          }
-          const helper = tstl.createIdentifier(name === "max" ? "jmax" : "jmin")
-          // pairwise from the right: max(a, b, c) = jmax(a, jmax(b, c))
-          let out = args[args.length - 1]
-          for (let i = args.length - 2; i >= 0; i--) out = tstl.createCallExpression(helper, [args[i], out])
-          return out
-        }
-      }
-      return context.superTransformExpression(node)
-    },
-    [ts.SyntaxKind.BinaryExpression]: (node, context) => {
-      if (node.operatorToken.kind === ts.SyntaxKind.PercentToken) {
-        return tstl.createCallExpression(
-          tstl.createIdentifier("fmod"),
-          [context.transformExpression(node.left), context.transformExpression(node.right)],
-          node
-        )
-      }
-      return context.superTransformExpression(node)
-    },
-    [ts.SyntaxKind.Identifier]: (node, context) => {
-      if (
-        node.text === "Infinity" &&
-        context.checker.getSymbolAtLocation(node)?.declarations?.[0]?.getSourceFile().isDeclarationFile !== false
-      ) {
-        return tstl.createIdentifier("huge", node)
-      }
-      return context.superTransformExpression(node)
-    },
-    [ts.SyntaxKind.ObjectLiteralExpression]: (node, context) => {
-      if (scratch === undefined || !inStep(node) || !reusable(node)) return context.superTransformExpression(node)
-      const file = node.getSourceFile().fileName
-      const n = (scratch.get(file) ?? 0) + 1
-      scratch.set(file, n)
-      const table = tstl.createIdentifier(`____scratch_${n}`)
-      const keys: Array<tstl.AssignmentLeftHandSideExpression> = []
-      const values: Array<tstl.Expression> = []
-      for (const p of node.properties) {
-        const name = ts.isShorthandPropertyAssignment(p) ? p.name.text : (p as ts.PropertyAssignment).name.getText()
-        const key = name.replace(/^"|"$/g, "")
-        keys.push(tstl.createTableIndexExpression(table, tstl.createStringLiteral(key)))
-        values.push(
-          ts.isShorthandPropertyAssignment(p)
-            ? context.transformExpression(p.name)
-            : context.transformExpression((p as ts.PropertyAssignment).initializer)
-        )
-      }
-      // every value first, then the fields (one assignment): a value read
-      // from the table itself sees the fields as they were
-      context.addPrecedingStatements(tstl.createAssignmentStatement(keys, values, node))
-      return table
+const plugin = (scratch: Map<string, number> | undefined): tstl.Plugin => {
+  // what each parameter of a body being inlined stands for
+  const standing = new Map<ts.Symbol, ts.Expression>()
+  const inlining = new Set<ts.Node>()
+  const scratchable = new Map<ts.SourceFile, Set<ts.Node>>()
+  const scratchIn = (source: ts.SourceFile): Set<ts.Node> => {
+    let found = scratchable.get(source)
+    if (found === undefined) {
+      found = scratchFunctions(source)
+      scratchable.set(source, found)
     }
+    return found
   }
-})
+  return ({
+    visitors: {
+      [ts.SyntaxKind.CallExpression]: (node, context) => {
+        const callee = node.expression
+        if (ts.isIdentifier(callee)) {
+          const symbol = context.checker.getSymbolAtLocation(callee)
+          const declaration = symbol?.valueDeclaration
+          const target = declaration === undefined || declaration.getSourceFile() !== node.getSourceFile()
+            ? undefined
+            : inlinableOf(context.checker, declaration)
+          if (
+            target !== undefined && !inlining.has(target.body) && node.arguments.length === target.params.length &&
+            node.arguments.every((a, i) => simple(a) || (target.uses.get(target.params[i]) ?? 0) <= 1)
+          ) {
+            const around = namesAround(node)
+            if (![...target.free].some((name) => around.has(name))) {
+              target.params.forEach((p, i) => standing.set(p, node.arguments[i]))
+              inlining.add(target.body)
+              try {
+                return tstl.createParenthesizedExpression(context.transformExpression(target.body))
+              } finally {
+                inlining.delete(target.body)
+                for (const p of target.params) standing.delete(p)
+              }
+            }
+          }
+        }
+        if (
+          ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) &&
+          callee.expression.text === "Math"
+        ) {
+          const name = callee.name.text
+          const args = node.arguments.map((a) => context.transformExpression(a))
+          if (name === "floor" || name === "ceil") {
+            return tstl.createCallExpression(tstl.createIdentifier(name), args, node)
+          }
+          if ((name === "max" || name === "min") && args.length >= 2) {
+            if (tieFree(name, node.arguments)) {
+              return tstl.createCallExpression(tstl.createIdentifier(name === "max" ? "mmax" : "mmin"), args, node)
+            }
+            const helper = tstl.createIdentifier(name === "max" ? "jmax" : "jmin")
+            // pairwise from the right: max(a, b, c) = jmax(a, jmax(b, c))
+            let out = args[args.length - 1]
+            for (let i = args.length - 2; i >= 0; i--) out = tstl.createCallExpression(helper, [args[i], out])
+            return out
+          }
+        }
+        return context.superTransformExpression(node)
+      },
+      [ts.SyntaxKind.BinaryExpression]: (node, context) => {
+        if (node.operatorToken.kind === ts.SyntaxKind.PercentToken) {
+          return tstl.createCallExpression(
+            tstl.createIdentifier("fmod"),
+            [context.transformExpression(node.left), context.transformExpression(node.right)],
+            node
+          )
+        }
+        return context.superTransformExpression(node)
+      },
+      [ts.SyntaxKind.Identifier]: (node, context) => {
+        const symbol = context.checker.getSymbolAtLocation(node)
+        const argument = symbol === undefined ? undefined : standing.get(symbol)
+        if (argument !== undefined) return context.transformExpression(argument)
+        if (
+          node.text === "Infinity" &&
+          context.checker.getSymbolAtLocation(node)?.declarations?.[0]?.getSourceFile().isDeclarationFile !== false
+        ) {
+          return tstl.createIdentifier("huge", node)
+        }
+        return context.superTransformExpression(node)
+      },
+      [ts.SyntaxKind.ObjectLiteralExpression]: (node, context) => {
+        if (scratch === undefined || !reusable(node) || !inStep(node, scratchIn(node.getSourceFile()))) {
+          return context.superTransformExpression(node)
+        }
+        const file = node.getSourceFile().fileName
+        const n = (scratch.get(file) ?? 0) + 1
+        scratch.set(file, n)
+        const table = tstl.createIdentifier(`____scratch_${n}`)
+        const keys: Array<tstl.AssignmentLeftHandSideExpression> = []
+        const values: Array<tstl.Expression> = []
+        for (const p of node.properties) {
+          const name = ts.isShorthandPropertyAssignment(p) ? p.name.text : (p as ts.PropertyAssignment).name.getText()
+          const key = name.replace(/^"|"$/g, "")
+          keys.push(tstl.createTableIndexExpression(table, tstl.createStringLiteral(key)))
+          values.push(
+            ts.isShorthandPropertyAssignment(p)
+              ? context.transformExpression(p.name)
+              : context.transformExpression((p as ts.PropertyAssignment).initializer)
+          )
+        }
+        // every value first, then the fields (one assignment): a value read
+        // from the table itself sees the fields as they were
+        context.addPrecedingStatements(tstl.createAssignmentStatement(keys, values, node))
+        return table
+      }
+    }
+  })
+}
 
 // A field's kind from its type.
 const kindOf = (checker: ts.TypeChecker, type: ts.Type): Field["kind"] | undefined => {
