@@ -20,7 +20,7 @@ const compiled = Compile.compile([join(import.meta.dirname, "fixtures", "Semanti
 const script = `${Prelude.lua}bind()
 ${compiled.lua}
 local out = {}
-for _, x in ipairs(Semantics.figures(num(ARGV[1]), num(ARGV[2]))) do
+for _, x in ipairs(require(${JSON.stringify(compiled.path)}).figures(num(ARGV[1]), num(ARGV[2]))) do
   if x ~= x then out[#out + 1] = "nan"
   elseif x == huge then out[#out + 1] = "inf"
   elseif x == -huge then out[#out + 1] = "-inf"

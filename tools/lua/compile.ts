@@ -25,14 +25,14 @@
  *
  * @since 0.2.0
  */
-import { basename, join, relative } from "node:path"
+import { basename, join, parse, relative, sep } from "node:path"
 import ts from "typescript"
 import * as tstl from "typescript-to-lua"
 import * as Subset from "./subset.ts"
 
-import { hashInputs, root, sources } from "./inputs.ts"
+import { algorithms, hashInputs, root, sources } from "./inputs.ts"
 
-export { hashInputs, root, sources }
+export { algorithms, hashInputs, root, sources }
 
 /** A field of a configuration or a state: a number, a boolean (0 or 1), or numbers (a count, then each). */
 export interface Field {
@@ -42,18 +42,21 @@ export interface Field {
 
 /** One compiled module. */
 export interface Module {
-  /** The module's name (its file's), the Lua local its exports are in. */
+  /** The module's name (its file's). */
   readonly name: string
-  /** The chunk: sets the local `name`. */
+  /** Its name for `require` (its path from the root, with dots). */
+  readonly path: string
+  /** The chunk: `loaders[path] = function() … return exports end`. */
   readonly lua: string
   /**
-   * The chunk for the lean entry point: `step`'s objects are tables made
-   * once (see the plugin), so the step allocates none of its own.
+   * The chunk for the lean entry point, under `"lean:" + path`: `step`'s
+   * objects are tables made once (see the plugin), so the step allocates
+   * none of its own. Only an algorithm's.
    */
   readonly lean: string
-  /** Its `Config` interface's fields, in declaration order. */
+  /** An algorithm's `Config` interface's fields, in declaration order (else none). */
   readonly config: ReadonlyArray<Field>
-  /** Its `State` interface's fields, in declaration order. */
+  /** An algorithm's `State` interface's fields, in declaration order (else none). */
   readonly state: ReadonlyArray<Field>
 }
 
@@ -295,6 +298,13 @@ const plugin = (scratch: Map<string, number> | undefined): tstl.Plugin => {
     visitors: {
       [ts.SyntaxKind.CallExpression]: (node, context) => {
         const callee = node.expression
+        // a frozen object is the object: the compiled code never writes to one
+        if (
+          ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) &&
+          callee.expression.text === "Object" && callee.name.text === "freeze" && node.arguments.length === 1
+        ) {
+          return context.transformExpression(node.arguments[0])
+        }
         if (ts.isIdentifier(callee)) {
           const symbol = context.checker.getSymbolAtLocation(callee)
           const declaration = symbol?.valueDeclaration
@@ -433,15 +443,18 @@ const fieldsOf = (
 }
 
 // The chunk of one module: its exports in a local named after it.
-const chunk = (name: string, lua: string, scratch = 0): string => {
+/** A module's name for `require`: its path from the root (or `from`), with dots. */
+export const requireName = (file: string, from = root): string =>
+  relative(from, file).replace(/\.ts$/, "").split(sep).join(".")
+
+const chunk = (key: string, name: string, lua: string, scratch = 0): string => {
   const body = lua.trimEnd()
-  const last = body.lastIndexOf("\nreturn ____exports")
-  if (last < 0 || body.slice(last).trim() !== "return ____exports") {
+  if (!body.endsWith("\nreturn ____exports")) {
     throw new Refused([`${name}: the compiled module does not end with its exports`])
   }
   const tables = Array.from({ length: scratch }, (_, i) => `____scratch_${i + 1}`)
   const declared = scratch === 0 ? "" : `local ${tables.join(", ")} = ${tables.map(() => "{}").join(", ")}\n`
-  return `local ${name}\ndo\n${declared}${body.slice(0, last)}\n${name} = ____exports\nend\n`
+  return `loaders[${JSON.stringify(key)}] = function()\n${declared}${body}\nend\n`
 }
 
 // Every file's Lua, by the file's name, with the plugin in `scratch` mode or not.
@@ -471,7 +484,13 @@ export const compile = (files: ReadonlyArray<string> = sources): Output => {
   // the contract is a root too: TypeScriptToLua reads its function types as
   // having no `self` only in the program's own files
   const contract = join(root, "src", "internal", "algorithm", "Algorithm.ts")
-  const program = ts.createProgram({ rootNames: [...files, contract], options: options as ts.CompilerOptions })
+  // modules require each other by their paths from the root (from the
+  // file system's root for a module outside the repository: a test's)
+  const rootDir = files.every((f) => !relative(root, f).startsWith("..")) ? root : parse(root).root
+  const program = ts.createProgram({
+    rootNames: [...new Set([...files, contract])],
+    options: { ...options, rootDir } as ts.CompilerOptions
+  })
   const problems: Array<string> = []
   for (const d of ts.getPreEmitDiagnostics(program)) problems.push(describe(d))
   for (const r of Subset.check(program, files)) problems.push(`${relative(root, r.file)}:${r.line}: ${r.message}`)
@@ -490,12 +509,15 @@ export const compile = (files: ReadonlyArray<string> = sources): Output => {
       continue
     }
     const source = program.getSourceFile(file)!
+    const path = requireName(file, rootDir)
+    const algorithm = algorithms.includes(file) || !sources.includes(file)
     modules.push({
       name,
-      lua: chunk(name, lua),
-      lean: chunk(name, leanLua, scratch.get(source.fileName) ?? 0),
-      config: fieldsOf(checker, source, "Config", problems),
-      state: fieldsOf(checker, source, "State", problems)
+      path,
+      lua: chunk(path, name, lua),
+      lean: algorithm ? chunk(`lean:${path}`, name, leanLua, scratch.get(source.fileName) ?? 0) : "",
+      config: algorithm ? fieldsOf(checker, source, "Config", problems) : [],
+      state: algorithm ? fieldsOf(checker, source, "State", problems) : []
     })
   }
   if (problems.length > 0) throw new Refused(problems)

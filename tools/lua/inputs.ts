@@ -14,8 +14,12 @@ import { fileURLToPath } from "node:url"
 /** The repository's root. */
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..")
 
-/** The modules compiled to Lua, in the order the library defines them. */
-export const sources: ReadonlyArray<string> = [
+/**
+ * The algorithms whose states Redis stores as numbers: each has a `Config`
+ * and a `State` of numbers, booleans and lists of numbers, and a lean entry
+ * point.
+ */
+export const algorithms: ReadonlyArray<string> = [
   "TokenBucket",
   "Gcra",
   "LeakyBucket",
@@ -26,6 +30,15 @@ export const sources: ReadonlyArray<string> = [
   "WarmUp",
   "Adaptive"
 ].map((name) => join(root, "src", "internal", "algorithm", `${name}.ts`))
+
+/** Every module compiled to Lua: the algorithms, the policies made of others, and the interpreter of operations. */
+export const sources: ReadonlyArray<string> = [
+  ...algorithms,
+  ...["Algorithm", "Block", "Composite", "Burst", "Unlimited"].map((name) =>
+    join(root, "src", "internal", "algorithm", `${name}.ts`)
+  ),
+  ...["Op", "Interpreter"].map((name) => join(root, "src", "internal", "operation", `${name}.ts`))
+]
 
 // The compiler's own files (a change to one changes what it makes), and the
 // installed compilers (their versions).
@@ -39,8 +52,7 @@ const installed = ["typescript", "typescript-to-lua"].map((p) =>
 /** The SHA1 of the inputs: the sources (the contract among them), the compiler and the compilers' versions. */
 export const hashInputs = (files: ReadonlyArray<string> = sources): string => {
   const hash = createHash("sha1")
-  const contract = join(root, "src", "internal", "algorithm", "Algorithm.ts")
-  for (const file of [...files, contract, ...own]) {
+  for (const file of [...new Set([...files, join(root, "src", "internal", "algorithm", "Algorithm.ts")]), ...own]) {
     hash.update(relative(root, file)).update("\0").update(readFileSync(file)).update("\0")
   }
   for (const file of installed) {

@@ -19,9 +19,9 @@ export const target = join(root, "src", "redis", "internal", "generated.ts")
 /** The text of the generated module. */
 export const render = (output: Compile.Output): string => {
   const modules = output.modules.map((m) =>
-    `  ${m.name}: {\n    name: ${JSON.stringify(m.name)},\n    lua: ${JSON.stringify(m.lua)},\n    lean: ${
-      JSON.stringify(m.lean)
-    },\n` +
+    `  ${m.name}: {\n    name: ${JSON.stringify(m.name)},\n    path: ${JSON.stringify(m.path)},\n    lua: ${
+      JSON.stringify(m.lua)
+    },\n    lean: ${JSON.stringify(m.lean)},\n` +
     `    config: ${JSON.stringify(m.config)},\n    state: ${JSON.stringify(m.state)}\n  }`
   )
   return `/**
@@ -41,13 +41,17 @@ export interface Field {
 }
 
 /**
- * One algorithm module compiled to Lua: a chunk that sets the local \`name\`
- * to its exports, and its \`Config\` and \`State\` fields in declaration order.
+ * One module compiled to Lua: a chunk that sets \`loaders[path]\` to the
+ * function that makes its exports (\`lean\`: an algorithm's, for the lean
+ * entry point, under \`"lean:" + path\`), and an algorithm's \`Config\` and
+ * \`State\` fields in declaration order.
  *
  * @since 0.2.0
  */
 export interface Compiled {
   readonly name: string
+  /** Its name for \`require\` (its path from the root, with dots). */
+  readonly path: string
   readonly lua: string
   /** The chunk for the lean entry point: the objects of \`step\` are tables made once, filled on each call. */
   readonly lean: string

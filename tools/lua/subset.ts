@@ -6,9 +6,10 @@
  * build and `npm test`, not a server.
  *
  * What it allows: numbers, booleans, string literals compared with `===`,
- * plain objects and arrays of numbers, `const`/`let`, functions (arrow or
- * declared) and the control flow of statements, `Math.floor`, `Math.ceil`,
- * `Math.min`, `Math.max`, and `import type`. What it refuses, and why:
+ * plain objects and arrays, classes of its own, `const`/`let`, functions
+ * and the control flow of statements, `Math.floor`, `Math.ceil`,
+ * `Math.min`, `Math.max`, and imports of the modules compiled with it. What
+ * it refuses, and why:
  *
  * - a condition (`if`, `while`, `for`, `?:`, `!`, `&&`, `||`) that is a
  *   number or a string: in Lua 0, NaN and "" are true;
@@ -18,16 +19,17 @@
  *   `toString`, `toFixed`): Lua writes 14 digits where JavaScript writes 17;
  * - the clock, chance and the outside world: `Date`, `Math.random`, timers,
  *   `console`, `process`, `globalThis`, `JSON`, `Promise`, `async`, `yield`;
- * - classes, `new`, `instanceof`, `this`, `try`/`throw`, `delete`, `typeof`,
- *   `for…in`, regular expressions: each needs a runtime Lua lacks or
- *   behaves differently there;
- * - a value import (Effect or any other module: only `import type`);
- * - computation at the top of a module (only functions, literals and
- *   objects of them): a Redis Functions library is loaded with no globals
- *   at all, so `math` is not there yet.
+ * - `try`/`throw`, `delete`, `typeof`, `for…in`, regular expressions, and
+ *   JavaScript's own classes (`Map`, `Set`, `Array`, `Object` but
+ *   `Object.freeze`): each needs a runtime Lua lacks or behaves differently
+ *   there (the project's own classes, `new` and `instanceof` compile to
+ *   TypeScriptToLua's tables and metatables, with the same meaning);
+ * - a value import of a module not compiled with it (Effect, or anything
+ *   else: only `import type`).
  *
  * @since 0.2.0
  */
+import { dirname, resolve } from "node:path"
 import ts from "typescript"
 
 /** One refusal: where and what. */
@@ -63,11 +65,12 @@ const forbiddenGlobals = new Set([
   "Set",
   "WeakMap",
   "WeakSet",
-  "Object",
   "Array",
   "RegExp",
   "Error"
 ])
+// Of `Object`, only `freeze` (the compiled code never writes to an object).
+const objectAllowed = new Set(["freeze"])
 const forbiddenMethods = new Set(["toString", "toFixed", "toPrecision", "toExponential", "toLocaleString"])
 
 // Types whose truthiness is the same in Lua: booleans, objects, and their
@@ -89,7 +92,11 @@ const isStringy = (type: ts.Type): boolean =>
  *
  * @since 0.2.0
  */
-export const check = (program: ts.Program, files: ReadonlyArray<string>): ReadonlyArray<Refusal> => {
+export const check = (
+  program: ts.Program,
+  files: ReadonlyArray<string>,
+  compiled: ReadonlyArray<string> = files
+): ReadonlyArray<Refusal> => {
   const checker = program.getTypeChecker()
   const out: Array<Refusal> = []
   for (const file of files) {
@@ -113,31 +120,27 @@ export const check = (program: ts.Program, files: ReadonlyArray<string>): Readon
         )
       }
     }
-    for (const statement of source.statements) topLevel(statement, refuse)
     const visit = (node: ts.Node): void => {
       // types are erased: nothing in them runs
       if (ts.isTypeNode(node) || ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node)) return
       switch (node.kind) {
         case ts.SyntaxKind.ImportDeclaration: {
-          const clause = (node as ts.ImportDeclaration).importClause
+          const declaration = node as ts.ImportDeclaration
+          const clause = declaration.importClause
           if (clause === undefined || !clause.isTypeOnly) {
             const named = clause?.namedBindings
             const allTypes = named !== undefined && ts.isNamedImports(named) && clause?.name === undefined &&
               named.elements.every((e) => e.isTypeOnly)
-            if (!allTypes) refuse(node, "a value import: only `import type` (no Effect, no other module at run time)")
+            // a module compiled with this one is there at run time; nothing else is
+            const target = ts.isStringLiteral(declaration.moduleSpecifier)
+              ? resolve(dirname(file), declaration.moduleSpecifier.text)
+              : ""
+            if (!allTypes && !compiled.includes(target)) {
+              refuse(node, "a value import of a module not compiled with it (no Effect, nothing else at run time)")
+            }
           }
           return
         }
-        case ts.SyntaxKind.ClassDeclaration:
-        case ts.SyntaxKind.ClassExpression:
-          refuse(node, "a class: use plain objects and functions")
-          return
-        case ts.SyntaxKind.NewExpression:
-          refuse(node, "`new`: use plain objects and arrays")
-          break
-        case ts.SyntaxKind.ThisKeyword:
-          refuse(node, "`this`")
-          break
         case ts.SyntaxKind.TryStatement:
         case ts.SyntaxKind.ThrowStatement:
           refuse(node, "`try`/`throw`: the algorithms are total")
@@ -245,6 +248,9 @@ export const check = (program: ts.Program, files: ReadonlyArray<string>): Readon
           if (ts.isIdentifier(e.expression) && e.expression.text === "Math" && !mathAllowed.has(e.name.text)) {
             refuse(node, `\`Math.${e.name.text}\`: only Math.floor, Math.ceil, Math.min and Math.max`)
           }
+          if (ts.isIdentifier(e.expression) && e.expression.text === "Object" && !objectAllowed.has(e.name.text)) {
+            refuse(node, `\`Object.${e.name.text}\`: only Object.freeze`)
+          }
           if (forbiddenMethods.has(e.name.text)) {
             refuse(node, `\`.${e.name.text}\`: numbers made into text differ in Lua (14 digits, not 17)`)
           }
@@ -265,42 +271,4 @@ export const check = (program: ts.Program, files: ReadonlyArray<string>): Readon
     visit(source)
   }
   return out
-}
-
-// What the top of a module may hold: imports, types, and declarations of
-// functions, literals and objects or arrays of them (nothing that runs a
-// call when the library is loaded, when not even `math` is there).
-const topLevel = (statement: ts.Statement, refuse: (node: ts.Node, message: string) => void): void => {
-  if (
-    ts.isImportDeclaration(statement) || ts.isInterfaceDeclaration(statement) ||
-    ts.isTypeAliasDeclaration(statement) || ts.isFunctionDeclaration(statement)
-  ) return
-  if (ts.isVariableStatement(statement)) {
-    for (const d of statement.declarationList.declarations) {
-      if (d.initializer !== undefined && !inert(d.initializer)) {
-        refuse(d, `\`${d.name.getText()}\` runs code when the module is loaded: only functions and literals here`)
-      }
-    }
-    return
-  }
-  refuse(statement, "a statement at the top of a module: only declarations")
-}
-
-const inert = (e: ts.Expression): boolean => {
-  if (ts.isArrowFunction(e) || ts.isFunctionExpression(e)) return true
-  if (ts.isNumericLiteral(e) || ts.isStringLiteral(e)) return true
-  if (e.kind === ts.SyntaxKind.TrueKeyword || e.kind === ts.SyntaxKind.FalseKeyword) return true
-  if (ts.isIdentifier(e)) return e.text !== "Infinity" && e.text !== "NaN"
-  if (ts.isPrefixUnaryExpression(e)) return ts.isNumericLiteral(e.operand)
-  if (ts.isParenthesizedExpression(e) || ts.isAsExpression(e) || ts.isSatisfiesExpression(e)) {
-    return inert(e.expression)
-  }
-  if (ts.isArrayLiteralExpression(e)) return e.elements.every((x) => !ts.isSpreadElement(x) && inert(x))
-  if (ts.isObjectLiteralExpression(e)) {
-    return e.properties.every((p) =>
-      ts.isShorthandPropertyAssignment(p) || ts.isMethodDeclaration(p) ||
-      (ts.isPropertyAssignment(p) && inert(p.initializer))
-    )
-  }
-  return false
 }

@@ -1,20 +1,29 @@
 /**
- * The batch entry point: `MemoryStore.applyOps` in Lua, for one key or
- * several, any operations. For each key it reads the state, applies that
- * key's operations in order with its policy's module from `ALG`, writes the
- * state back with a TTL, and answers every operation. Keys are independent:
- * a call with several keys is several atomic `applyOps` in one round trip.
- * A hot key's batch (many operations on one key) and any call the lean entry
- * point does not take (peeks, resets, releases, waiting times, composites)
- * come here.
+ * The batch and multi entry points: `Interpreter.apply` and
+ * `Interpreter.applyAll` (src/internal/operation), compiled from their
+ * TypeScript, over the keys' states in Redis. What is written here by hand
+ * is only what the compiled code cannot do itself, each for its reason:
+ *
+ * - reading `KEYS` and `ARGV`, and the server's `TIME`: they are Redis's,
+ *   not the interpreter's (which takes `now` and a key's stored value);
+ * - reading a policy from its text and a stored value from its packed
+ *   numbers, and writing them back: the layout of each algorithm's numbers
+ *   is made from its `Config` and `State` interfaces (`Codecs` below), but
+ *   which algorithm a number stands for (a code) is the store's format, and
+ *   a composite's or a burst policy's parts name theirs;
+ * - the key's TTL (`PX`, from the interpreter's `settledAt`) and the reply
+ *   text: what Redis keeps and what crosses the wire.
+ *
+ * Batch:
  *
  * - `KEYS[i]`: the i-th key (with the store's prefix).
  * - `ARGV[1]`: now in milliseconds, or `""` to read the server's `TIME`.
  * - `ARGV[2]`: how long (ms, or `inf`) a settled key is kept before it is
  *   forgotten.
  * - `ARGV[1 + 2i]`: the i-th key's policy, `code canRelease config…`, then
- *   its blockDuration if it has one (parsed once per call for each distinct
- *   policy).
+ *   its blockDuration if it has one (read once per call for each distinct
+ *   policy); a composite's `config…` is its count of parts and each part's
+ *   `code canRelease config…`, a burst policy's its base's and its burst's.
  * - `ARGV[2 + 2i]`: the i-th key's operations, `kind cost queued window
  *   times` for each run of `times` equal operations (`window` 0: the
  *   policy's own).
@@ -22,46 +31,311 @@
  * The reply is an array with one string per key, `allowed remaining
  * retryAfter resetAfter limit` for each of its operations (`allowed` is 1 or
  * 0, numbers as `%.17g`, `inf` for Infinity), then `=value` for an
- * operation that answers one (TakeUpTo, Get, Delete); a reply followed by
- * `*count` answers that many operations in a row.
+ * operation that answers one (TakeUpTo, Get, Delete) and `~delay` for an
+ * admission a shaper delays; a reply followed by `*count` answers that many
+ * operations in a row.
  *
- * A block is kept before the state, `0 until` (0 is no algorithm's code);
- * a block seen over is dropped (the state is written without it).
+ * A stored value is packed doubles: `code numbers…`, after `0 until` while a
+ * block lasts (0 is no algorithm's code). A value of another algorithm reads
+ * as none. After a key's operations its value is written only if they
+ * changed it, and expires when it has settled (`settledAt + keep`), at
+ * least 1 ms from now; it is deleted at once if that is already past, and
+ * gets no TTL if it never settles.
  *
- * State: one string of 8-byte little-endian doubles, `code numbers…`. A key
- * with no state reads as fresh; a Reset leaves an absent key absent, and a
- * Release gives its units back to an absent key's initial state, unless
- * that is settled (a key that starts full: it stays absent); a state of
- * another algorithm reads as no state. After the batch the key expires when its state has settled
- * (`settledAt + keep`), at least 1 ms from now, and is deleted at once if
- * that is already past; a state that never settles (a concurrency limit with
- * units out) gets no TTL.
- *
- * The entry point comes in two parts: `definitions` (functions, made once
- * when a Redis Functions library is loaded, or at the start of each
- * `EVAL`), and `body` (what runs per call).
+ * Multi (one take over several keys, all or nothing): `ARGV[1 + 2i]` is the
+ * i-th key's policy and `ARGV[2 + 2i]` its cost; the reply is `1` or `0`
+ * (whether every key admitted), then one string per key, `allowed
+ * remaining retryAfter resetAfter limit`. The states are written only if
+ * every key admitted.
  *
  * @since 0.1.0
  */
-import * as Op from "../../internal/operation/Op.ts"
+import type { Compiled, Field } from "./generated.ts"
 import * as Prelude from "./prelude.ts"
 
 /**
- * The functions of the batch entry point (after the prelude and the
- * modules): made once in a library.
+ * An algorithm's place in the stored format: its code, and its compiled
+ * module (`undefined` for a policy made of others, whose layout is written
+ * here).
+ *
+ * @since 0.3.0
+ */
+export interface Stored {
+  readonly code: number
+  readonly module: Compiled
+}
+
+const reserved = new Set(["and", "break", "do", "else", "elseif", "end", "false", "for", "function", "if", "in"])
+for (const w of ["local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while"]) reserved.add(w)
+const get = (table: string, name: string): string => reserved.has(name) ? `${table}["${name}"]` : `${table}.${name}`
+
+// `function(a, i) return config, next end` from the Config's fields.
+const configReader = (fields: ReadonlyArray<Field>): string =>
+  `function(a, i) return { ${
+    fields.map((f, k) =>
+      `${reserved.has(f.name) ? `["${f.name}"]` : f.name} = a[i + ${k}]${f.kind === "boolean" ? " == 1" : ""}`
+    )
+      .join(", ")
+  } }, i + ${fields.length} end`
+
+// `function(a, i) return state, next end` (nil: not a state) from the
+// State's fields: its numbers first, then each list as its count and its
+// numbers.
+const stateReader = (fields: ReadonlyArray<Field>): string => {
+  const scalars = fields.filter((f) => f.kind !== "numbers")
+  const lists = fields.filter((f) => f.kind === "numbers")
+  return `function(a, i)
+    if a[i + ${scalars.length - 1}] == nil then return nil end
+    local s = {}
+    ${scalars.map((f, k) => `${get("s", f.name)} = a[i + ${k}]`).join("\n    ")}
+    i = i + ${scalars.length}${
+    lists.map((f) => `
+    do
+      local n, list = a[i], {}
+      if n == nil or (n > 0 and a[i + n] == nil) then return nil end
+      for j = 1, n do list[j] = a[i + j] end
+      ${get("s", f.name)} = list
+      i = i + n + 1
+    end`).join("")
+  }
+    return s, i
+  end`
+}
+
+// `function(s, out)`: the state's numbers after what `out` holds.
+const stateWriter = (fields: ReadonlyArray<Field>): string => {
+  const scalars = fields.filter((f) => f.kind !== "numbers")
+  const lists = fields.filter((f) => f.kind === "numbers")
+  return `function(s, out)
+    local n = #out
+    ${scalars.map((f, k) => `out[n + ${k + 1}] = ${get("s", f.name)}`).join("\n    ")}${
+    lists.map((f) => `
+    do
+      local list = ${get("s", f.name)}
+      n = #out
+      out[n + 1] = #list
+      for j = 1, #list do out[n + 1 + j] = list[j] end
+    end`).join("")
+  }
+  end`
+}
+
+/**
+ * The Lua table `codecs`: for each algorithm's code, its module's name for
+ * `require` and the readers and writer of its numbers, made from its
+ * `Config` and `State` interfaces.
+ *
+ * @example
+ * ```ts
+ * import { modules } from "./generated.ts"
+ * import { codecs } from "./batch.ts"
+ *
+ * codecs([{ code: 1, module: modules.TokenBucket }]).includes("codecs[1]") // true
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const codecs = (stored: ReadonlyArray<Stored>): string =>
+  `local codecs = {}\n${
+    stored.map(({ code, module }) =>
+      `codecs[${code}] = {
+  path = ${JSON.stringify(module.path)},
+  config = ${configReader(module.config)},
+  read = ${stateReader(module.state)},
+  write = ${stateWriter(module.state)}
+}\n`
+    ).join("")
+  }`
+
+/**
+ * The paths of the modules the entry points require: the interpreter, the
+ * block, the bound rule, and the policies made of others, with the codes
+ * of the last three.
+ *
+ * @since 0.3.0
+ */
+export interface Structure {
+  readonly interpreter: string
+  readonly block: string
+  readonly algorithm: string
+  readonly composite: { readonly code: number; readonly path: string }
+  readonly burst: { readonly code: number; readonly path: string }
+  readonly unlimited: { readonly code: number; readonly path: string }
+}
+
+/**
+ * The functions of the batch and multi entry points (after the prelude,
+ * the compiled modules and {@link codecs}): made once in a library.
  *
  * @example
  * ```ts
  * import { definitions } from "./batch.ts"
  *
- * definitions.includes("local function applyOps") // true
+ * const lua = definitions({
+ *   interpreter: "src.internal.operation.Interpreter",
+ *   block: "src.internal.algorithm.Block",
+ *   algorithm: "src.internal.algorithm.Algorithm",
+ *   composite: { code: 9, path: "src.internal.algorithm.Composite" },
+ *   burst: { code: 10, path: "src.internal.algorithm.Burst" },
+ *   unlimited: { code: 11, path: "src.internal.algorithm.Unlimited" }
+ * })
+ * lua.includes("local function applyOps") // true
  * ```
  *
  * @since 0.2.0
  */
-export const definitions = `
+export const definitions = (s: Structure): string => `
 -- Set by each call.
 local now, keep
+
+local COMPOSITE, BURST, UNLIMITED = ${s.composite.code}, ${s.burst.code}, ${s.unlimited.code}
+
+-- A policy's algorithm from its text's numbers at i: a shape (the
+-- algorithm, its configuration, its code; a composite's or a burst's
+-- parts, each a shape, which is also the Part the TypeScript expects), and
+-- the index after it.
+local function readShape(a, i)
+  local code = a[i]
+  if code == COMPOSITE then
+    local n, parts = a[i + 2], {}
+    i = i + 3
+    for k = 1, n do parts[k], i = readShape(a, i) end
+    return { code = code, algorithm = require("${s.composite.path}").algorithm, config = { parts = parts }, parts = parts }, i
+  elseif code == BURST then
+    local base, burst
+    base, i = readShape(a, i + 2)
+    burst, i = readShape(a, i)
+    return {
+      code = code, algorithm = require("${s.burst.path}").algorithm, config = { base = base, burst = burst },
+      parts = { base, burst }
+    }, i
+  elseif code == UNLIMITED then
+    local U = require("${s.unlimited.path}")
+    return { code = code, algorithm = U.algorithm, config = U.config }, i + 2
+  end
+  local codec = codecs[code]
+  local config, after = codec.config(a, i + 2)
+  return { code = code, algorithm = require(codec.path).algorithm, config = config }, after
+end
+
+-- A state of the shape from the numbers at i (nil: not one), and the index after it.
+local function readState(shape, a, i)
+  local code = shape.code
+  if a[i] ~= code then return nil end
+  if code == COMPOSITE then
+    local parts = shape.parts
+    if a[i + 1] ~= #parts then return nil end
+    i = i + 2
+    local s = {}
+    for k = 1, #parts do
+      s[k], i = readState(parts[k], a, i)
+      if s[k] == nil then return nil end
+    end
+    return s, i
+  elseif code == BURST then
+    local base, burst
+    base, i = readState(shape.parts[1], a, i + 1)
+    if base == nil then return nil end
+    burst, i = readState(shape.parts[2], a, i)
+    if burst == nil then return nil end
+    return { base, burst }, i
+  elseif code == UNLIMITED then
+    return shape.algorithm.initial(shape.config, now), i + 1
+  end
+  return codecs[code].read(a, i + 1)
+end
+
+local function writeState(shape, s, out)
+  local code = shape.code
+  out[#out + 1] = code
+  if code == COMPOSITE then
+    out[#out + 1] = #shape.parts
+    for k = 1, #shape.parts do writeState(shape.parts[k], s[k], out) end
+  elseif code == BURST then
+    writeState(shape.parts[1], s[1], out)
+    writeState(shape.parts[2], s[2], out)
+  elseif code ~= UNLIMITED then
+    codecs[code].write(s, out)
+  end
+end
+
+-- A policy from its text: the interpreter's (the bound rule and its
+-- blockDuration) and the shape its states are read and written with.
+local policies
+local function policyOf(text)
+  local P = policies[text]
+  if P == nil then
+    local a = nums(text)
+    local shape, after = readShape(a, 1)
+    P = {
+      shape = shape,
+      policy = { rule = require("${s.algorithm}").bind(shape.algorithm, shape.config), blockMillis = a[after] or 0 }
+    }
+    policies[text] = P
+  end
+  return P
+end
+
+-- A key's stored value as the interpreter holds it: none (nil), the
+-- state, or a block beside it (Block.Stored, made as the compiled class
+-- makes its instances).
+local function readKey(key, P)
+  local raw = redis.call("GET", key)
+  if not raw then return raw, nil end
+  local a = unpackNums(raw)
+  local at, blockedUntil = 1, nil
+  if a[1] == 0 and a[2] ~= nil then
+    blockedUntil = a[2]
+    at = 3
+  end
+  local state = readState(P.shape, a, at)
+  if state == nil then return raw, nil end
+  if blockedUntil == nil then return raw, state end
+  local Stored = require("${s.block}").Stored
+  local stored = setmetatable({}, Stored.prototype)
+  stored:____constructor(blockedUntil, state)
+  return raw, stored
+end
+
+-- Writes a key's stored value, kept until it settles; a settled key (or
+-- none) is deleted.
+local function writeKey(key, raw, P, stored)
+  local ttl = -huge
+  if stored ~= nil then
+    local settled = require("${s.interpreter}").settledAt(P.policy, stored)
+    if settled ~= -huge then ttl = settled + keep - now end
+  end
+  if stored == nil or ttl <= 0 then
+    if raw then redis.call("DEL", key) end
+    return
+  end
+  local out = {}
+  local state = stored
+  if getmetatable(stored) == require("${s.block}").Stored.prototype then
+    out[1], out[2] = 0, stored["until"]
+    state = stored.state
+  end
+  writeState(P.shape, state, out)
+  local value = packNums(out)
+  if ttl == huge then
+    redis.call("SET", key, value)
+  else
+    -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
+    redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
+  end
+end
+
+-- Whether the operations changed the stored value (a block beside the
+-- same state until the same time is the same).
+local function changed(before, after)
+  if before == after then return false end
+  if before == nil or after == nil then return true end
+  local Stored = require("${s.block}").Stored.prototype
+  if getmetatable(before) == Stored and getmetatable(after) == Stored then
+    return not (before.state == after.state and same(before["until"], after["until"]))
+  end
+  return true
+end
 
 -- A key's limit is the same in every reply: formatted once while it repeats.
 local lastLimit, lastLimitText = nil, nil
@@ -77,14 +351,12 @@ local function reply(allowed, remaining, retry, reset, limit, value, delay)
   return text
 end
 
--- In a batch most keys carry the same operations ("0 1 0 0 1"): parse each once
--- (per call: a library's functions outlive calls, and callers send what they like).
+-- In a batch most keys carry the same operations ("0 1 0 0 1"): read each once per call.
 local parsedOps
 
 -- Replies of the key being applied, equal ones in a row sent once with
 -- "*count" after them (a hot key under attack answers the same denial a
--- thousand times). Kept here, not in closures per key: a call with many keys
--- allocates less (and leaves the Lua collector less to do).
+-- thousand times).
 local out, n = {}, 0
 local la, lrem, lretry, lreset, llimit, lvalue, ldelay, times = false, 0, 0, 0, 0, nil, nil, 0
 local function flush()
@@ -97,8 +369,9 @@ local function flush()
   end
   times = 0
 end
--- (delay: a shaper's, for an admission; nil when 0)
-local function answer(allowed, remaining, retry, reset, limit, value, delay)
+local function answer(r)
+  local allowed, remaining, retry, reset, limit, value, delay =
+    r.allowed, r.remaining, r.retryAfter, r.resetAfter, r.limit, r.value, r.delay
   if delay ~= nil and not (delay > 0) then delay = nil end
   if
     times > 0 and allowed == la and same(remaining, lrem) and same(retry, lretry) and same(reset, lreset)
@@ -112,281 +385,57 @@ local function answer(allowed, remaining, retry, reset, limit, value, delay)
   la, lrem, lretry, lreset, llimit, lvalue, ldelay, times = allowed, remaining, retry, reset, limit, value, delay, 1
 end
 
--- Decision.peekOutcome: allowed, retryAfter and limit for the cost, the rest as it stands.
-local function peek(A, c, s, cost)
-  local o = A.step(c, s, now, cost)
-  local asIs = A.step(c, s, now, 0)
-  return { allowed = o.allowed, remaining = asIs.remaining, retry = o.retry, reset = asIs.reset, limit = o.limit }
-end
-
--- Block.outcome: what a request of cost is told while the key is blocked until u.
-local function blockedOutcome(A, c, s, u, cost)
-  local o = peek(A, c, s, cost)
-  local left = u - now
-  return {
-    allowed = false, remaining = 0, retry = jmax(left, A.waitTime(c, s, now, 0, cost)), reset = jmax(left, o.reset),
-    limit = o.limit
-  }
-end
-
-local function answerWith(o, value)
-  local delay = nil
-  if o.allowed then delay = o.delay end
-  answer(o.allowed, o.remaining, o.retry, o.reset, o.limit, value, delay)
-end
-
--- Algorithm.takeUpTo: the largest cost up to most, and what is there, that
--- one step admits; none: the figures of a unit request, denied.
-local function takeUpTo(A, c, s, most)
-  local there = A.step(c, s, now, 0).remaining
-  local hi = floor(jmin(most, there))
-  if hi >= 1 then
-    local o = A.step(c, s, now, hi)
-    if o.allowed then return hi, o end
-    local lo, best = 0, nil
-    while lo + 1 < hi do
-      local mid = floor((lo + hi) / 2)
-      local m = A.step(c, s, now, mid)
-      if m.allowed then
-        lo, best = mid, m
-      else
-        hi = mid
-      end
+-- A key's operations, each run of equal ones as one op table repeated.
+local function opsOf(text)
+  local ops = parsedOps[text]
+  if ops == nil then
+    local a = nums(text)
+    ops = {}
+    for i = 1, #a, 5 do
+      local op = { kind = a[i], cost = a[i + 1], queued = a[i + 2], window = a[i + 3] }
+      for _ = 1, a[i + 4] do ops[#ops + 1] = op end
     end
-    if best ~= nil then return lo, best end
+    parsedOps[text] = ops
   end
-  local probe = peek(A, c, s, 1)
-  probe.allowed = false
-  return 0, probe
-end
-
--- A key's new state, kept until it settles (a block beside it while it
--- lasts); a settled key is deleted.
-local function writeState(key, raw, A, c, code, state, blockedUntil)
-  local blockedNow = state ~= nil and now < blockedUntil
-  local ttl = huge
-  if state ~= nil then
-    local settled = A.settledAt(c, state)
-    if blockedNow then settled = jmax(blockedUntil, settled) end
-    -- settled from the start (no limit at all): nothing to keep, however long settled keys are kept
-    if settled == -huge then ttl = -huge else ttl = settled + keep - now end
-  end
-  if state == nil or ttl <= 0 then
-    if raw then redis.call("DEL", key) end
-  else
-    local encoded = { code }
-    if blockedNow then encoded = { 0, blockedUntil, code } end
-    A.encode(c, state, encoded)
-    local value = packNums(encoded)
-    if ttl == huge then
-      redis.call("SET", key, value)
-    else
-      -- whole milliseconds, at least 1; beyond 2^50 ms (35 000 years) it makes no difference
-      redis.call("SET", key, value, "PX", format("%d", ceil(jmin(ttl, 1125899906842624))))
-    end
-  end
-end
-
--- A key's stored value: the algorithm's code and state, after "0 until"
--- while a block lasts (0 is no algorithm's code). Returns the raw value, the
--- state (nil: none) and until when it is blocked (-huge: not).
-local function readState(key, A, c, code)
-  local raw = redis.call("GET", key)
-  local state, blockedUntil = nil, -huge
-  if raw then
-    local sa = unpackNums(raw)
-    local at = 1
-    if sa[1] == 0 and sa[2] ~= nil then
-      blockedUntil = sa[2]
-      at = 3
-    end
-    if sa[at] == code then state = A.decode(c, sa, at + 1) end
-    if state == nil then blockedUntil = -huge end
-  end
-  return raw, state, blockedUntil
+  return ops
 end
 
 local function applyOps(key, P, opsText)
-  local A, c, code = P.A, P.c, P.code
-  local raw, state, blockedUntil = readState(key, A, c, code)
-  -- a block seen over is over, even if the clock steps back: written without it
-  local dirty = blockedUntil > -huge and not (now < blockedUntil)
-  if dirty then blockedUntil = -huge end
+  local raw, stored = readKey(key, P)
+  local result = require("${s.interpreter}").apply(P.policy, stored, now, opsOf(opsText))
+  local replies, after = result[1], result[2]
   n, times = 0, 0
-  local op = parsedOps[opsText]
-  if op == nil then
-    op = nums(opsText)
-    parsedOps[opsText] = op
-  end
-  local function current()
-    if state == nil then return A.initial(c, now) end
-    return state
-  end
-  -- The configuration a windowed operation runs (a duration per call), else the policy's.
-  local function windowed(w)
-    if w == 0 or A.withWindow == nil then return c end
-    return A.withWindow(c, w) or c
-  end
-  -- Whether the key has state worth keeping: blocked, or not yet settled.
-  local function live()
-    return state ~= nil and (now < blockedUntil or now < A.settledAt(c, state))
-  end
-  -- The key as it stands, as a request of one unit sees it.
-  local function standing(value)
-    local s = current()
-    if now < blockedUntil then answerWith(blockedOutcome(A, c, s, blockedUntil, 1), value)
-    else answerWith(peek(A, c, s, 1), value) end
-  end
-  for i = 1, #op, 5 do
-    local kind, cost, queued, window = op[i], op[i + 1], op[i + 2], op[i + 3]
-    for _ = 1, op[i + 4] do
-      local blocked = now < blockedUntil
-      if kind == ${Op.Kind.Take} or kind == ${Op.Kind.Admit} then
-        -- the hot path (a hot key's batch is mostly this): no function but the step
-        local before = state
-        if before == nil then before = A.initial(c, now) end
-        if blocked then
-          if state == nil then
-            state = before
-            dirty = true
-          end
-          answerWith(blockedOutcome(A, c, before, blockedUntil, cost))
-        else
-          local cw = c
-          if window ~= 0 then cw = windowed(window) end
-          local o = A.step(cw, before, now, cost)
-          -- a Take's denial keeps the state it produced (the same one, or an
-          -- attempt logged); an Admit's keeps the state as it was
-          local next = o.state
-          if kind == ${Op.Kind.Admit} and not o.allowed then next = before end
-          if state == nil or next ~= before then dirty = true end
-          state = next
-          if kind == ${Op.Kind.Take} and not o.allowed and P.block > 0 then
-            -- a request the policy refuses blocks the key (blockDuration)
-            blockedUntil = now + P.block
-            dirty = true
-            answerWith(blockedOutcome(A, c, state, blockedUntil, cost))
-          else
-            answerWith(o)
-          end
-        end
-      elseif kind == ${Op.Kind.Peek} then
-        if blocked then answerWith(blockedOutcome(A, c, current(), blockedUntil, cost))
-        else answerWith(peek(A, c, current(), cost)) end
-      elseif kind == ${Op.Kind.Reset} then
-        if state ~= nil then
-          state = A.initial(c, now)
-          dirty = true
-        end
-        if blockedUntil > -huge then
-          blockedUntil = -huge
-          dirty = true
-        end
-        answer(true, 0, 0, 0, A.maxCost(c))
-      elseif kind == ${Op.Kind.Release} then
-        -- a key with no state whose initial state is settled (it starts
-        -- full) stays without: a release gives it nothing
-        if P.canRelease and not (state == nil and now >= A.settledAt(c, A.initial(c, now))) then
-          state = A.release(c, current(), now, cost)
-          dirty = true
-        end
-        standing()
-      elseif kind == ${Op.Kind.WaitTime} then
-        local limit = A.maxCost(c)
-        local s = current()
-        local wait, full = A.waitTime(c, s, now, queued, cost), A.waitTime(c, s, now, queued, limit)
-        if blocked then
-          wait, full = jmax(blockedUntil - now, wait), jmax(blockedUntil - now, full)
-        end
-        answer(false, 0, wait, full, limit)
-      elseif kind == ${Op.Kind.Force} then
-        local cw = windowed(window)
-        state = A.force(cw, current(), now, cost)
-        dirty = true
-        -- how long the debt lasts: until a request of no units is admitted again
-        local within
-        if blocked then within = blockedOutcome(A, c, state, blockedUntil, 0) else within = A.step(cw, state, now, 0) end
-        local retry = within.retry
-        if within.allowed then retry = 0 end
-        answer(true, within.remaining, retry, within.reset, within.limit)
-      elseif kind == ${Op.Kind.ForceAdd} then
-        if A.forceAdd ~= nil then
-          state = A.forceAdd(c, current(), now, cost)
-          dirty = true
-        end
-        standing()
-      elseif kind == ${Op.Kind.Fill} then
-        if A.full ~= nil then state = A.full(c, now) else state = A.initial(c, now) end
-        blockedUntil = -huge
-        dirty = true
-        standing()
-      elseif kind == ${Op.Kind.TakeUpTo} then
-        local before = current()
-        if state == nil then
-          state = before
-          dirty = true
-        end
-        if blocked then
-          answerWith(blockedOutcome(A, c, before, blockedUntil, 1), 0)
-        else
-          local taken, o = takeUpTo(A, c, before, cost)
-          if taken > 0 then
-            state = o.state
-            dirty = true
-          end
-          answerWith(o, taken)
-        end
-      elseif kind == ${Op.Kind.Get} then
-        local had = 0
-        if live() then had = 1 end
-        standing(had)
-      elseif kind == ${Op.Kind.Set} then
-        local cw = windowed(window)
-        local full
-        if A.full ~= nil then full = A.full(cw, now) else full = A.initial(cw, now) end
-        state = A.force(cw, full, now, cost)
-        blockedUntil = -huge
-        dirty = true
-        standing()
-      elseif kind == ${Op.Kind.Delete} then
-        local had = 0
-        if live() then had = 1 end
-        state = nil
-        blockedUntil = -huge
-        dirty = true
-        standing(had)
-      elseif kind == ${Op.Kind.Block} then
-        state = current()
-        blockedUntil = now + cost
-        dirty = true
-        standing()
-      elseif kind == ${Op.Kind.SetRate} then
-        -- a key with no state stays so: it starts under the new rate
-        if A.carryRate ~= nil and state ~= nil then
-          state = A.carryRate(c, cost, queued, state, now)
-          dirty = true
-        end
-        standing()
-      elseif kind == ${Op.Kind.Adapt} then
-        -- a signal for an adaptive rate (cost: the signal, queued: its ms)
-        if A.adapt ~= nil then
-          state = A.adapt(c, current(), now, cost, queued)
-          dirty = true
-        end
-        answer(true, 0, 0, 0, A.maxCost(c))
-      end
-    end
-  end
+  for i = 1, #replies do answer(replies[i]) end
   flush()
-  if dirty then writeState(key, raw, A, c, code, state, blockedUntil) end
+  if changed(stored, after) then writeKey(key, raw, P, after) end
   return concat(out, " ", 1, n)
 end
 
+local function applyAll(KEYS, ARGV)
+  local count = #KEYS
+  local Ps, raws, entries, storeds = {}, {}, {}, {}
+  for k = 1, count do
+    local P = policyOf(ARGV[1 + 2 * k])
+    Ps[k] = P
+    raws[k], storeds[k] = readKey(KEYS[k], P)
+    entries[k] = { policy = P.policy, cost = num(ARGV[2 + 2 * k]) }
+  end
+  local result = require("${s.interpreter}").applyAll(entries, storeds, now)
+  local all, after = result[1], result[2]
+  local reply0 = { 0 }
+  if all.allowed then reply0[1] = 1 end
+  for k = 1, count do
+    -- (admitted: no key was blocked, and a block seen over is written without it)
+    if all.allowed then writeKey(KEYS[k], raws[k], Ps[k], after[k]) end
+    local r = all.replies[k]
+    reply0[k + 1] = reply(r.allowed, r.remaining, r.retryAfter, r.resetAfter, r.limit)
+  end
+  return reply0
+end
 `
 
 /**
- * What runs per call, with `KEYS` and `ARGV` in scope (the body of an
- * `EVAL` script, or of the library's function).
+ * What the batch entry point runs per call, with `KEYS` and `ARGV` in scope.
  *
  * @example
  * ```ts
@@ -400,21 +449,29 @@ end
 export const body = `
 ${Prelude.readNow("now")}
 keep = num(ARGV[2])
-parsedOps = {}
-local policies = {}
+parsedOps, policies = {}, {}
 local results = {}
 for k = 1, #KEYS do
-  local text = ARGV[1 + 2 * k]
-  local P = policies[text]
-  if P == nil then
-    local ca = nums(text)
-    local A = ALG[ca[1]]
-    local c, after = A.config(ca, 3)
-    -- after the configuration: the policy's blockDuration, if it has one
-    P = { code = ca[1], canRelease = ca[2] == 1, A = A, c = c, block = ca[after] or 0 }
-    policies[text] = P
-  end
-  results[k] = applyOps(KEYS[k], P, ARGV[2 + 2 * k])
+  results[k] = applyOps(KEYS[k], policyOf(ARGV[1 + 2 * k]), ARGV[2 + 2 * k])
 end
 return results
+`
+
+/**
+ * What the multi entry point runs per call, with `KEYS` and `ARGV` in scope.
+ *
+ * @example
+ * ```ts
+ * import { multi } from "./batch.ts"
+ *
+ * multi.includes("applyAll(KEYS, ARGV)") // true
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const multi = `
+${Prelude.readNow("now")}
+keep = num(ARGV[2])
+policies = {}
+return applyAll(KEYS, ARGV)
 `

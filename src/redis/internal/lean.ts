@@ -351,8 +351,9 @@ export const reader = (module: Compiled): string => `${module.name}Config`
 /**
  * What the library defines for an algorithm's lean entry point, once
  * (after {@link configReader} and the compiled module): its configuration
- * reader, the table a key's state is read into, and the module's
- * `initial`, `step` and `settledAt` as locals.
+ * reader, the table a key's state is read into, and locals for the
+ * module's `initial`, `step` and `settledAt` (set on the first call, when
+ * the module is first required).
  *
  * @example
  * ```ts
@@ -368,7 +369,7 @@ export const definitions = (module: Compiled): string => {
   const m = module.name
   return `local ${reader(module)} = configCache(${decodeConfig(module)})
 local ${m}State = {}
-local ${m}Initial, ${m}Step, ${m}SettledAt = ${m}.algorithm.initial, ${m}.algorithm.step, ${m}.algorithm.settledAt
+local ${m}Initial, ${m}Step, ${m}SettledAt
 `
 }
 
@@ -391,10 +392,12 @@ local ${m}Initial, ${m}Step, ${m}SettledAt = ${m}.algorithm.initial, ${m}.algori
  */
 export const body = (lean: Lean, mode: "script" | "function"): string => {
   const size = sizeOf(lean.module)
-  const config = mode === "function"
-    ? `if floor == nil then bind() end
+  const m = lean.module.name
+  const config = `${mode === "function" ? "if floor == nil then bind() end\n" : ""}if ${m}Step == nil then
+  local A = require("lean:${lean.module.path}").algorithm
+  ${m}Initial, ${m}Step, ${m}SettledAt = A.initial, A.step, A.settledAt
+end
 local cfg = ${reader(lean.module)}(ARGV[3])`
-    : `local cfg = ${reader(lean.module)}(ARGV[3])`
   const prefix = mode === "function"
     ? ""
     : `${Prelude.lua}bind()\n${configReader}${lean.module.lean}${definitions(lean.module)}`

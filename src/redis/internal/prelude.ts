@@ -1,19 +1,18 @@
 /**
- * The start of every tollgate script: the helpers the algorithm modules
- * share. The modules mirror the TypeScript algorithms expression by
- * expression, so these helpers reproduce JavaScript's semantics where Lua's
- * differ: `Math.max`/`Math.min` (+0 beats -0), `%` (`math.fmod`, which is
- * C's `fmod` and JavaScript's remainder alike) and number formatting
+ * The start of every tollgate script: the helpers the compiled modules
+ * call (JavaScript's semantics where Lua's differ: `Math.max`/`Math.min`,
+ * +0 beating -0, as `jmax`/`jmin`; `%` as `fmod`, which is C's `fmod` and
+ * JavaScript's remainder alike), number formatting for the replies
  * (`%.17g`, so a double survives the trip through a string exactly; Lua's
- * `tostring` keeps only 14 digits). States are stored as packed doubles
- * (`struct.pack("<d", …)`), exact with no conversion at all.
+ * `tostring` keeps only 14 digits), and the packing of states as doubles
+ * (`struct.pack("<d", …)`, exact with no conversion at all).
  *
  * @since 0.1.0
  */
 
 /**
- * The Lua source of the shared helpers and the table `ALG` of algorithm
- * modules, indexed by code.
+ * The Lua source of the shared helpers, and `require` for the compiled
+ * modules.
  *
  * @example
  * ```ts
@@ -123,12 +122,18 @@ local function unpackNums(raw)
   return a
 end
 
--- t - (((t % w) + w) % w): the start of the aligned window holding t.
-local function alignedStart(w, t)
-  return t - fmod(fmod(t, w) + w, w)
+-- The compiled modules: each chunk sets loaders[name] to the function that
+-- makes its exports, run on the module's first require (a call's, when the
+-- globals are there) and kept. Redis has no require of its own.
+local loaders, loaded = {}, {}
+local function require(name)
+  local m = loaded[name]
+  if m == nil then
+    m = loaders[name]()
+    loaded[name] = m
+  end
+  return m
 end
-
-local ALG = {}
 `
 
 /**
