@@ -629,9 +629,15 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
   }
 }
 
-/** Declares the suite for the store with `functions` on or off. */
-export const conformance = (functions: boolean): void => {
-  const command = functions ? "FCALL" : "EVALSHA"
+/**
+ * Declares the suite for the store with `functions` on or off, against
+ * `REDIS_URL`, or another server (`on`, named `server`: Valkey).
+ */
+export const conformance = (
+  functions: boolean,
+  on?: { readonly url: string | undefined; readonly why: string; readonly server: string }
+): void => {
+  const command = (functions ? "FCALL" : "EVALSHA") + (on === undefined ? "" : `, ${on.server}`)
   describeRedis(`Redis scripts conform to MemoryStore.applyOps, ${command}`, (it) => {
     for (
       const sending of ["batches", "one operation per call", "several keys at once"] as const satisfies ReadonlyArray<
@@ -701,7 +707,7 @@ export const conformance = (functions: boolean): void => {
         }
       }
     }
-  })
+  }, on)
 
   describeRedis(`Redis scripts: large states, ${command}`, (it) => {
     it.effect(
@@ -737,5 +743,5 @@ export const conformance = (functions: boolean): void => {
           yield* cleanup(prefix)
         })
     )
-  })
+  }, on)
 }
