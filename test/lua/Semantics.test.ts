@@ -9,7 +9,7 @@ import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { Redis } from "effect/persistence"
 import { join } from "node:path"
-import * as Prelude from "../../src/redis/internal/prelude.ts"
+import * as Entries from "../../src/redis/internal/entries.ts"
 import * as Compile from "../../tools/lua/compile.ts"
 import { describeRedis } from "../redis/redis.ts"
 import { figures } from "./fixtures/Semantics.ts"
@@ -17,7 +17,7 @@ import { figures } from "./fixtures/Semantics.ts"
 const compiled = Compile.compile([join(import.meta.dirname, "fixtures", "Semantics.ts")]).modules[0]
 
 // each figure as "%.17g" (inf, -inf, nan as Lua writes them), as the entry points reply
-const script = `${Prelude.lua}bind()
+const script = `${Compile.runtime}${Entries.prelude}bind()
 ${compiled.lua}
 local out = {}
 for _, x in ipairs(require(${JSON.stringify(compiled.path)}).figures(num(ARGV[1]), num(ARGV[2]))) do

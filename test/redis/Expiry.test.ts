@@ -11,7 +11,7 @@ import { assert, expect } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { Redis } from "effect/persistence"
 import * as Policy from "../../src/Policy.ts"
-import * as Lean from "../../src/redis/internal/lean.ts"
+import * as Entries from "../../src/redis/internal/entries.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import { type Op, OpKind } from "../../src/Store.ts"
 import { cleanup, describeRedis, uniquePrefix } from "./redis.ts"
@@ -40,8 +40,8 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
       const first = yield* store.apply("a", policy, take(1))
       assert.strictEqual(first[0].remaining, 99)
       const t1 = yield* pttl(key)
-      expect(t1).toBeGreaterThan(1000 + Lean.refreshMillis - 500)
-      expect(t1).toBeLessThanOrEqual(1000 + Lean.refreshMillis)
+      expect(t1).toBeGreaterThan(1000 + Entries.refreshMillis - 500)
+      expect(t1).toBeLessThanOrEqual(1000 + Entries.refreshMillis)
       // the state (three doubles) and its expiry after it
       assert.strictEqual(yield* stored(key), 32)
 
@@ -55,8 +55,8 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
       const last = yield* store.apply("a", policy, take(97))
       assert.strictEqual(last[0].remaining, 0)
       const t3 = yield* pttl(key)
-      expect(t3).toBeGreaterThan(100_000 + Lean.refreshMillis - 500)
-      expect(t3).toBeLessThanOrEqual(100_000 + Lean.refreshMillis)
+      expect(t3).toBeGreaterThan(100_000 + Entries.refreshMillis - 500)
+      expect(t3).toBeLessThanOrEqual(100_000 + Entries.refreshMillis)
       yield* cleanup(prefix)
     }))
 
@@ -81,7 +81,7 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
       const next = yield* store.apply("b", policy, take(1))
       assert.strictEqual(next[0].remaining, 95)
       assert.strictEqual(yield* stored(key), 32)
-      expect(yield* pttl(key)).toBeGreaterThan(5000 + Lean.refreshMillis - 500)
+      expect(yield* pttl(key)).toBeGreaterThan(5000 + Entries.refreshMillis - 500)
       yield* cleanup(prefix)
     }))
 
@@ -97,11 +97,11 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
       yield* forgetting.apply("c", policy, take(1))
       const ttl = yield* pttl(prefix + "c")
       expect(ttl).toBeGreaterThan(2000)
-      expect(ttl).toBeLessThanOrEqual(2000 + Lean.refreshMillis)
+      expect(ttl).toBeLessThanOrEqual(2000 + Entries.refreshMillis)
 
       const kept = yield* RedisStore.make({ prefix, keepSettled: "1 minute" })
       yield* kept.apply("d", policy, take(1))
-      expect(yield* pttl(prefix + "d")).toBeGreaterThan(61_000 + Lean.refreshMillis - 500)
+      expect(yield* pttl(prefix + "d")).toBeGreaterThan(61_000 + Entries.refreshMillis - 500)
       yield* cleanup(prefix)
     }))
 })

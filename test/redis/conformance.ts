@@ -21,7 +21,7 @@ import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
 import { applyOps, settledAt } from "../../src/MemoryStore.ts"
 import * as Policy from "../../src/Policy.ts"
-import * as Lean from "../../src/redis/internal/lean.ts"
+import * as Entries from "../../src/redis/internal/entries.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import { type Op, OpKind, type Reply } from "../../src/Store.ts"
 import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
@@ -605,7 +605,7 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
         const settled = settledAt(c.policy, state)
         // (a call that left the state as it was may still have written it)
         if (state !== undefined && settled < Infinity) {
-          most = Math.max(most, Math.ceil(settled + KEEP + Lean.refreshMillis - now))
+          most = Math.max(most, Math.ceil(settled + KEEP + Entries.refreshMillis - now))
         }
         if (!dirty) return
         const redis = yield* Redis.Redis

@@ -63,6 +63,8 @@ export interface Module {
 /** What the compiler makes. */
 export interface Output {
   readonly modules: ReadonlyArray<Module>
+  /** The compiled code's runtime (see {@link runtime}). */
+  readonly runtime: string
   /** The SHA1 of every input (the sources and the compiler's own files). */
   readonly inputHash: string
 }
@@ -87,6 +89,50 @@ export const options: tstl.CompilerOptions = {
   noHeader: true,
   sourceMap: false
 }
+
+/**
+ * What the compiled code calls by name, in Lua: `floor`, `ceil`, `fmod`,
+ * `huge`, `mmax`, `mmin` (bound by `bindRuntime()` on the first call),
+ * `jmax` and `jmin` (JavaScript's `Math.max` and `Math.min`), and `require`
+ * over the chunks' `loaders`. It comes before the chunks.
+ */
+export const runtime = `
+-- The compiled code's runtime (tools/lua): what it calls by name. Bound
+-- on the first call (bindRuntime): a Redis Functions library is loaded with
+-- no globals but \`redis\`, and its functions run with all of them.
+local floor, ceil, fmod, huge, mmax, mmin
+local function bindRuntime()
+  floor, ceil, fmod, huge, mmax, mmin = math.floor, math.ceil, math.fmod, math.huge, math.max, math.min
+end
+
+-- JavaScript's Math.max and Math.min of two numbers (never NaN here): Lua's
+-- keep the first of two equal numbers, and -0 equals 0.
+local function jmax(a, b)
+  if a > b then return a end
+  if b > a then return b end
+  if a == 0 and 1 / a < 0 then return b end
+  return a
+end
+local function jmin(a, b)
+  if a < b then return a end
+  if b < a then return b end
+  if a == 0 and 1 / a > 0 then return b end
+  return a
+end
+
+-- The compiled modules: each chunk sets loaders[name] to the function that
+-- makes its exports, run on the module's first require (a call's, when the
+-- globals are there) and kept. Redis has no require of its own.
+local loaders, loaded = {}, {}
+local function require(name)
+  local m = loaded[name]
+  if m == nil then
+    m = loaders[name]()
+    loaded[name] = m
+  end
+  return m
+end
+`
 
 /** A compilation refused: the subset's refusals, or the compilers' diagnostics. */
 export class Refused extends Error {
@@ -521,5 +567,5 @@ export const compile = (files: ReadonlyArray<string> = sources): Output => {
     })
   }
   if (problems.length > 0) throw new Refused(problems)
-  return { modules, inputHash: hashInputs(files) }
+  return { modules, runtime, inputHash: hashInputs(files) }
 }

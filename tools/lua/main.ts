@@ -67,6 +67,14 @@ export interface Compiled {
 export const inputHash = ${JSON.stringify(output.inputHash)}
 
 /**
+ * What the compiled code calls by name (\`jmax\`, \`jmin\`, \`floor\`, …, and
+ * \`require\`): it comes before the chunks; \`bindRuntime()\` on the first call.
+ *
+ * @since 0.3.0
+ */
+export const runtime = ${JSON.stringify(output.runtime)}
+
+/**
  * The compiled modules.
  *
  * @since 0.2.0

@@ -22,10 +22,9 @@ import * as SlidingWindowAlgorithm from "../../internal/algorithm/SlidingWindow.
 import * as TokenBucketAlgorithm from "../../internal/algorithm/TokenBucket.ts"
 import * as UnlimitedAlgorithm from "../../internal/algorithm/Unlimited.ts"
 import * as WarmUpAlgorithm from "../../internal/algorithm/WarmUp.ts"
-import * as Batch from "./batch.ts"
+import * as Entries from "./entries.ts"
+import * as Fields from "./fields.ts"
 import * as Generated from "./generated.ts"
-import * as Lean from "./lean.ts"
-import * as Prelude from "./prelude.ts"
 
 /**
  * A Lua script with its SHA1 (what `EVALSHA` names it by).
@@ -48,7 +47,7 @@ const script = (name: string, lua: string): Script => ({ name, lua, sha: sha1(lu
 // a configuration runs the lean step (absent: always).
 interface Module {
   readonly code: number
-  readonly lean: Lean.Lean
+  readonly lean: Entries.Lean
   readonly leans?: ((config: any) => boolean) | undefined
 }
 
@@ -72,7 +71,7 @@ const modules = new Map<Algorithm<any, any>, Module>([
 ])
 
 // The policies made of others, and no limit: their codes in the stored format.
-const structure: Batch.Structure = {
+const structure: Entries.Structure = {
   interpreter: Generated.modules.Interpreter.path,
   block: Generated.modules.Block.path,
   algorithm: Generated.modules.Algorithm.path,
@@ -84,8 +83,8 @@ const structure: Batch.Structure = {
 // Every compiled module, the codecs and the batch and multi entry points' definitions.
 const compiled = [
   ...Object.values(Generated.modules).map((m) => m.lua),
-  Batch.codecs(Array.from(modules.values(), (m) => ({ code: m.code, module: m.lean.module }))),
-  Batch.definitions(structure)
+  Fields.codecs(Array.from(modules.values(), (m) => ({ code: m.code, module: m.lean.module }))),
+  Entries.definitions(structure)
 ].join("")
 
 /**
@@ -112,24 +111,24 @@ export interface Route {
 const fnName = (version: string, entry: string) => `tollgate_${version}_${entry.replace(/-/g, "_")}`
 const leanEntries = Array.from(modules, ([algorithm, module]) => ({
   algorithm,
-  fn: Lean.body(module.lean, "function"),
-  script: Lean.body(module.lean, "script")
+  fn: Entries.leanBody(module.lean, "function"),
+  script: Entries.leanBody(module.lean, "script")
 }))
 const libraryText = (version: string): string =>
   [
     `#!lua name=tollgate_${version}\n`,
-    Prelude.lua,
+    Generated.runtime + Entries.prelude,
     compiled,
     `redis.register_function("${fnName(version, "batch")}", function(KEYS, ARGV)\n`,
     "if floor == nil then bind() end\n",
-    Batch.body,
+    Entries.body,
     "end)\n",
     `redis.register_function("${fnName(version, "multi")}", function(KEYS, ARGV)\n`,
     "if floor == nil then bind() end\n",
-    Batch.multi,
+    Entries.multi,
     "end)\n",
-    Lean.configReader,
-    ...Array.from(modules.values(), (m) => m.lean.module.lean + Lean.definitions(m.lean.module)),
+    Entries.configReader,
+    ...Array.from(modules.values(), (m) => m.lean.module.lean + Entries.leanDefinitions(m.lean.module)),
     ...leanEntries.map(({ algorithm, fn }) =>
       `redis.register_function("${fnName(version, algorithm.name)}", function(KEYS, ARGV)\n${fn}end)\n`
     )
@@ -158,7 +157,7 @@ export const library: { readonly name: string; readonly lua: string } = {
 const batchRoute: Route = {
   name: "batch",
   fn: fnName(version, "batch"),
-  script: script("batch", Prelude.lua + compiled + "bind()\n" + Batch.body)
+  script: script("batch", Generated.runtime + Entries.prelude + compiled + "bind()\n" + Entries.body)
 }
 
 const batches = new Map<Algorithm<any, any>, Route>(Array.from(modules.keys(), (algorithm) => [algorithm, batchRoute]))
@@ -182,7 +181,7 @@ batches.set(UnlimitedAlgorithm.algorithm, batchRoute)
 export const multi: Route = {
   name: "multi",
   fn: fnName(version, "multi"),
-  script: script("multi", Prelude.lua + compiled + "bind()\n" + Batch.multi)
+  script: script("multi", Generated.runtime + Entries.prelude + compiled + "bind()\n" + Entries.multi)
 }
 
 const leans = new Map<Algorithm<any, any>, Route>(
@@ -238,7 +237,7 @@ const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<stri
   const module = modules.get(algorithm)
   if (module === undefined) return false
   out.push(String(module.code), canRelease)
-  for (const n of Lean.configNumbers(module.lean.module, config)) out.push(show(n))
+  for (const n of Fields.configNumbers(module.lean.module, config)) out.push(show(n))
   return true
 }
 
@@ -286,7 +285,7 @@ export const forPolicy = (algorithm: Algorithm<any, any>, config: unknown): Enco
   }
   const module = modules.get(algorithm)
   const lean = module?.leans?.(config) === false ? undefined : leans.get(algorithm)
-  const leanConfig = lean === undefined ? "" : Lean.configNumbers(module!.lean.module, config).map(show).join(" ")
+  const leanConfig = lean === undefined ? "" : Fields.configNumbers(module!.lean.module, config).map(show).join(" ")
   return {
     batch: found,
     policy: out.join(" "),
