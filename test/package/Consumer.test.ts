@@ -222,6 +222,8 @@ describe("the package, packed and installed into a fresh app", () => {
       assert.include(files, `dist/${entry}.d.ts`)
     }
     for (const file of ["package.json", "README.md", "CHANGELOG.md", "LICENSE"]) assert.include(files, file)
+    // the Redis scripts, compiled from the TypeScript at build time (not committed)
+    assert.include(files, "dist/redis/internal/generated.js")
     // the gRPC service reads its vendored protocol at start, with their licence beside them
     for (const file of ["src/envoy/proto/envoy/service/ratelimit/v3/rls.proto", "src/envoy/proto/LICENSE"]) {
       assert.include(files, file)

@@ -361,7 +361,7 @@ local ${m}Initial, ${m}Step, ${m}SettledAt
  * @example
  * ```ts
  * import { modules } from "./generated.ts"
- * import { body } from "./entries.ts"
+ * import { leanBody } from "./entries.ts"
  *
  * leanBody({ module: modules.TokenBucket, code: 1 }, "script").includes("redis.call(\"GET\"") // true
  * ```
