@@ -6,8 +6,8 @@
  * @since 0.1.0
  */
 import { Clock, Effect } from "effect"
+import type { Limit } from "./internal/Limit.ts"
 import * as Interpreter from "./internal/operation/Interpreter.ts"
-import type * as Policy from "./Policy.ts"
 import type { AllReply, Entry, Op, Reply, Store } from "./Store.ts"
 
 /**
@@ -36,7 +36,7 @@ import type { AllReply, Entry, Op, Reply, Store } from "./Store.ts"
  * @since 0.1.0
  */
 export const applyOps = (
-  policy: Policy.Valid,
+  policy: Limit,
   stored: unknown,
   now: number,
   ops: ReadonlyArray<Op>
@@ -87,7 +87,7 @@ export const applyAllOps = (
  * @category algorithms
  * @since 0.2.0
  */
-export const settledAt = (policy: Policy.Valid, stored: unknown): number => Interpreter.settledAt(policy, stored)
+export const settledAt = (policy: Limit, stored: unknown): number => Interpreter.settledAt(policy, stored)
 
 /**
  * Makes an in-memory store (its states live as long as it does).

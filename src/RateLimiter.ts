@@ -16,6 +16,7 @@ import {
 import * as Request from "./internal/actor/Request.ts"
 import type { Carry } from "./internal/algorithm/Algorithm.ts"
 import * as AllOrNothing from "./internal/coordinator/AllOrNothing.ts"
+import type { Limit } from "./internal/Limit.ts"
 import * as Rules from "./internal/Rules.ts"
 import * as Supervisor from "./internal/supervisor/Supervisor.ts"
 import * as Policy from "./Policy.ts"
@@ -790,8 +791,10 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           Effect.suspend(() => {
             const invalid = checkKey(key)
             if (invalid !== undefined) return Effect.fail(invalid)
-            const policy = supervisor.policyOf(key)
-            if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
+            const limit = supervisor.policyOf(key)
+            if (limit instanceof InvalidPolicy) return Effect.fail(limit)
+            const policy = validOf(limit)
+            if (policy === undefined) return Effect.die(new Error("a key's policy is no Policy"))
             const next = rated.withRate(policy, perSecond)
             if (next._tag === "Invalid") {
               return Effect.fail(
@@ -1054,6 +1057,19 @@ const policyOf = (policy: Options["policy"]): ((key: string) => Policy.Valid | I
   return () => policy
 }
 
+// Every policy a limiter holds was made by Policy's constructors: the core
+// sees it as a `Limit`, and this gives it back its public type.
+const validOf = (limit: Limit): Policy.Valid | undefined => {
+  const policy: unknown = limit
+  return Policy.isPolicy(policy) && policy._tag !== "Invalid" ? policy : undefined
+}
+
+// The local fallback's policy: `fraction` of the key's.
+const shareOf = (fraction: number) => (limit: Limit): Limit => {
+  const policy = validOf(limit)
+  return policy === undefined ? limit : Policy.share(policy, fraction)
+}
+
 const validateOptions = (options: Options): Effect.Effect<{
   readonly supervisor: Supervisor.Options
   readonly maxKeyLength: number
@@ -1080,6 +1096,7 @@ const validateOptions = (options: Options): Effect.Effect<{
         fallback: {
           mode: o.fallback?.mode ?? "local",
           share: o.fallback?.share ?? 1,
+          local: shareOf(o.fallback?.share ?? 1),
           timeoutMillis: o.fallback?.timeout ?? 250,
           retryMillis: o.fallback?.retryAfter ?? 1000
         },

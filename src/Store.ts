@@ -13,8 +13,8 @@
  * @since 0.1.0
  */
 import { Context, type Effect, type Exit, Schema } from "effect"
+import type { Limit } from "./internal/Limit.ts"
 import * as Operation from "./internal/operation/Op.ts"
-import type * as Policy from "./Policy.ts"
 
 /**
  * What an operation does.
@@ -99,7 +99,7 @@ export type Reply = Operation.Reply
  */
 export interface Entry {
   readonly key: string
-  readonly policy: Policy.Valid
+  readonly policy: Limit
   readonly cost: number
 }
 
@@ -184,7 +184,7 @@ export interface Store {
    */
   readonly apply: (
     key: string,
-    policy: Policy.Valid,
+    policy: Limit,
     ops: ReadonlyArray<Op>,
     timeoutMillis?: number
   ) => Effect.Effect<ReadonlyArray<Reply>, StoreUnavailable>
@@ -199,7 +199,7 @@ export interface Store {
    */
   readonly applyUnsafe?: (
     key: string,
-    policy: Policy.Valid,
+    policy: Limit,
     ops: ReadonlyArray<Op>,
     timeoutMillis: number,
     done: (exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void

@@ -29,6 +29,7 @@ import { NodeRedis } from "@effect/platform-node"
 import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope, Tracer } from "effect"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy } from "../Errors.ts"
+import type { Limit } from "../internal/Limit.ts"
 import * as Policy from "../Policy.ts"
 import {
   type AllReply,
@@ -195,12 +196,12 @@ export const supported: ReadonlyArray<string> = Scripts.supported
  * @category guards
  * @since 0.1.0
  */
-export const supports = (policy: Policy.Valid): boolean => !Predicate.isString(encodePolicy(policy))
+export const supports = (policy: Limit): boolean => !Predicate.isString(encodePolicy(policy))
 
 // The scripts' encoding of a policy, or the sentence saying what of it the
 // store does not run. A policy with a blockDuration sends it after its
 // configuration, and only to the batch entry point (a refusal starts a block).
-const encodePolicy = (policy: Policy.Valid): Scripts.Encoded | string => {
+const encodePolicy = (policy: Limit): Scripts.Encoded | string => {
   const e = Scripts.forPolicy(policy.algorithm, policy.config)
   return Predicate.isString(e) || !(policy.blockMillis > 0)
     ? e
@@ -410,8 +411,8 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
   const runFork = Effect.runForkWith(context)
   const runner = Connection.makeRunner(sendCommand, Scripts.library, functions)
   // Policies are immutable values, shared by every key they apply to.
-  const encoded = new WeakMap<Policy.Valid, Scripts.Encoded | string>()
-  const encode = (policy: Policy.Valid) => {
+  const encoded = new WeakMap<Limit, Scripts.Encoded | string>()
+  const encode = (policy: Limit) => {
     let e = encoded.get(policy)
     if (e === undefined) {
       e = encodePolicy(policy)
@@ -677,7 +678,7 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
   // limiter's own).
   const applyUnsafe = (
     key: string,
-    policy: Policy.Valid,
+    policy: Limit,
     ops: ReadonlyArray<Op>,
     timeout: number,
     done: (exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void
@@ -708,7 +709,7 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
     if (entry.deadline < wakeAt) arm(entry.deadline)
     return entry.cancel
   }
-  const apply = (key: string, policy: Policy.Valid, ops: ReadonlyArray<Op>, timeoutMillis?: number) =>
+  const apply = (key: string, policy: Limit, ops: ReadonlyArray<Op>, timeoutMillis?: number) =>
     Effect.callback<ReadonlyArray<Reply>, StoreUnavailable>((resume) => {
       const cancel = applyUnsafe(key, policy, ops, timeoutMillis ?? defaultTimeout, resume)
       return cancel === undefined ? undefined : Effect.sync(cancel)

@@ -1,9 +1,10 @@
 /**
  * The service's lifecycle as requests see it: once shutdown starts, the
- * service is draining: `/readyz` says so, and requests waiting in `/v1/wait`
+ * service is draining: `/readyz` says so, requests waiting in `/v1/wait`
  * are answered at once (503, retry elsewhere) instead of holding the
- * shutdown up. The drain starts before the HTTP server stops accepting, so
- * every accepted request gets an answer.
+ * shutdown up, and the HTTP server stops listening and closes each
+ * connection after its next answer. Every request it has read gets an
+ * answer.
  *
  * @since 0.1.0
  */

@@ -29,7 +29,7 @@
  * @since 0.1.0
  */
 import { Duration, Effect, Layer, Metric, Schema } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import type { Decision } from "../Decision.ts"
 import * as Problem from "../http/Problem.ts"
@@ -38,6 +38,7 @@ import * as AdminAuth from "./internal/AdminAuth.ts"
 import * as Body from "./internal/Body.ts"
 import * as FieldErrors from "./internal/FieldErrors.ts"
 import * as HttpMetrics from "./internal/HttpMetrics.ts"
+import * as Query from "./internal/Query.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
 import * as Tollgate from "./Tollgate.ts"
@@ -129,6 +130,12 @@ export const problemOf = (error: RouteError): Effect.Effect<HttpServerResponse.H
       )
   }
 }
+
+// A key with a lone surrogate (a JSON escape such as "\ud800") is refused: stored as UTF-8 (in Redis) every
+// lone surrogate becomes U+FFFD, so different keys would share one bucket.
+const wellFormed = Schema.makeFilter((key: string) => !/\p{Surrogate}/u.test(key), {
+  expected: "a key of whole Unicode characters (not a lone surrogate)"
+})
 
 const Cost = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000_000 }))
 
@@ -233,7 +240,7 @@ export const layer: Layer.Layer<
       const { maxBodyBytes, maxKeyLength, maxWaitMillis } = settings.limits
       const authorize = AdminAuth.make(settings.adminToken)
 
-      const Key = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(maxKeyLength))
+      const Key = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(maxKeyLength), wellFormed)
       const Request = Schema.Struct({
         key: Key,
         cost: Schema.optionalKey(Cost),
@@ -294,10 +301,11 @@ export const layer: Layer.Layer<
       const validateQuery = Body.validate(PeekQuery)
 
       const context = yield* Effect.context<never>()
-      // The wrapper of every API route: answers errors as problems, closes
-      // connections while draining, counts the answer and the requests in
-      // flight. Metrics are updated in place (no fiber step per update): this
-      // runs on every request, and its cost shows next to a bare route's.
+      // The wrapper of every API route: answers errors as problems, counts
+      // the answer and the requests in flight. Metrics are updated in place
+      // (no fiber step per update): this runs on every request, and its cost
+      // shows next to a bare route's. While draining, the HTTP server itself
+      // (Server.layerHttp) closes each connection after its answer.
       const handle = <R>(
         route: string,
         effect: Effect.Effect<HttpServerResponse.HttpServerResponse, RouteError, R>
@@ -305,9 +313,7 @@ export const layer: Layer.Layer<
         const count = HttpMetrics.routeCounter(route)
         const answered = (response: HttpServerResponse.HttpServerResponse) => {
           count(response.status, context)
-          // While draining, connections are closed after their response instead of kept alive,
-          // so that the server's close does not wait for clients to drop idle connections.
-          return lifecycle.isDrainingUnsafe() ? HttpServerResponse.setHeader(response, "connection", "close") : response
+          return response
         }
         const done = () => {
           HttpMetrics.inFlight.modifyUnsafe(-1, context)
@@ -347,7 +353,10 @@ export const layer: Layer.Layer<
         handle(
           "/v1/peek",
           Effect.gen(function*() {
-            const query = yield* HttpServerRequest.ParsedSearchParams
+            const query = yield* Query.parse(
+              (yield* HttpServerRequest.HttpServerRequest).url,
+              yield* HttpServerRequest.ParsedSearchParams
+            )
             const request = yield* validateQuery(query)
             return json(yield* tollgate.peek(request))
           })
@@ -412,7 +421,10 @@ export const layer: Layer.Layer<
         handle(
           "/v1/get",
           Effect.gen(function*() {
-            const query = yield* HttpServerRequest.ParsedSearchParams
+            const query = yield* Query.parse(
+              (yield* HttpServerRequest.HttpServerRequest).url,
+              yield* HttpServerRequest.ParsedSearchParams
+            )
             return json(yield* tollgate.get(yield* validateGet(query)))
           })
         )
@@ -517,5 +529,31 @@ export const layer: Layer.Layer<
       yield* router.addAll(fallbackMethods.map((method) => HttpRouter.route(method, "/*", fallback)))
     })
   ),
-  PrometheusMetrics.layerHttp({ path: "/metrics" })
+  PrometheusMetrics.layerHttp({ path: "/metrics" }),
+  // The router finds no route for a path it cannot percent-decode, and answers an empty 404; such a path
+  // (`/v1/check/a%FF` from a gateway) is a request the service cannot read, answered as one.
+  HttpRouter.middleware(
+    (httpEffect) =>
+      Effect.catch(httpEffect, (error) => {
+        const path = undecodablePath(error)
+        if (path === undefined) return Effect.fail(error)
+        const field = { field: "path", value: FieldErrors.show(path), reason: "is not valid percent-encoded UTF-8" }
+        return Effect.succeed(Problem.response("invalid-request", FieldErrors.format(field), {
+          extensions: { errors: [field] }
+        }))
+      }),
+    { global: true }
+  )
 )
+
+// The path of a request the router found no route for because it could not decode the path.
+const undecodablePath = (error: unknown): string | undefined => {
+  if (!HttpServerError.isHttpServerError(error) || error.reason._tag !== "RouteNotFound") return undefined
+  const path = error.reason.request.url.split("?")[0]
+  try {
+    decodeURI(path)
+    return undefined
+  } catch {
+    return path
+  }
+}

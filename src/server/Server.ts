@@ -3,10 +3,10 @@
  * or Redis), the limiter, the HTTP API on Node's HTTP server, and an orderly
  * shutdown. Layers are released in
  * reverse order, so on SIGTERM/SIGINT the service first starts draining
- * (waiters are answered at once), then the HTTP server stops accepting and
- * waits for every accepted request to be answered (up to
- * `TOLLGATE_SHUTDOWN_TIMEOUT`), then the limiter stops, then the
- * connection to Redis closes.
+ * (waiters are answered at once, the HTTP server stops listening and answers
+ * with `Connection: close`), then waits for every connection to close after
+ * its answers (up to `TOLLGATE_SHUTDOWN_TIMEOUT`), then the limiter stops,
+ * then the connection to Redis closes.
  *
  * @since 0.1.0
  */
@@ -14,10 +14,10 @@ import { NodeFileSystem, NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Console, Duration, Effect, Equal, Layer, Option, Queue, Redacted } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import type { HttpServerError } from "effect/http"
-import { createServer } from "node:http"
 import * as RlsServer from "../envoy/RlsServer.ts"
 import * as RlsService from "../envoy/RlsService.ts"
 import type { InvalidPolicy } from "../Errors.ts"
+import * as NodeServer from "./internal/NodeServer.ts"
 import * as Lifecycle from "./Lifecycle.ts"
 import * as Routes from "./Routes.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
@@ -59,7 +59,14 @@ const logStartup = ServiceConfig.ServiceConfig.use((settings) =>
 )
 
 /**
- * The HTTP server with the API's routes, listening where the configuration says.
+ * The HTTP server with the API's routes, listening where the configuration
+ * says, with the configured request and headers timeouts. Requests Node's
+ * parser refuses (a URL or headers over Node's `maxHeaderSize`, a request
+ * that does not arrive in time, malformed HTTP) are answered with a problem
+ * (414, 431, 408, 400) rather than reset. When the drain starts, it stops
+ * listening and closes each connection after its next answer (`Connection:
+ * close`); its release waits until every connection has closed, up to
+ * `TOLLGATE_SHUTDOWN_TIMEOUT`.
  *
  * @example
  * ```ts
@@ -77,19 +84,33 @@ export const layerHttp: Layer.Layer<
   ServiceConfig.ServiceConfig | Tollgate.Tollgate | Lifecycle.Lifecycle
 > = Layer.unwrap(
   ServiceConfig.ServiceConfig.use((settings) =>
-    Effect.succeed(
-      HttpRouter.serve(Routes.layer, { disableLogger: true }).pipe(
+    Effect.sync(() => {
+      const node = NodeServer.make({
+        requestTimeoutMillis: settings.limits.requestTimeoutMillis,
+        headersTimeoutMillis: settings.limits.headersTimeoutMillis
+      })
+      const serve = HttpRouter.serve(Routes.layer, { disableLogger: true }).pipe(
         // Every request's body is bounded here once, rather than per read.
         Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(settings.limits.maxBodyBytes))),
         Layer.provide(
-          NodeHttpServer.layer(createServer, {
+          NodeHttpServer.layer(() => node.server, {
             host: settings.host,
             port: settings.port,
             gracefulShutdownTimeout: settings.shutdownTimeout
           })
         )
       )
-    )
+      // Built after the server, so released before it: the server's own release then finds it closed.
+      const drain = Layer.effectDiscard(Lifecycle.Lifecycle.use((lifecycle) =>
+        Effect.gen(function*() {
+          const drained = node.drain(settings.shutdownTimeout)
+          yield* Effect.forkScoped(Effect.andThen(lifecycle.draining, drained))
+          // Also when the service stops without a drain (a layer after this one failed to start).
+          yield* Effect.addFinalizer(() => drained)
+        })
+      ))
+      return drain.pipe(Layer.provide(serve))
+    })
   )
 )
 

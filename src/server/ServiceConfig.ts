@@ -118,7 +118,13 @@ export const Rule = Schema.Struct({ prefix: KeyPrefix, policy: PolicyName })
  * import { Schema } from "effect"
  * import { ServiceConfig } from "tollgate/server"
  *
- * Schema.decodeUnknownSync(ServiceConfig.Limits)({ maxBodyBytes: 4096, maxKeyLength: 256, maxWait: 30000 })
+ * Schema.decodeUnknownSync(ServiceConfig.Limits)({
+ *   maxBodyBytes: 4096,
+ *   maxKeyLength: 256,
+ *   maxWait: 30000,
+ *   requestTimeout: "10 seconds",
+ *   headersTimeout: "5 seconds"
+ * })
  * ```
  *
  * @category schemas
@@ -134,7 +140,11 @@ export const Limits = Schema.Struct({
   /** Most decisions in one `/v1/batch` request. Default 100. */
   maxBatch: Schema.optionalKey(Int(1, 10_000)),
   /** Largest `/v1/batch` body, in bytes. Default 65536. */
-  maxBatchBodyBytes: Schema.optionalKey(Int(64, 16_777_216))
+  maxBatchBodyBytes: Schema.optionalKey(Int(64, 16_777_216)),
+  /** Longest time to receive a whole request, headers and body (408 after it). Default 10 seconds. */
+  requestTimeout: Schema.optionalKey(PolicySpec.DurationInput),
+  /** Longest time to receive a request's headers (408 after it); at most `requestTimeout`. Default 5 seconds. */
+  headersTimeout: Schema.optionalKey(PolicySpec.DurationInput)
 })
 
 /**
@@ -395,6 +405,8 @@ export const Env = Schema.Struct({
   TOLLGATE_MAX_KEY_LENGTH: Schema.optionalKey(IntFromString(1, 4096)),
   TOLLGATE_MAX_WAIT: Schema.optionalKey(IntFromString(0, 600_000)),
   TOLLGATE_SHUTDOWN_TIMEOUT: Schema.optionalKey(Schema.NonEmptyString),
+  TOLLGATE_REQUEST_TIMEOUT: Schema.optionalKey(Schema.NonEmptyString),
+  TOLLGATE_HEADERS_TIMEOUT: Schema.optionalKey(Schema.NonEmptyString),
   REDIS_PREFIX: Schema.optionalKey(RedisPrefix),
   REDIS_FALLBACK: Schema.optionalKey(FallbackMode),
   TOLLGATE_RLS_HOST: Schema.optionalKey(Schema.NonEmptyString),
@@ -449,6 +461,10 @@ export interface Settings {
     readonly maxWaitMillis: number
     readonly maxBatch: number
     readonly maxBatchBodyBytes: number
+    /** Longest time to receive a whole request (Node's `requestTimeout`), in milliseconds. */
+    readonly requestTimeoutMillis: number
+    /** Longest time to receive a request's headers (Node's `headersTimeout`), in milliseconds. */
+    readonly headersTimeoutMillis: number
   }
   readonly limiter: {
     readonly idleTimeout: Duration.Duration
@@ -666,12 +682,15 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
       prefixes.add(rule.prefix)
     })
 
+    const timeouts = resolveTimeouts(file.limits, env, errors)
     const limits = {
       maxBodyBytes: env.TOLLGATE_MAX_BODY_BYTES ?? file.limits?.maxBodyBytes ?? 4096,
       maxKeyLength: env.TOLLGATE_MAX_KEY_LENGTH ?? file.limits?.maxKeyLength ?? 256,
       maxWaitMillis: env.TOLLGATE_MAX_WAIT ?? file.limits?.maxWait ?? 30_000,
       maxBatch: file.limits?.maxBatch ?? 100,
-      maxBatchBodyBytes: file.limits?.maxBatchBodyBytes ?? 65_536
+      maxBatchBodyBytes: file.limits?.maxBatchBodyBytes ?? 65_536,
+      requestTimeoutMillis: timeouts.request,
+      headersTimeoutMillis: timeouts.headers
     }
 
     const idleTimeoutMillis = Policy.positiveMillis(file.limiter?.idleTimeout ?? 60_000)
@@ -736,6 +755,78 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
       sources: [...new Set(sources)]
     }
   })
+
+/**
+ * The default of `limits.requestTimeout`: the longest a client may take to
+ * send a whole request (see docs/service.md, "Timeouts").
+ *
+ * @example
+ * ```ts
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * ServiceConfig.defaultRequestTimeoutMillis // 10000
+ * ```
+ *
+ * @category constants
+ * @since 0.3.0
+ */
+export const defaultRequestTimeoutMillis = 10_000
+
+/**
+ * The default of `limits.headersTimeout` (or `requestTimeout` when that is
+ * shorter).
+ *
+ * @example
+ * ```ts
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * ServiceConfig.defaultHeadersTimeoutMillis // 5000
+ * ```
+ *
+ * @category constants
+ * @since 0.3.0
+ */
+export const defaultHeadersTimeoutMillis = 5_000
+
+// Longer than this is no bound at all for a request of a few kilobytes.
+const maxTimeoutMillis = 3_600_000
+
+// Node's request and headers timeouts: the environment's, else the file's;
+// the headers' may not be longer than the request's (Node refuses it).
+const resolveTimeouts = (
+  file: typeof Limits.Type | undefined,
+  env: typeof Env.Type,
+  errors: Array<FieldErrors.FieldError>
+): { readonly request: number; readonly headers: number } => {
+  const read = (envName: "TOLLGATE_REQUEST_TIMEOUT" | "TOLLGATE_HEADERS_TIMEOUT", fileName: string) => {
+    const fromEnv = env[envName]
+    const input = fromEnv ?? (fileName === "requestTimeout" ? file?.requestTimeout : file?.headersTimeout)
+    const field = fromEnv !== undefined ? envName : `limits.${fileName}`
+    if (input === undefined) return { field, millis: undefined }
+    const millis = Policy.positiveMillis(input)
+    if (millis === undefined || millis > maxTimeoutMillis) {
+      errors.push({
+        field,
+        value: FieldErrors.show(input),
+        reason: "must be a positive duration of at most 1 hour, such as \"10 seconds\" or \"500 millis\""
+      })
+      return { field, millis: undefined }
+    }
+    return { field, millis: Math.ceil(millis) }
+  }
+  const request = read("TOLLGATE_REQUEST_TIMEOUT", "requestTimeout")
+  const headers = read("TOLLGATE_HEADERS_TIMEOUT", "headersTimeout")
+  const requestMillis = request.millis ?? defaultRequestTimeoutMillis
+  const headersMillis = headers.millis ?? Math.min(defaultHeadersTimeoutMillis, requestMillis)
+  if (headers.millis !== undefined && headersMillis > requestMillis) {
+    errors.push({
+      field: headers.field,
+      value: FieldErrors.show(env.TOLLGATE_HEADERS_TIMEOUT ?? file?.headersTimeout),
+      reason: `must not be longer than the request timeout (${request.field}: ${requestMillis} ms)`
+    })
+  }
+  return { request: requestMillis, headers: headersMillis }
+}
 
 // The Redis settings: the environment's URL, else the file's (none: in-process);
 // the rest from the file, REDIS_PREFIX and REDIS_FALLBACK winning. Checked even

@@ -30,12 +30,13 @@
  */
 import { type Cause, Deferred, Duration, Effect, Exit, type Fiber, Latch, MutableRef, Queue, Ref } from "effect"
 import type { Decision } from "../../Decision.ts"
-import { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
-import type * as Policy from "../../Policy.ts"
+import { BucketFailed, LimiterShutdown, Overloaded } from "../../Errors.ts"
+import type { Limit } from "../Limit.ts"
 import type { Recorder } from "../Recorder.ts"
 import type { Activity } from "./Activity.ts"
 import * as Line from "./Line.ts"
 import * as Monotone from "./Monotone.ts"
+import * as Operations from "./Operations.ts"
 import * as Request from "./Request.ts"
 
 /**
@@ -88,32 +89,30 @@ export interface Limiter {
  * @since 0.2.0
  */
 export interface Backend {
-  /** The state a new bucket starts with. */
-  readonly initial: (policy: Policy.Valid, now: number) => unknown
   /**
    * Decides a request on the caller's fiber, the key being quiet; or
    * `undefined`: it goes to the actor.
    */
-  readonly now: <K extends Request.Kind>(
+  readonly now: (
     limiter: Limiter,
     bucket: Bucket,
-    kind: K,
+    kind: Request.Kind,
     cost: number,
     now: number,
     payload: Request.Payload | undefined
-  ) => Request.Answer<K> | undefined
+  ) => Request.Answer | undefined
   /**
    * A request for a key with no bucket that need not start one (a `peek`
    * reads the initial state, a `reset` has nothing to forget); `undefined`:
    * start the bucket.
    */
-  readonly unstarted: <K extends Request.Kind>(
+  readonly unstarted: (
     limiter: Limiter,
     key: string,
-    policy: Policy.Valid,
-    kind: K,
+    policy: Limit,
+    kind: Request.Kind,
     cost: number
-  ) => Request.Answer<K> | undefined
+  ) => Request.Answer | undefined
   /** Serves one batch (empty: the line's turn); `undefined` when done synchronously. */
   readonly serve: (limiter: Limiter, bucket: Bucket, actor: Actor, batch: ReadonlyArray<Request.Request>) =>
     | Effect.Effect<void>
@@ -166,7 +165,7 @@ export class Bucket {
   // touches as few cache lines as it can; number fields start as numbers, so
   // V8 keeps them unboxed.
   /** The key's policy; changed only by `Reconfigure`. */
-  policy: Policy.Valid
+  policy: Limit
   /**
    * The key's state. Read with `Ref.getUnsafe` and written with `Ref`'s own
    * synchronous write ({@link write}) on the caller's fiber and in the
@@ -196,9 +195,10 @@ export class Bucket {
    */
   direct: Direct | undefined = undefined
   readonly key: string
-  constructor(key: string, policy: Policy.Valid, state: unknown, slot: number) {
+  constructor(key: string, policy: Limit, slot: number) {
     this.policy = policy
-    this.state = Ref.makeUnsafe(state)
+    // no state yet: the key reads as fresh until its first operation anchors it
+    this.state = Ref.makeUnsafe<unknown>(undefined)
     this.slot = slot
     this.key = key
   }
@@ -214,6 +214,30 @@ export interface Direct {
   readonly since: number
   /** Completed when it is back, for an actor that waits for it. */
   idle: Deferred.Deferred<void> | undefined
+}
+
+/**
+ * A caller-side store call of the key goes out at `now` (see
+ * {@link Bucket.direct}): the key's actor, if one starts meanwhile, sends its
+ * first batch after it.
+ *
+ * @since 0.3.0
+ */
+export const directOut = (bucket: Bucket, now: number): Direct => {
+  const out: Direct = { since: now, idle: undefined }
+  bucket.direct = out
+  return out
+}
+
+/**
+ * The caller-side call `out` is back (or given up on): the key is free, and
+ * an actor waiting for it goes on.
+ *
+ * @since 0.3.0
+ */
+export const directBack = (bucket: Bucket, out: Direct): void => {
+  if (bucket.direct === out) bucket.direct = undefined
+  if (out.idle !== undefined) Deferred.doneUnsafe(out.idle, Exit.void)
 }
 
 /**
@@ -248,10 +272,10 @@ export class Actor {
  *
  * @since 0.2.0
  */
-export const make = (limiter: Limiter, key: string, policy: Policy.Valid): Bucket => {
+export const make = (limiter: Limiter, key: string, policy: Limit): Bucket => {
   const now = limiter.clock.currentTimeMillisUnsafe()
   const slot = limiter.activity.take(now)
-  const bucket = new Bucket(key, policy, limiter.backend.initial(policy, now), slot)
+  const bucket = new Bucket(key, policy, slot)
   limiter.activity.own(slot, bucket)
   return bucket
 }
@@ -295,58 +319,38 @@ export const write = (bucket: Bucket, state: unknown): void => {
   MutableRef.set(bucket.state.ref, state)
 }
 
-// Requests whose cost is checked against what the policy can ever grant. A
-// peek is not: "never" is its answer (Bucket4j's estimateAbilityToConsume).
-const limited = (kind: Request.Kind): boolean =>
-  kind === Request.Kind.Acquire || kind === Request.Kind.Consume || kind === Request.Kind.Wait ||
-  kind === Request.Kind.Reserve || kind === Request.Kind.Hold || kind === Request.Kind.HoldWait
+/**
+ * Admits `cost` into the bucket's own state in place (the algorithm's
+ * `takeInPlace`: no allocation per admission), or leaves it as it was and
+ * answers `false`. Only the bucket's owner updates its state in place: the
+ * state object is the bucket's alone.
+ *
+ * @since 0.3.0
+ */
+export const takeInPlace = (
+  bucket: Bucket,
+  take: (state: unknown, now: number, cost: number) => boolean,
+  now: number,
+  cost: number
+): boolean => take(Ref.getUnsafe(bucket.state), now, cost)
 
 /**
- * The request can never succeed under `policy`: its cost is above the most
- * the policy can ever grant. Saying so beats a denial that suggests retrying.
- * Or it gives its call a window of its own (a duration per call) and the
- * policy has no window whose length a call sets.
+ * Switches the bucket to `policy`, with `state` carried over to it.
  *
- * @since 0.2.0
+ * @since 0.3.0
  */
-export const refuse = (
-  policy: Policy.Valid,
-  kind: Request.Kind,
-  cost: number,
-  payload?: Request.Payload
-): InvalidRequest | undefined => {
-  const max = policy.rule.maxCost
-  if (cost > max && limited(kind)) {
-    return new InvalidRequest({
-      field: "cost",
-      value: String(cost),
-      reason: `exceeds the limit ${max}: it can never succeed`
-    })
-  }
-  if (kind === Request.Kind.Add && policy.rule.release === undefined) {
-    return new InvalidRequest({
-      field: "key",
-      value: "(any)",
-      reason: `its policy (${policy.rule.name}) has no release: units come back by themselves`
-    })
-  }
-  if (kind === Request.Kind.ForceAdd && policy.rule.forceAdd === undefined) {
-    // a store would have nowhere to keep the units: refused before any backend
-    return new InvalidRequest({
-      field: "overLimit",
-      value: "true",
-      reason: `its policy (${policy.rule.name}) cannot hold more than its limit`
-    })
-  }
-  return payload !== undefined && "window" in payload && kind !== Request.Kind.Block &&
-      policy.rule.withWindow(payload.window) === undefined
-    ? new InvalidRequest({
-      field: "duration",
-      value: String(payload.window),
-      reason:
-        `only a fixed window that opens at its first hit lasts as long as the call says; this key's policy is ${policy.rule.name}`
-    })
-    : undefined
+export const adopt = (bucket: Bucket, policy: Limit, state: unknown): void => {
+  bucket.policy = policy
+  write(bucket, state)
+}
+
+/**
+ * Holds `cost` units for a call over several keys (see {@link Bucket.held}).
+ *
+ * @since 0.3.0
+ */
+export const hold = (bucket: Bucket, cost: number): void => {
+  bucket.held += cost
 }
 
 /**
@@ -365,11 +369,13 @@ export const submit = <K extends Request.Kind>(
   maxWait: number,
   payload?: Request.Payload
 ): Request.Answer<K> | undefined => {
+  // (what the policy cannot do is refused first: Operations.refuse, for any
+  // kind but the commonest, which need only their cost checked)
   if (
-    cost > bucket.policy.rule.maxCost || payload !== undefined || kind === Request.Kind.ForceAdd ||
-    kind === Request.Kind.Add
+    cost > bucket.policy.rule.maxCost || payload !== undefined ||
+    (kind !== Request.Kind.Acquire && kind !== Request.Kind.Consume && kind !== Request.Kind.Peek)
   ) {
-    const invalid = refuse(bucket.policy, kind, cost, payload)
+    const invalid = Operations.refuse(bucket.policy, bucket.key, kind, cost, payload)
     if (invalid !== undefined) return Exit.fail(invalid)
   }
   const actor = bucket.actor
@@ -379,7 +385,8 @@ export const submit = <K extends Request.Kind>(
     // and a closure per call shows in the profile.
     try {
       const answer = limiter.backend.now(limiter, bucket, kind, cost, now, payload)
-      if (answer !== undefined) return answer
+      // (a backend answers a request of kind K with an Answer<K>, as the actor does)
+      if (answer !== undefined) return answer as Request.Answer<K>
     } catch (defect) {
       return fail(limiter, bucket, now, defect)
     }
@@ -483,7 +490,7 @@ export const poke = (limiter: Limiter, bucket: Bucket): void => {
  */
 export const restart = (limiter: Limiter, bucket: Bucket, now: number, exit: Exit.Exit<never, BucketFailed>): void => {
   if (bucket.actor !== undefined) Line.clear(bucket.actor.line, exit, Request.answer)
-  write(bucket, limiter.backend.initial(bucket.policy, now))
+  write(bucket, undefined)
   touch(limiter, bucket, now)
 }
 
@@ -527,6 +534,25 @@ export const settled = (limiter: Limiter, bucket: Bucket, now: number): boolean 
  */
 export const idle = (limiter: Limiter, bucket: Bucket, now: number, idleMillis: number): boolean =>
   now - limiter.activity.times[bucket.slot] >= idleMillis && settled(limiter, bucket, now)
+
+/**
+ * Whether the key is quiet: nothing queued for its actor, nobody in its
+ * line, nothing held (a request decided now is the first thing it serves).
+ *
+ * @since 0.3.0
+ */
+export const quiet = (bucket: Bucket): boolean => {
+  const actor = bucket.actor
+  return bucket.held === 0 && (actor === undefined || (actor.pending === 0 && actor.line.waiters.length === 0))
+}
+
+/**
+ * Whether the bucket takes no more requests (reaped, shut down, or its
+ * actor died).
+ *
+ * @since 0.3.0
+ */
+export const retired = (bucket: Bucket): boolean => bucket.actor?.retired === true
 
 /**
  * Whether the bucket's actor has a fiber running (retiring the bucket then

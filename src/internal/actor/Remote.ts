@@ -20,14 +20,14 @@
  *
  * @since 0.1.0
  */
-import { Cause, Deferred, Duration, Effect, Exit, Option, Result } from "effect"
-import type * as Decision from "../../Decision.ts"
+import { Cause, Deferred, Duration, Effect, Exit, Result } from "effect"
 import { BucketFailed, InvalidRequest, RateLimitExceeded } from "../../Errors.ts"
-import { applyAllOps, applyOps } from "../../MemoryStore.ts"
-import * as Policy from "../../Policy.ts"
 import { type AllReply, type Op, OpKind, type Reply, type Store, StoreUnavailable } from "../../Store.ts"
+import type { Limit } from "../Limit.ts"
+import * as Interpreter from "../operation/Interpreter.ts"
 import * as Bucket from "./Bucket.ts"
 import * as Line from "./Line.ts"
+import * as Operations from "./Operations.ts"
 import * as Request from "./Request.ts"
 
 /**
@@ -44,6 +44,8 @@ export interface Fallback {
   readonly mode: "local" | "allow" | "deny" | "error"
   /** For `"local"`: the fraction of the limit each process grants on its own (0 < share <= 1). */
   readonly share: number
+  /** For `"local"`: the policy that grants `share` of a key's (made by the limiter, once per policy). */
+  readonly local: (policy: Limit) => Limit
   /** How long one store call may take before the fallback decides. */
   readonly timeoutMillis: number
   /** After a failure, how long calls go straight to the fallback before the store is tried again. */
@@ -84,72 +86,14 @@ const changesUnderLine = (kind: Request.Kind): boolean =>
   kind === Request.Kind.Set || kind === Request.Kind.Delete || kind === Request.Kind.Block ||
   kind === Request.Kind.Force || kind === Request.Kind.Feedback
 
-// The most common operations, shared (ops are never mutated).
-const takeOne: Op = { kind: OpKind.Take, cost: 1, queued: 0 }
-const takeOneOps: ReadonlyArray<Op> = [takeOne]
-const resetOp: Op = { kind: OpKind.Reset, cost: 0, queued: 0 }
-
-const signalCodes = { ok: 0, throttled: 1, latency: 2 } as const
-
-// The window a request carries (a duration per call, a block's length), or 0.
-const windowOf = (payload: Request.Payload | undefined): number =>
-  payload !== undefined && "window" in payload ? payload.window : 0
-
-// The op a decide-now request becomes. While anyone waits, acquire/consume/
-// peek (and a partial take) are denied behind the line: the store answers
-// how long that is.
-const opFor = (
-  line: Line.Line | undefined,
-  kind: Request.Kind,
-  cost: number,
-  payload: Request.Payload | undefined
-): Op => {
-  const behind = line !== undefined && line.waiters.length > 0
-  switch (kind) {
-    case Request.Kind.Feedback:
-      return payload !== undefined && "signal" in payload
-        ? { kind: OpKind.Adapt, cost: signalCodes[payload.signal], queued: payload.millis }
-        : { kind: OpKind.Peek, cost: 0, queued: 0 }
-    case Request.Kind.Reset:
-      return resetOp
-    case Request.Kind.Reconfigure: {
-      // A change of rate only carries the key over by the algorithm's rate
-      // rule (Guava's setRate); any other reconfigure starts it afresh: a
-      // shared store keeps no other carry-over.
-      const rate = payload !== undefined && "policy" in payload ? payload.rate : undefined
-      return rate === undefined ? resetOp : { kind: OpKind.SetRate, cost: rate[0], queued: rate[1] }
-    }
-    case Request.Kind.Release:
-    case Request.Kind.Add:
-      return { kind: OpKind.Release, cost, queued: 0 }
-    case Request.Kind.Peek:
-      return behind
-        ? { kind: OpKind.WaitTime, cost, queued: line.cost }
-        : { kind: OpKind.Peek, cost, queued: 0 }
-    case Request.Kind.Force:
-      return { kind: OpKind.Force, cost, queued: 0, window: windowOf(payload) }
-    case Request.Kind.ForceAdd:
-      return { kind: OpKind.ForceAdd, cost, queued: 0 }
-    case Request.Kind.Fill:
-      return { kind: OpKind.Fill, cost: 0, queued: 0 }
-    case Request.Kind.TakeUpTo:
-      return behind ? { kind: OpKind.WaitTime, cost: 1, queued: line.cost } : { kind: OpKind.TakeUpTo, cost, queued: 0 }
-    case Request.Kind.Get:
-      return { kind: OpKind.Get, cost: 0, queued: 0 }
-    case Request.Kind.Set:
-      return { kind: OpKind.Set, cost, queued: 0, window: windowOf(payload) }
-    case Request.Kind.Delete:
-      return { kind: OpKind.Delete, cost: 0, queued: 0 }
-    case Request.Kind.Block:
-      return { kind: OpKind.Block, cost: windowOf(payload), queued: 0 }
-    default:
-      return behind
-        ? { kind: OpKind.WaitTime, cost, queued: line.cost }
-        : cost === 1 && payload === undefined
-        ? takeOne
-        : { kind: OpKind.Take, cost, queued: 0, window: windowOf(payload) }
-  }
-}
+// The op a decide-now request becomes: its definition's, behind the line
+// when anyone waits (the store answers how long that is).
+const opFor = (line: Line.Line | undefined, kind: Request.Kind, cost: number, payload: Request.Payload | undefined) =>
+  Operations.table[kind].op!(
+    cost,
+    payload,
+    line === undefined || line.waiters.length === 0 ? Operations.quiet : { line: line.cost, held: 0, busy: true }
+  )
 
 // A reconfigure switches the key's policy; a delete forgets a policy the key
 // was given (the supervisor sends the key's own). The local fallback then
@@ -158,108 +102,29 @@ const adopt = (bucket: Bucket.Bucket, kind: Request.Kind, payload: Request.Paylo
   if (
     (kind === Request.Kind.Reconfigure || kind === Request.Kind.Delete) && payload !== undefined && "policy" in payload
   ) {
-    bucket.policy = payload.policy
-    Bucket.write(bucket, undefined)
+    Bucket.adopt(bucket, payload.policy, undefined)
   }
 }
 
-const durationOf = (ms: number): Duration.Duration => ms === Infinity ? Duration.infinity : Duration.millis(ms)
-
-const decisionOf = (op: Op, r: Reply, degraded: boolean): Decision.Decision => {
-  const behind = op.kind === OpKind.WaitTime
-  const d: Decision.Decision = {
-    allowed: !behind && r.allowed,
-    remaining: behind ? 0 : r.remaining,
-    retryAfter: durationOf(r.retryAfter),
-    resetAfter: durationOf(r.resetAfter),
-    limit: r.limit,
-    ...(degraded ? { degraded: true } : {})
-  }
-  // a shaper's delay, as in-process
-  return !behind && r.delay !== undefined && r.delay > 0 ? { ...d, delay: Duration.millis(r.delay) } : d
-}
-
-// How long an admitted request sleeps before it proceeds: a shaper's delay
-// (none under a dry run, as in-process).
-const shaping = (r: Reply, policy: Policy.Valid): number => policy.dryRun || r.delay === undefined ? 0 : r.delay
-
-const counted = (limiter: Bucket.Limiter, op: Op, r: Reply): boolean => {
-  const allowed = op.kind !== OpKind.WaitTime && r.allowed
-  if (allowed) limiter.recorder.allowed++
-  else limiter.recorder.denied++
-  return allowed
-}
-
-// A dry-run policy lets a refusal through, counted (nginx's limit_req_dry_run):
-// the store decided and counted as usual.
-const dryRun = (limiter: Bucket.Limiter, policy: Policy.Valid): boolean => {
-  if (!policy.dryRun) return false
-  limiter.recorder.dryRun++
-  return true
-}
-
-const exitTrue = Exit.succeed(true)
-const exitFalse = Exit.succeed(false)
-
-type AnswerOf<K extends Request.DecideKind> = (
+// The caller's answer to a decide-now request, from the store's reply.
+const answerOf = <K extends Request.Kind>(
   limiter: Bucket.Limiter,
+  kind: K,
   op: Op,
   reply: Reply,
   degraded: boolean,
-  policy: Policy.Valid
-) => Request.Answer<K>
+  policy: Limit
+): Request.Answer<K> =>
+  Operations.table[kind].answer({ recorder: limiter.recorder, policy, degraded, behind: 0 }, op, reply)
 
-const standing = (_: Bucket.Limiter, op: Op, r: Reply, degraded: boolean) => Exit.succeed(decisionOf(op, r, degraded))
-
-// How each decide-now kind is answered from the store's reply to its op.
-const answers: { readonly [K in Request.DecideKind]: AnswerOf<K> } = {
-  [Request.Kind.Acquire]: (limiter, op, r, _, policy) => {
-    if (!counted(limiter, op, r)) return dryRun(limiter, policy) ? exitTrue : exitFalse
-    // a shaper admits now and spaces the caller out: it proceeds after the delay
-    const delay = shaping(r, policy)
-    return delay > 0 ? Effect.as(Effect.sleep(Duration.millis(delay)), true) : exitTrue
-  },
-  [Request.Kind.Consume]: (limiter, op, r, degraded, policy) => {
-    const d = decisionOf(op, r, degraded)
-    if (counted(limiter, op, r) || !dryRun(limiter, policy)) return Exit.succeed(d)
-    return Exit.succeed({ ...d, allowed: true, dryRun: true })
-  },
-  [Request.Kind.Peek]: standing,
-  [Request.Kind.Reset]: () => Exit.void,
-  [Request.Kind.Release]: () => Exit.void,
-  [Request.Kind.Reconfigure]: () => Exit.void,
-  [Request.Kind.Force]: (_, op, r, degraded) => {
-    // the store answers the debt's length in retryAfter
-    const d = { ...decisionOf(op, r, degraded), allowed: true, retryAfter: Duration.zero }
-    return Exit.succeed(r.retryAfter > 0 ? { ...d, delay: durationOf(r.retryAfter) } : d)
-  },
-  [Request.Kind.Add]: standing,
-  [Request.Kind.ForceAdd]: standing,
-  [Request.Kind.Fill]: standing,
-  [Request.Kind.TakeUpTo]: (limiter, op, r, degraded) => {
-    const taken = op.kind === OpKind.TakeUpTo ? r.value ?? 0 : 0
-    if (taken > 0) limiter.recorder.allowed++
-    else limiter.recorder.denied++
-    return Exit.succeed({ ...decisionOf(op, r, degraded), allowed: taken > 0, taken })
-  },
-  [Request.Kind.Get]: (_, op, r, degraded) =>
-    Exit.succeed(r.value === 1 ? Option.some(decisionOf(op, r, degraded)) : Option.none()),
-  [Request.Kind.Set]: standing,
-  [Request.Kind.Delete]: (_, __, r) => Exit.succeed(r.value === 1),
-  [Request.Kind.Block]: standing,
-  [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
-  [Request.Kind.Feedback]: () => Exit.void,
-  [Request.Kind.Transact]: () => Exit.fail(inProcessOnly("a transaction"))
-}
-
-// Holds are the in-process protocol of calls over several keys (a shared
-// store decides those in one atomic call); transactions need the state in
-// process. Neither is ever sent to a store-backed bucket by the limiter.
 // A waiter refused by the fallback `deny`: told to try again once the store
 // is tried again.
 const deniedWaiterOf = (key: string, retryMillis: number) =>
   new RateLimitExceeded({ key, retryAfter: Duration.millis(retryMillis) })
 
+// Holds are the in-process protocol of calls over several keys (a shared
+// store decides those in one atomic call); transactions need the state in
+// process. Neither is ever sent to a store-backed bucket by the limiter.
 const inProcessOnly = (what: string) =>
   new InvalidRequest({ field: "kind", value: what, reason: "needs the key's state in process, not in a shared store" })
 
@@ -272,10 +137,10 @@ const inProcessOnly = (what: string) =>
 export const backend = (store: Store, fallback: Fallback, health: Health): Bucket.Backend => {
   const deniedWaiter = (bucket: Bucket.Bucket) => deniedWaiterOf(bucket.key, fallback.retryMillis)
   // The local fallback's policy: a share of the key's (made once per policy).
-  const shares = new WeakMap<Policy.Valid, Policy.Valid>()
-  const localPolicy = (policy: Policy.Valid): Policy.Valid => {
+  const shares = new WeakMap<Limit, Limit>()
+  const localPolicy = (policy: Limit): Limit => {
     let local = shares.get(policy)
-    if (local === undefined) shares.set(policy, local = Policy.share(policy, fallback.share))
+    if (local === undefined) shares.set(policy, local = fallback.local(policy))
     return local
   }
 
@@ -289,7 +154,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     const limit = bucket.policy.rule.maxCost
     switch (fallback.mode) {
       case "local": {
-        const [replies, state] = applyOps(localPolicy(bucket.policy), Bucket.read(bucket), now, ops)
+        const [replies, state] = Interpreter.apply(localPolicy(bucket.policy), Bucket.read(bucket), now, ops)
         Bucket.write(bucket, state)
         return { replies, degraded: true, error: undefined }
       }
@@ -382,10 +247,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
 
   // A caller-side call is back (or given up on): the key is free, and an
   // actor waiting for it goes on.
-  const settle = (bucket: Bucket.Bucket, out: Bucket.Direct): void => {
-    if (bucket.direct === out) bucket.direct = undefined
-    if (out.idle !== undefined) Deferred.doneUnsafe(out.idle, Exit.void)
-  }
+  const settle = Bucket.directBack
 
   // The caller-side path: a decide-now request (`acquire`, `consume`,
   // `peek`, `reset`, `release`) for a key with no actor running and no call
@@ -395,7 +257,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
   // operation not yet sent is dropped; one already sent is applied by the
   // store (its units taken) and its answer is lost, as for a caller that
   // leaves while its batch is out.
-  const direct = <K extends Request.DecideKind>(
+  const direct = <K extends Request.Kind>(
     limiter: Bucket.Limiter,
     bucket: Bucket.Bucket,
     kind: K,
@@ -405,11 +267,10 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
   ): Request.Answer<K> | undefined => {
     if (bucket.direct !== undefined || bucket.actor?.mailbox !== undefined) return undefined
     adopt(bucket, kind, payload)
-    const out: Bucket.Direct = { since: now, idle: undefined }
-    bucket.direct = out
+    const out = Bucket.directOut(bucket, now)
     Bucket.touch(limiter, bucket, now)
     const op = opFor(undefined, kind, cost, payload)
-    const ops = op === takeOne ? takeOneOps : [op]
+    const ops = [op]
     const applyUnsafe = store.applyUnsafe
     if (applyUnsafe !== undefined && store.timesOut === true && now >= health.downUntil) {
       // One suspension from the call to its answer: the store calls back
@@ -429,7 +290,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
             // (the answer runs after the call is settled: a shaper's sleep holds nothing)
             answer = result.error !== undefined
               ? Exit.fail(result.error)
-              : answers[kind](limiter, op, result.replies[0], result.degraded, bucket.policy)
+              : answerOf(limiter, kind, op, result.replies[0], result.degraded, bucket.policy)
           } catch (defect) {
             answer = Exit.die(defect)
           }
@@ -449,56 +310,39 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
         return result.error !== undefined
           ? Exit.fail(result.error)
-          : answers[kind](limiter, op, result.replies[0], result.degraded, bucket.policy)
+          : answerOf(limiter, kind, op, result.replies[0], result.degraded, bucket.policy)
       }),
       () => Effect.sync(() => settle(bucket, out))
     ))
   }
 
-  type Now<K extends Request.Kind> = (
+  // The caller's fiber, the key quiet: a decide-now request goes out as the
+  // caller's own store call; a reconfigure (it changes the policy waiters
+  // are timed by), a feedback (the rate they are timed by) and waiters go to
+  // the actor, in order. Holds and transactions need the state in process.
+  const now = (
     limiter: Bucket.Limiter,
     bucket: Bucket.Bucket,
+    kind: Request.Kind,
     cost: number,
-    payload: Request.Payload | undefined,
-    now: number
-  ) => Request.Answer<K> | undefined
-  const queue = () => undefined
-  const directly = <K extends Request.DecideKind>(kind: K): Now<K> => (limiter, bucket, cost, payload, now) =>
-    direct(limiter, bucket, kind, cost, payload, now)
-  const nowTable: { readonly [K in Request.Kind]: Now<K> } = {
-    [Request.Kind.Acquire]: directly(Request.Kind.Acquire),
-    [Request.Kind.Consume]: directly(Request.Kind.Consume),
-    [Request.Kind.Peek]: directly(Request.Kind.Peek),
-    [Request.Kind.Reset]: directly(Request.Kind.Reset),
-    [Request.Kind.Release]: directly(Request.Kind.Release),
-    [Request.Kind.Reconfigure]: queue,
-    [Request.Kind.Wait]: queue,
-    [Request.Kind.Reserve]: queue,
-    [Request.Kind.Poke]: queue,
-    [Request.Kind.Force]: directly(Request.Kind.Force),
-    [Request.Kind.Add]: directly(Request.Kind.Add),
-    [Request.Kind.ForceAdd]: directly(Request.Kind.ForceAdd),
-    [Request.Kind.Fill]: directly(Request.Kind.Fill),
-    [Request.Kind.TakeUpTo]: directly(Request.Kind.TakeUpTo),
-    [Request.Kind.Get]: directly(Request.Kind.Get),
-    [Request.Kind.Set]: directly(Request.Kind.Set),
-    [Request.Kind.Delete]: directly(Request.Kind.Delete),
-    [Request.Kind.Block]: directly(Request.Kind.Block),
-    [Request.Kind.Hold]: () => Exit.fail(inProcessOnly("a hold")),
-    [Request.Kind.HoldWait]: () => Exit.fail(inProcessOnly("a hold")),
-    // a feedback changes the rate waiters are timed by: in order, by the
-    // actor; a fixed-rate key refuses it, as in process
-    [Request.Kind.Feedback]: (_, bucket) =>
-      bucket.policy.rule.adapt === undefined
-        ? Exit.fail(
-          new InvalidRequest({
-            field: "key",
-            value: JSON.stringify(bucket.key),
-            reason: `its policy (${bucket.policy.rule.name}) has a fixed rate: feedback needs Policy.adaptive`
-          })
-        )
-        : undefined,
-    [Request.Kind.Transact]: () => Exit.fail(inProcessOnly("a transaction"))
+    at: number,
+    payload: Request.Payload | undefined
+  ): Request.Answer | undefined => {
+    switch (kind) {
+      case Request.Kind.Reconfigure:
+      case Request.Kind.Feedback:
+      case Request.Kind.Wait:
+      case Request.Kind.Reserve:
+      case Request.Kind.Poke:
+        return undefined
+      case Request.Kind.Hold:
+      case Request.Kind.HoldWait:
+        return Exit.fail(inProcessOnly("a hold"))
+      case Request.Kind.Transact:
+        return Exit.fail(inProcessOnly("a transaction"))
+      default:
+        return direct(limiter, bucket, kind, cost, payload, at)
+    }
   }
 
   // Waits until the key's caller-side call is back, so the actor's first
@@ -544,7 +388,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
         kind !== Request.Kind.Wait && kind !== Request.Kind.Reserve && kind !== Request.Kind.Poke &&
         kind !== Request.Kind.HoldWait
       ) {
-        Request.reply(request, answers[kind](limiter, ops[i], result.replies[i], result.degraded, bucket.policy))
+        Request.reply(request, answerOf(limiter, kind, ops[i], result.replies[i], result.degraded, bucket.policy))
       }
     }
   })
@@ -580,10 +424,12 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     }
     if (empty && result.replies[0].allowed) {
       limiter.recorder.allowed++
-      return Request.reply(request, Line.admittedAtOnce(request, shaping(result.replies[0], bucket.policy)))
+      return Request.reply(request, Line.admittedAtOnce(request, Operations.shaping(result.replies[0], bucket.policy)))
     }
     // a dry run never keeps a caller waiting: it goes now, counted
-    if (empty && dryRun(limiter, bucket.policy)) return Request.reply(request, Line.admittedAtOnce(request, 0))
+    if (empty && Operations.dryRun(limiter.recorder, bucket.policy)) {
+      return Request.reply(request, Line.admittedAtOnce(request, 0))
+    }
     const wait = result.replies[empty ? 1 : 0].retryAfter
     Line.join(
       line,
@@ -645,7 +491,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       }
       Line.shift(line)
       limiter.recorder.allowed++
-      Request.reply(head, Line.admitted(shaping(reply, bucket.policy)))
+      Request.reply(head, Line.admitted(Operations.shaping(reply, bucket.policy)))
       line.wakeAt = 0
     }
   })
@@ -663,6 +509,11 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
     let segment: Array<Request.Request> = []
     for (const request of batch) {
       if (request.cancelled || request.kind === Request.Kind.Poke) continue
+      if (Operations.table[request.kind].op === undefined && !isWait(request.kind)) {
+        // a hold or a transaction: in process only
+        Request.reply(request, Exit.fail(inProcessOnly(`a request of kind ${request.kind}`)))
+        continue
+      }
       if (!isWait(request.kind)) {
         segment.push(request)
         continue
@@ -694,9 +545,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       }))
 
   return {
-    // The state a store-backed bucket keeps is the local fallback's: none yet.
-    initial: () => undefined,
-    now: (limiter, bucket, kind, cost, now, payload) => nowTable[kind](limiter, bucket, cost, payload, now),
+    now,
     // A key with no bucket still goes through one: the store holds its state.
     unstarted: () => undefined,
     serve,
@@ -741,7 +590,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       }
       if (!reply.allowed) limiter.recorder.denied++
       const op: Op = { kind: OpKind.Take, cost, queued: 0 }
-      const decisions = reply.replies.map((r) => decisionOf(op, r, degraded))
+      const decisions = reply.replies.map((r) => Operations.decision(op, r, degraded, 0))
       return final ? { allowed: reply.allowed, decisions, final } : { allowed: reply.allowed, decisions }
     }
     const fallbackAll = (
@@ -752,7 +601,7 @@ export const backend = (store: Store, fallback: Fallback, health: Health): Bucke
       switch (fallback.mode) {
         case "local": {
           const entries = buckets.map((b) => ({ key: b.key, policy: localPolicy(b.policy), cost }))
-          const [reply, states] = applyAllOps(entries, buckets.map(Bucket.read), now)
+          const [reply, states] = Interpreter.applyAll(entries, buckets.map(Bucket.read), now)
           if (reply.allowed) buckets.forEach((b, i) => Bucket.write(b, states[i]))
           return Effect.succeed(toAll(reply, true))
         }

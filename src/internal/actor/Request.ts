@@ -14,9 +14,9 @@
 import { Deferred, type Effect, type Option } from "effect"
 import type { Decision, Taken } from "../../Decision.ts"
 import type { BucketFailed, InvalidRequest, LimiterShutdown, Overloaded, RateLimitExceeded } from "../../Errors.ts"
-import type * as Policy from "../../Policy.ts"
 import type { StoreUnavailable } from "../../Store.ts"
 import type { Carry, Signal as AlgorithmSignal } from "../algorithm/Algorithm.ts"
+import type { Limit } from "../Limit.ts"
 
 /**
  * What a request asks for.
@@ -180,7 +180,7 @@ export type Answer<K extends Kind = Kind> = Effect.Effect<Reply<K>, FailureOf<K>
  * @since 0.1.0
  */
 export interface Reconfiguration {
-  readonly policy: Policy.Valid
+  readonly policy: Limit
   readonly carry: Carry
   readonly rate?: readonly [number, number] | undefined
 }

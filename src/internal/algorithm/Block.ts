@@ -7,14 +7,14 @@
  * counted (not even by a policy that counts denials). Time still passes for
  * the key's own state underneath: a token bucket refills during a block.
  *
- * These are the rules of a block, once, over a policy's bound rule: the
- * in-process bucket wraps its rule with {@link rule} while the key is
- * blocked (keys never blocked pay nothing), and the stores keep the time
- * beside the key's state and answer with {@link outcome}.
+ * These are the rules of a block, once, over a policy's bound rule: every
+ * backend keeps the block's end beside the key's state ({@link Stored}) and
+ * the interpreter answers with {@link outcome} while it lasts (keys never
+ * blocked pay nothing).
  *
  * @since 0.2.0
  */
-import type { Carry, Outcome, Partial, Rule } from "./Algorithm.ts"
+import type { Outcome, Rule } from "./Algorithm.ts"
 
 /**
  * What a request of `cost` is told while the key is blocked until `until`.
@@ -66,107 +66,6 @@ export const waitTime = (
  * @since 0.2.0
  */
 export const settledAt = (rule: Rule, state: unknown, until: number): number => Math.max(until, rule.settledAt(state))
-
-/**
- * A rule blocked until `until`: it denies everything before then and is
- * `base` from then on. Units given back, forced or added go to the state
- * underneath, which keeps its time.
- *
- * @since 0.2.0
- */
-export class Blocked implements Rule {
-  readonly name: string
-  readonly maxCost: number
-  readonly base: Rule
-  readonly until: number
-  readonly takeInPlace: Rule["takeInPlace"]
-  readonly release: Rule["release"]
-  readonly forceAdd: Rule["forceAdd"]
-  readonly rate: Rule["rate"]
-  readonly adapt: Rule["adapt"]
-  constructor(base: Rule, until: number) {
-    this.name = base.name
-    this.maxCost = base.maxCost
-    this.base = base
-    this.until = until
-    const take = base.takeInPlace
-    this.takeInPlace = take === undefined
-      ? undefined
-      : (state, now, cost) => now >= until && take(state, now, cost)
-    this.release = base.release
-    this.forceAdd = base.forceAdd
-    this.rate = base.rate
-    // an adaptive rate keeps moving underneath a block
-    this.adapt = base.adapt
-  }
-  initial(now: number): unknown {
-    return this.base.initial(now)
-  }
-  step(state: unknown, now: number, cost: number): Outcome<unknown> {
-    return now < this.until ? outcome(this.base, state, now, this.until, cost) : this.base.step(state, now, cost)
-  }
-  waitTime(state: unknown, now: number, queued: number, cost: number): number {
-    return now < this.until
-      ? waitTime(this.base, state, now, this.until, queued, cost)
-      : this.base.waitTime(state, now, queued, cost)
-  }
-  settledAt(state: unknown): number {
-    return settledAt(this.base, state, this.until)
-  }
-  peek(state: unknown, now: number, cost: number): Outcome<unknown> {
-    return now < this.until ? outcome(this.base, state, now, this.until, cost) : this.base.peek(state, now, cost)
-  }
-  reconfigure(state: unknown, next: Rule, now: number, carry: Carry): unknown {
-    return this.base.reconfigure(state, next, now, carry)
-  }
-  force(state: unknown, now: number, cost: number): unknown {
-    return this.base.force(state, now, cost)
-  }
-  full(now: number): unknown {
-    return this.base.full(now)
-  }
-  takeUpTo(state: unknown, now: number, most: number): Partial {
-    return now < this.until
-      ? { taken: 0, outcome: outcome(this.base, state, now, this.until, 1) }
-      : this.base.takeUpTo(state, now, most)
-  }
-  withWindow(millis: number): Rule | undefined {
-    const rule = this.base.withWindow(millis)
-    return rule === undefined ? undefined : new Blocked(rule, this.until)
-  }
-}
-
-/**
- * `base` blocked until `until` (a block already on it is replaced).
- *
- * @example
- * ```ts
- * import { bind } from "./Algorithm.ts"
- * import * as Block from "./Block.ts"
- * import * as TokenBucket from "./TokenBucket.ts"
- *
- * const base = bind(TokenBucket.algorithm, TokenBucket.config({ capacity: 5, tokens: 1, periodMillis: 1000 }))
- * Block.rule(base, 60_000).step(base.initial(0), 0, 1).allowed // false
- * ```
- *
- * @since 0.2.0
- */
-export const rule = (base: Rule, until: number): Blocked =>
-  new Blocked(base instanceof Blocked ? base.base : base, until)
-
-/**
- * The rule underneath a block, if any.
- *
- * @since 0.2.0
- */
-export const unblocked = (rule: Rule): Rule => rule instanceof Blocked ? rule.base : rule
-
-/**
- * Until when a rule is blocked (`-Infinity`: it is not).
- *
- * @since 0.2.0
- */
-export const until = (rule: Rule): number => rule instanceof Blocked ? rule.until : -Infinity
 
 /**
  * A key's state with a block on it, as a store keeps it: the block's end

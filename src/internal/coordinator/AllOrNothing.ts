@@ -54,13 +54,14 @@
  *
  * @since 0.2.0
  */
-import { Clock, Duration, Effect, Exit } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import type { Decision, KeyDecision } from "../../Decision.ts"
 import { RateLimitExceeded } from "../../Errors.ts"
 import * as Bucket from "../actor/Bucket.ts"
 import * as Local from "../actor/Local.ts"
+import * as Operations from "../actor/Operations.ts"
 import * as Request from "../actor/Request.ts"
-import type { Outcome } from "../algorithm/Algorithm.ts"
+import * as Op from "../operation/Op.ts"
 import type * as Supervisor from "../supervisor/Supervisor.ts"
 
 /**
@@ -151,49 +152,32 @@ const giveBack = (limiter: Bucket.Limiter, holds: Holds, cost: number): Effect.E
     for (const bucket of holds.buckets) Bucket.unhold(limiter, bucket, cost)
   })
 
-// Every key holds the cost: take it from each at one instant, or from none
-// (a key reconfigured while it held, say, may no longer admit it).
-const commit = (
-  limiter: Bucket.Limiter,
-  holds: Holds,
-  cost: number
-): ReadonlyArray<Outcome<unknown>> | undefined => {
-  const now = limiter.clock.currentTimeMillisUnsafe()
-  const outcomes: Array<Outcome<unknown>> = []
-  for (const bucket of holds.buckets) {
-    const outcome = bucket.policy.rule.step(Bucket.read(bucket), now, cost)
-    if (!outcome.allowed) return undefined
-    outcomes.push(outcome)
-  }
-  holds.done = true
-  for (let i = 0; i < holds.buckets.length; i++) {
-    const bucket = holds.buckets[i]
-    Bucket.write(bucket, outcomes[i].state)
-    bucket.held -= cost
-    Bucket.touch(limiter, bucket, now)
-  }
-  limiter.recorder.allowed += holds.buckets.length
-  return outcomes
+// Every key holds the cost: take it from each at one instant, or from none.
+const commit = (limiter: Bucket.Limiter, holds: Holds, cost: number): ReadonlyArray<Op.Reply> | undefined => {
+  const replies = Local.commit(limiter, holds.buckets, cost)
+  if (replies !== undefined) holds.done = true
+  return replies
 }
 
-// Each committed key's figures, in the order the keys were given (the held
-// units of other calls still count against `remaining`).
+// Each committed key's figures, in the order the keys were given.
 const committed = (
   limiter: Bucket.Limiter,
   keys: ReadonlyArray<string>,
   holds: Holds,
-  outcomes: ReadonlyArray<Outcome<unknown>>
+  replies: ReadonlyArray<Op.Reply>
 ): Decision => {
   const byKey = new Map<string, Decision>()
   holds.buckets.forEach((bucket, i) => {
-    const o = outcomes[i]
-    byKey.set(
-      bucket.key,
-      Local.decision({ ...o, remaining: Math.max(0, o.remaining - bucket.held) }, limiter.clock.behind)
-    )
+    byKey.set(bucket.key, Operations.decision(take, replies[i], false, limiter.clock.behind))
   })
   return combine(true, keys, keys.map((key) => byKey.get(key)!))
 }
+
+// (what a decision's figures are read as: a take's)
+const take = Op.make(Op.Kind.Take, 1)
+
+// The longest shaper's delay among the keys' replies.
+const delayOf = (replies: ReadonlyArray<Op.Reply>): number => replies.reduce((max, r) => Math.max(max, r.delay ?? 0), 0)
 
 interface Decided {
   readonly allowed: boolean
@@ -220,44 +204,25 @@ const decideQuiet = (
   const { limiter } = supervisor
   const buckets: Array<Bucket.Bucket> = []
   for (const key of keys) {
-    const bucket = supervisor.ensure(key, cost)
-    if (!(bucket instanceof Bucket.Bucket)) return Effect.fail(bucket)
-    const actor = bucket.actor
-    if (bucket.held !== 0 || (actor !== undefined && (actor.pending !== 0 || actor.line.waiters.length !== 0))) {
-      return undefined
-    }
+    const bucket = supervisor.bucketFor(key, cost)
+    if (!(bucket instanceof Bucket.Bucket)) return bucket
+    if (!Bucket.quiet(bucket)) return undefined
     buckets.push(bucket)
   }
-  const now = limiter.clock.currentTimeMillisUnsafe()
-  const outcomes: Array<Outcome<unknown>> = []
-  let allowed = true
+  let taken: Local.Taken
   try {
-    for (const bucket of buckets) {
-      const outcome = bucket.policy.rule.step(Bucket.read(bucket), now, cost)
-      if (!outcome.allowed) allowed = false
-      outcomes.push(outcome)
-    }
+    taken = Local.takeAll(limiter, buckets, cost)
   } catch {
     return undefined
   }
-  for (let i = 0; i < buckets.length; i++) {
-    if (allowed) Bucket.write(buckets[i], outcomes[i].state)
-    Bucket.touch(limiter, buckets[i], now)
-  }
-  if (allowed) limiter.recorder.allowed += buckets.length
-  else limiter.recorder.denied++
-  let delay = 0
-  for (const o of outcomes) if (o.delay !== undefined && o.delay > delay) delay = o.delay
+  const { allowed, replies } = taken
+  const delay = allowed ? delayOf(replies) : 0
   if (!figures) return Effect.succeed(allowed ? { allowed, decision: undefined, delay } : deniedPlain)
-  // denied: what each key alone would decide now, as `peek` reports it
-  const decisions = buckets.map((bucket, i) =>
-    Local.decision(
-      allowed ? outcomes[i] : bucket.policy.rule.peek(Bucket.read(bucket), now, cost),
-      limiter.clock.behind
-    )
-  )
-  return Effect.succeed({ allowed, decision: combine(allowed, keys, decisions), delay: allowed ? delay : 0 })
+  const decisions = replies.map((r) => Operations.decision(allowed ? take : peek, r, false, limiter.clock.behind))
+  return Effect.succeed({ allowed, decision: combine(allowed, keys, decisions), delay })
 }
+
+const peek = Op.make(Op.Kind.Peek, 1)
 
 // Decides now, all or nothing, with figures (`consume`) or without (`acquire`).
 const decideWith = (
@@ -272,8 +237,8 @@ const decideWith = (
     return Effect.suspend((): Effect.Effect<Decided, Failure> => {
       const buckets: Array<Bucket.Bucket> = []
       for (const key of keys) {
-        const bucket = supervisor.ensure(key, cost)
-        if (!(bucket instanceof Bucket.Bucket)) return Effect.fail(bucket)
+        const bucket = supervisor.bucketFor(key, cost)
+        if (!(bucket instanceof Bucket.Bucket)) return bucket
         buckets.push(bucket)
       }
       return Effect.map(all(limiter, buckets, cost), (answer): Decided => {
@@ -301,13 +266,12 @@ const decideWith = (
       )
       const step = (i: number): Effect.Effect<Decided, Failure> => {
         if (i === sorted.length) {
-          const outcomes = commit(limiter, holds, cost)
-          if (outcomes === undefined) return denied
-          const delay = outcomes.reduce((max, o) => Math.max(max, o.delay ?? 0), 0)
+          const replies = commit(limiter, holds, cost)
+          if (replies === undefined) return denied
           return Effect.succeed({
             allowed: true,
-            decision: figures ? committed(limiter, keys, holds, outcomes) : undefined,
-            delay
+            decision: figures ? committed(limiter, keys, holds, replies) : undefined,
+            delay: delayOf(replies)
           })
         }
         return Effect.flatMap(restore(supervisor.submitUnsafe(sorted[i], Request.Kind.Hold, cost, 0)), (held) => {
@@ -377,12 +341,12 @@ export const wait = (
         const holds: Holds = { buckets: [], done: false }
         const step = (i: number): Effect.Effect<void, Failure | RateLimitExceeded> => {
           if (i === sorted.length) {
-            const outcomes = commit(limiter, holds, cost)
-            if (outcomes === undefined) {
+            const replies = commit(limiter, holds, cost)
+            if (replies === undefined) {
               // a key changed under its hold (reconfigured): try again while time is left
               return Effect.andThen(giveBack(limiter, holds, cost), attempt(start))
             }
-            const delay = outcomes.reduce((max, o) => Math.max(max, o.delay ?? 0), 0)
+            const delay = delayOf(replies)
             return delay > 0 ? restore(Effect.sleep(delay)) : Effect.void
           }
           const left = Math.max(0, start + maxWait - limiter.clock.currentTimeMillisUnsafe())
@@ -414,8 +378,8 @@ const waitStore = (
     while (true) {
       const buckets: Array<Bucket.Bucket> = []
       for (const key of keys) {
-        const bucket = supervisor.ensure(key, cost)
-        if (!(bucket instanceof Bucket.Bucket)) return yield* Exit.fail(bucket)
+        const bucket = supervisor.bucketFor(key, cost)
+        if (!(bucket instanceof Bucket.Bucket)) return yield* bucket
         buckets.push(bucket)
       }
       const answer = yield* all(supervisor.limiter, buckets, cost)

@@ -13,18 +13,19 @@
  * @since 0.1.0
  */
 import { Effect } from "effect"
-import { type InvalidPolicy, type InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
-import type * as Policy from "../../Policy.ts"
+import { InvalidPolicy, type InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
 import type { Store } from "../../Store.ts"
 import * as Bucket from "../actor/Bucket.ts"
 import * as Limiter from "../actor/Limiter.ts"
+import * as Operations from "../actor/Operations.ts"
 import type * as Remote from "../actor/Remote.ts"
 import * as Request from "../actor/Request.ts"
+import type { Limit } from "../Limit.ts"
 
 /** What the supervisor needs; `RateLimiter` validates it. @since 0.1.0 */
 export interface Options {
   /** The policy of a key; resolved once, when the key's bucket starts. */
-  readonly policyFor: (key: string) => Policy.Valid | InvalidPolicy
+  readonly policyFor: (key: string) => Limit | InvalidPolicy
   readonly limits: Bucket.Limits
   readonly idleTimeoutMillis: number
   /** Most live buckets, and most reconfigured keys (default 1,000,000). */
@@ -68,15 +69,15 @@ export interface Supervisor {
   /** The live bucket of a key, if any (for inspection and tests). */
   readonly bucket: (key: string) => Bucket.Bucket | undefined
   /**
-   * The key's bucket, started if need be, for a call over several keys that
-   * goes to them all at once (a shared store's atomic call); `cost` is
-   * checked against what the key's policy can ever grant.
+   * The key's bucket, started if need be (through the same door as
+   * `submit`), for a call over several keys that goes to them all at once;
+   * `cost` is checked against what the key's policy can ever grant.
    */
-  readonly ensure: (key: string, cost: number) => Bucket.Bucket | SubmitError | InvalidRequest
+  readonly bucketFor: (key: string, cost: number) => Bucket.Bucket | Effect.Effect<never, SubmitError | InvalidRequest>
   /** What the limiter's buckets share (its clock, metrics and backend). */
   readonly limiter: Bucket.Limiter
   /** The policy a key runs now: the one it was reconfigured to, or its own. */
-  readonly policyOf: (key: string) => Policy.Valid | InvalidPolicy
+  readonly policyOf: (key: string) => Limit | InvalidPolicy
   /** One full pass of the sweep, now (it also runs by itself). */
   readonly sweep: Effect.Effect<number>
   readonly stats: Effect.Effect<Stats>
@@ -108,7 +109,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const fiberCost = 100
   const buckets = new Map<string, Bucket.Bucket>()
   // Keys reconfigured at runtime keep their policy across reaps.
-  const overrides = new Map<string, Policy.Valid>()
+  const overrides = new Map<string, Limit>()
   let closed = false
   const forget = (key: string, bucket: Bucket.Bucket): boolean => {
     if (buckets.get(key) !== bucket) return false
@@ -122,7 +123,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     fastPath: options.fastPath ?? true,
     name: options.name ?? "default",
     store: options.store,
-    fallback: options.fallback ?? { mode: "local", share: 1, timeoutMillis: 250, retryMillis: 1000 },
+    fallback: options.fallback ??
+      { mode: "local", share: 1, local: (policy) => policy, timeoutMillis: 250, retryMillis: 1000 },
     forget
   })
   const { recorder } = limiter
@@ -167,15 +169,50 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     }
   }
 
+  // The one way into the table: a key with no bucket gets its policy (the
+  // one it was reconfigured to, or its own), is refused what that policy
+  // can never grant, is answered at once when the request needs no state
+  // (a peek of a fresh key), and otherwise gets a bucket, within the cap.
+  // Synchronous from the lookup to the insert: concurrent first calls
+  // start one bucket.
+  const start = (
+    key: string,
+    kind: Request.Kind,
+    cost: number,
+    payload: Request.Payload | undefined
+  ): Bucket.Bucket | Request.Answer | Effect.Effect<never, SubmitError> => {
+    const policy = overrides.get(key) ?? options.policyFor(key)
+    if (policy instanceof InvalidPolicy) return Effect.fail(policy)
+    const refused = Operations.refuse(policy, key, kind, cost, payload)
+    if (refused !== undefined) return Effect.fail(refused)
+    const answer = limiter.backend.unstarted(limiter, key, policy, kind, cost)
+    if (answer !== undefined) return answer
+    if (buckets.size >= maxBuckets && !evictOne()) {
+      recorder.overloaded++
+      return Effect.fail(new Overloaded({ key, reason: "buckets", capacity: maxBuckets }))
+    }
+    const bucket = Bucket.make(limiter, key, policy)
+    buckets.set(key, bucket)
+    recorder.live++
+    recorder.started++
+    return bucket
+  }
+
   // A deleted key is forgotten with the policy it was given: it goes back to
   // its own, carried to its bucket by the delete (if it still has one).
   const restore = (key: string): Request.Reconfiguration | undefined => {
     if (!overrides.delete(key)) return undefined
     const policy = options.policyFor(key)
-    return policy._tag === "InvalidPolicy" ? undefined : { policy, carry: "reset" }
+    return policy instanceof InvalidPolicy ? undefined : { policy, carry: "reset" }
   }
 
-  const submit: Submit = (key, kind, cost, maxWait, payload) => {
+  const submit: Submit = <K extends Request.Kind>(
+    key: string,
+    kind: K,
+    cost: number,
+    maxWait: number,
+    payload?: Request.Payload
+  ) => {
     if (kind === Request.Kind.Delete && overrides.size > 0) payload = restore(key) ?? payload
     while (true) {
       if (closed) return shutdownExit
@@ -183,20 +220,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       if (full !== undefined) return Effect.fail(full)
       let bucket = buckets.get(key)
       if (bucket === undefined) {
-        const policy = overrides.get(key) ?? options.policyFor(key)
-        if (policy._tag === "InvalidPolicy") return Effect.fail(policy)
-        const refused = Bucket.refuse(policy, kind, cost, payload)
-        if (refused !== undefined) return Effect.fail(refused)
-        const answer = limiter.backend.unstarted(limiter, key, policy, kind, cost)
-        if (answer !== undefined) return answer
-        if (buckets.size >= maxBuckets && !evictOne()) {
-          recorder.overloaded++
-          return Effect.fail(new Overloaded({ key, reason: "buckets", capacity: maxBuckets }))
-        }
-        // Synchronous from the lookup to the insert: concurrent first calls start one bucket.
-        buckets.set(key, bucket = Bucket.make(limiter, key, policy))
-        recorder.live++
-        recorder.started++
+        const started = start(key, kind, cost, payload)
+        if (!(started instanceof Bucket.Bucket)) return started as Request.Answer<K>
+        bucket = started
       }
       const answer = Bucket.submit(limiter, bucket, kind, cost, maxWait, payload)
       if (answer !== undefined) return answer
@@ -204,25 +230,20 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     }
   }
 
-  const ensure = (key: string, cost: number): Bucket.Bucket | SubmitError | InvalidRequest => {
-    if (closed) return new LimiterShutdown()
+  const bucketFor = (key: string, cost: number): Bucket.Bucket | Effect.Effect<never, SubmitError | InvalidRequest> => {
+    if (closed) return shutdownExit
     let bucket = buckets.get(key)
-    if (bucket !== undefined && bucket.actor?.retired === true) {
+    if (bucket !== undefined && Bucket.retired(bucket)) {
       forget(key, bucket)
       bucket = undefined
     }
     if (bucket === undefined) {
-      const policy = overrides.get(key) ?? options.policyFor(key)
-      if (policy._tag === "InvalidPolicy") return policy
-      if (buckets.size >= maxBuckets && !evictOne()) {
-        recorder.overloaded++
-        return new Overloaded({ key, reason: "buckets", capacity: maxBuckets })
-      }
-      buckets.set(key, bucket = Bucket.make(limiter, key, policy))
-      recorder.live++
-      recorder.started++
+      const started = start(key, Request.Kind.Hold, cost, undefined)
+      // (a hold always starts a bucket: it needs one to hold in)
+      return started instanceof Bucket.Bucket ? started : (started as Effect.Effect<never, SubmitError>)
     }
-    return Bucket.refuse(bucket.policy, Request.Kind.Acquire, cost) ?? bucket
+    const refused = Operations.refuse(bucket.policy, key, Request.Kind.Hold, cost)
+    return refused === undefined ? bucket : Effect.fail(refused)
   }
 
   // One pass over the buckets (their activity slots), a slice at a time:
@@ -276,7 +297,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     submit: (key, kind, cost, maxWait, payload) => Effect.suspend(() => submit(key, kind, cost, maxWait, payload)),
     submitUnsafe: submit,
     bucket: (key: string) => buckets.get(key),
-    ensure,
+    bucketFor,
     limiter,
     policyOf: (key: string) => overrides.get(key) ?? options.policyFor(key),
     sweep,

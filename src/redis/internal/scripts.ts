@@ -275,7 +275,9 @@ export interface Encoded {
  *
  * @since 0.1.0
  */
-export const forPolicy = (algorithm: Algorithm<any, any>, config: unknown): Encoded | string => {
+export const forPolicy = (policyAlgorithm: object, config: unknown): Encoded | string => {
+  // an algorithm module (looked up by identity below: an unknown one finds no script)
+  const algorithm = policyAlgorithm as Algorithm<any, any>
   const found = batches.get(algorithm)
   const out: Array<string> = []
   if (found === undefined || !encode(algorithm, config, out)) {

@@ -1,14 +1,15 @@
 /**
  * Reading a request's JSON body, bounded and validated: a body larger than
  * the limit is refused before it is read (by `Content-Length`) or as soon as
- * it passes the limit (chunked); malformed JSON, wrong types, missing and
- * unknown fields are refused with every invalid field named. Nothing that
- * fails here reaches a bucket.
+ * it passes the limit (chunked); a body that is not UTF-8, malformed JSON,
+ * wrong types, missing and unknown fields are refused with every invalid
+ * field named. Nothing that fails here reaches a bucket.
  *
  * @since 0.1.0
  */
 import { ByteSize, Cause, Context, Effect, Exit, Option, Predicate, Schema, SchemaAST } from "effect"
 import { HttpIncomingMessage, type HttpServerError, HttpServerRequest } from "effect/http"
+import { isUtf8 } from "node:buffer"
 import { IncomingMessage } from "node:http"
 import * as FieldErrors from "./FieldErrors.ts"
 
@@ -177,13 +178,13 @@ const parseJson = (text: string): unknown | MalformedJson => {
   }
 }
 
-// Node's body as text, read straight from the request stream when its length
+// Node's body as bytes, read straight from the request stream when its length
 // is declared and within the limit (the common case): about 7 µs per request
 // less than effect's `request.text`, which caches the read through a fiber of
 // its own, waits on `stream.finished` and copies the bytes twice. A chunked
 // body, one already being read, or one the client sends only after a
 // `100 Continue` takes effect's way.
-const readNode = (source: IncomingMessage): Effect.Effect<string, MalformedJson> =>
+const readNode = (source: IncomingMessage): Effect.Effect<Buffer, MalformedJson> =>
   Effect.callback((resume) => {
     const chunks: Array<Buffer> = []
     const onData = (chunk: Buffer) => {
@@ -197,9 +198,7 @@ const readNode = (source: IncomingMessage): Effect.Effect<string, MalformedJson>
     }
     const onEnd = () => {
       cleanup()
-      const text = chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks).toString("utf8")
-      // as TextDecoder does: a leading byte order mark is not part of the text
-      resume(Exit.succeed(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text))
+      resume(Exit.succeed(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)))
     }
     // an error, or the connection closed before the body's end
     const onFailure = () => {
@@ -212,6 +211,45 @@ const readNode = (source: IncomingMessage): Effect.Effect<string, MalformedJson>
     source.on("close", onFailure)
     return Effect.sync(cleanup)
   })
+
+// As TextDecoder does: a leading byte order mark is not part of the text.
+const toText = (bytes: Buffer): string => {
+  const text = bytes.toString("utf8")
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
+}
+
+const notUtf8 = "is not valid UTF-8 (the value shows each invalid byte sequence as U+FFFD)"
+
+// Where the invalid bytes of a body that is not UTF-8 are: the fields whose
+// value (or name) holds a U+FFFD once the body is decoded leniently. A
+// U+FFFD sent as valid UTF-8 is named too, beside the invalid one: rare, and
+// the request is refused either way.
+const invalidFields = (value: unknown, path: Array<PropertyKey>, out: Array<FieldErrors.FieldError>): void => {
+  if (out.length >= 16) return
+  if (Predicate.isString(value)) {
+    if (value.includes("\uFFFD")) {
+      out.push({ field: FieldErrors.formatPath(path), value: FieldErrors.show(value), reason: notUtf8 })
+    }
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => invalidFields(item, [...path, i], out))
+  } else if (Predicate.isObject(value)) {
+    for (const [name, item] of Object.entries(value)) {
+      if (name.includes("\uFFFD")) {
+        out.push({ field: FieldErrors.formatPath([...path, name]), reason: `(the field's name) ${notUtf8}` })
+      }
+      invalidFields(item, [...path, name], out)
+    }
+  }
+}
+
+// A body that is not UTF-8 is refused, naming the fields that hold the
+// invalid bytes: decoded leniently, different byte strings would be one key.
+const invalidUtf8 = (bytes: Buffer): Exit.Exit<never, InvalidBody> => {
+  const parsed = parseJson(toText(bytes))
+  const errors: Array<FieldErrors.FieldError> = []
+  if (!(parsed instanceof MalformedJson)) invalidFields(parsed, [], errors)
+  return Exit.fail(new InvalidBody({ errors: errors.length > 0 ? errors : [{ field: "(body)", reason: notUtf8 }] }))
+}
 
 const unreadableBody = Exit.fail(new MalformedJson({ detail: "the body could not be read" }))
 
@@ -244,7 +282,9 @@ export const json = <S extends Schema.Decoder<unknown>>(
   const tooLarge = Exit.fail(new BodyTooLarge({ limit: maxBytes }))
   const unreadable = (error: HttpServerError.HttpServerError): Effect.Effect<never, BodyTooLarge | MalformedJson> =>
     error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge" ? tooLarge : unreadableBody
-  const onText = (text: string): Effect.Effect<S["Type"], BodyError> => {
+  const onBytes = (bytes: Buffer): Effect.Effect<S["Type"], BodyError> => {
+    if (!isUtf8(bytes)) return invalidUtf8(bytes)
+    const text = toText(bytes)
     const parsed = parseJson(text)
     if (parsed instanceof MalformedJson) return text.trim() === "" ? emptyBody : Exit.fail(parsed)
     return decode(parsed)
@@ -262,11 +302,15 @@ export const json = <S extends Schema.Decoder<unknown>>(
     if (
       node && declared !== undefined && source.headers.expect === undefined && !source.readableDidRead &&
       !source.destroyed
-    ) return Effect.flatMap(readNode(source), onText)
+    ) return Effect.flatMap(readNode(source), onBytes)
     const ambient = fiber.getRef(HttpIncomingMessage.MaxBodySize)
-    const text = ambient === maxBodySize
-      ? request.text
-      : Effect.provideService(request.text, HttpIncomingMessage.MaxBodySize, maxBodySize)
-    return Effect.flatMap(Effect.catchTag(text, "HttpServerError", unreadable), onText)
+    // The bytes, not effect's `request.text`, whose decoding turns invalid UTF-8 into U+FFFD.
+    const bytes = ambient === maxBodySize
+      ? request.arrayBuffer
+      : Effect.provideService(request.arrayBuffer, HttpIncomingMessage.MaxBodySize, maxBodySize)
+    return Effect.flatMap(
+      Effect.catchTag(bytes, "HttpServerError", unreadable),
+      (buffer) => onBytes(Buffer.from(buffer))
+    )
   })
 }
