@@ -440,6 +440,17 @@ const oneOp = (c: Case): fc.Arbitrary<Op> => {
     },
     { weight: 1, arbitrary: fc.constant({ kind: OpKind.Get, cost: 0, queued: 0 }) },
     {
+      // units held beside the request (the holds of a call over several
+      // keys): they count as taken, only the request's own are taken
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constantFrom(OpKind.Take, OpKind.Peek),
+        cost,
+        queued: fc.integer({ min: 1, max: c.costs })
+      })
+    },
+    { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }).map((queued) => ({ kind: OpKind.Get, cost: 0, queued })) },
+    {
       weight: 1,
       arbitrary: fc.record({
         kind: fc.constant(OpKind.Set),
