@@ -194,7 +194,9 @@ afterAll(() => {
     }
   }
   if (work !== "") rmSync(work, { recursive: true, force: true })
-})
+  // (removing the installed app's node_modules took over vitest's default
+  // 10 s for a hook while the whole suite ran on a loaded machine)
+}, 120_000)
 
 describe("the package, packed and installed into a fresh app", () => {
   it("the tarball holds the build, the sources (no demo), README, CHANGELOG and LICENSE; no tests, bench or CI", () => {
