@@ -25,6 +25,7 @@ const summary: Reporter = {
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    globalSetup: ["test/lua/setup.ts"],
     reporters: ["default", summary],
     testTimeout: 60_000
   }

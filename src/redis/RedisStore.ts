@@ -322,11 +322,14 @@ class Entry {
     this.resume = resume
     this.traced = traced
   }
-  /** The lean entry point takes it: one Take or Admit, on an algorithm that has one. */
+  /**
+   * The lean entry point takes it: one Take or Admit with no units held
+   * beside it (the lean step knows none), on an algorithm that has one.
+   */
   get lean(): boolean {
     const ops = this.ops
     return ops.length === 1 && (ops[0].kind === OpKind.Take || ops[0].kind === OpKind.Admit) &&
-      !ops[0].window && this.encoded.lean !== undefined && !this.batchOnly
+      ops[0].queued === 0 && !ops[0].window && this.encoded.lean !== undefined && !this.batchOnly
   }
   /** Answers the caller (once). */
   complete(exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>): void {

@@ -310,6 +310,8 @@ afterAll(() => {
   // The app's node_modules (effect, TypeScript, gRPC, ...): tens of thousands of files, which a busy
   // machine takes more than the default 10 s hook timeout to delete.
   if (work !== "") rmSync(work, { recursive: true, force: true })
+  // (removing the installed app's node_modules took over vitest's default
+  // 10 s for a hook while the whole suite ran on a loaded machine)
 }, 120_000)
 
 describe("the package, packed and installed into a fresh app", () => {
@@ -338,6 +340,8 @@ describe("the package, packed and installed into a fresh app", () => {
       assert.include(files, `dist/${entry}.d.ts`)
     }
     for (const file of ["package.json", "README.md", "CHANGELOG.md", "LICENSE"]) assert.include(files, file)
+    // the Redis scripts, compiled from the TypeScript at build time (not committed)
+    assert.include(files, "dist/redis/internal/generated.js")
     // the gRPC service reads its vendored protocol at start, with their licence beside them
     for (const file of ["src/envoy/proto/envoy/service/ratelimit/v3/rls.proto", "src/envoy/proto/LICENSE"]) {
       assert.include(files, file)

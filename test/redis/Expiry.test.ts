@@ -13,7 +13,7 @@ import { Redis } from "effect/persistence"
 import * as Engine from "../../src/internal/actor/Engine.ts"
 import { Kind as OpKind, type Op } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
-import * as Lean from "../../src/redis/internal/lean.ts"
+import * as Entries from "../../src/redis/internal/entries.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import { cleanup, describeRedis, uniquePrefix } from "./redis.ts"
 
@@ -41,8 +41,8 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
       const first = yield* store.apply("a", policy, take(1))
       assert.strictEqual(first[0].remaining, 99)
       const t1 = yield* pttl(key)
-      expect(t1).toBeGreaterThan(1000 + Lean.refreshMillis - 500)
-      expect(t1).toBeLessThanOrEqual(1000 + Lean.refreshMillis)
+      expect(t1).toBeGreaterThan(1000 + Entries.refreshMillis - 500)
+      expect(t1).toBeLessThanOrEqual(1000 + Entries.refreshMillis)
       // the state (three doubles) and its expiry after it
       assert.strictEqual(yield* stored(key), 32)
 
@@ -56,8 +56,8 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
       const last = yield* store.apply("a", policy, take(97))
       assert.strictEqual(last[0].remaining, 0)
       const t3 = yield* pttl(key)
-      expect(t3).toBeGreaterThan(100_000 + Lean.refreshMillis - 500)
-      expect(t3).toBeLessThanOrEqual(100_000 + Lean.refreshMillis)
+      expect(t3).toBeGreaterThan(100_000 + Entries.refreshMillis - 500)
+      expect(t3).toBeLessThanOrEqual(100_000 + Entries.refreshMillis)
       yield* cleanup(prefix)
     }))
 
@@ -82,7 +82,7 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
       const next = yield* store.apply("b", policy, take(1))
       assert.strictEqual(next[0].remaining, 95)
       assert.strictEqual(yield* stored(key), 32)
-      expect(yield* pttl(key)).toBeGreaterThan(5000 + Lean.refreshMillis - 500)
+      expect(yield* pttl(key)).toBeGreaterThan(5000 + Entries.refreshMillis - 500)
       yield* cleanup(prefix)
     }))
 
@@ -98,11 +98,11 @@ describeRedis("Redis lean scripts keep a key's TTL", (it) => {
       yield* forgetting.apply("c", policy, take(1))
       const ttl = yield* pttl(prefix + "c")
       expect(ttl).toBeGreaterThan(2000)
-      expect(ttl).toBeLessThanOrEqual(2000 + Lean.refreshMillis)
+      expect(ttl).toBeLessThanOrEqual(2000 + Entries.refreshMillis)
 
       const kept = yield* Effect.map(RedisStore.make({ prefix, keepSettled: "1 minute" }), Engine.engineOf)
       yield* kept.apply("d", policy, take(1))
-      expect(yield* pttl(prefix + "d")).toBeGreaterThan(61_000 + Lean.refreshMillis - 500)
+      expect(yield* pttl(prefix + "d")).toBeGreaterThan(61_000 + Entries.refreshMillis - 500)
       yield* cleanup(prefix)
     }))
 })

@@ -16,7 +16,7 @@ import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
 import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
-import * as Lean from "../../src/redis/internal/lean.ts"
+import * as Entries from "../../src/redis/internal/entries.ts"
 import * as Scripts from "../../src/redis/internal/scripts.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
@@ -315,13 +315,13 @@ describeRedis("the limiter on Redis", (it) => {
       // a lean write moves the expiry refreshMillis past the need (Expiry.test.ts)
       yield* take("tb", bucket, 1)
       let ttl = yield* pttl("tb")
-      expect(ttl).toBeGreaterThan(900 + Lean.refreshMillis)
-      expect(ttl).toBeLessThanOrEqual(1000 + Lean.refreshMillis) // one token short: full again in 1 s
+      expect(ttl).toBeGreaterThan(900 + Entries.refreshMillis)
+      expect(ttl).toBeLessThanOrEqual(1000 + Entries.refreshMillis) // one token short: full again in 1 s
       // empty: full again in 10 s, which the expiry set a moment ago covers
       yield* take("tb", bucket, 9)
       ttl = yield* pttl("tb")
       expect(ttl).toBeGreaterThan(9900)
-      expect(ttl).toBeLessThanOrEqual(1000 + Lean.refreshMillis)
+      expect(ttl).toBeLessThanOrEqual(1000 + Entries.refreshMillis)
       // the batch script (a peek beside the take) sets the exact need
       yield* store.apply("tb", bucket, [{ kind: OpKind.Peek, cost: 1, queued: 0 }, {
         kind: OpKind.Release,
@@ -346,8 +346,8 @@ describeRedis("the limiter on Redis", (it) => {
       )
       yield* kept.apply("kept", bucket, [{ kind: OpKind.Take, cost: 1, queued: 0 }])
       ttl = yield* pttl("kept")
-      expect(ttl).toBeGreaterThan(60_900 + Lean.refreshMillis)
-      expect(ttl).toBeLessThanOrEqual(61_000 + Lean.refreshMillis)
+      expect(ttl).toBeGreaterThan(60_900 + Entries.refreshMillis)
+      expect(ttl).toBeLessThanOrEqual(61_000 + Entries.refreshMillis)
       yield* cleanup(prefix)
     }))
 

@@ -22,7 +22,7 @@ import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
 import { apply as applyOps, settledAt } from "../../src/internal/operation/Interpreter.ts"
 import { Kind as OpKind, type Op, type Reply } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
-import * as Lean from "../../src/redis/internal/lean.ts"
+import * as Entries from "../../src/redis/internal/entries.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import { leakyConfig } from "../algorithm/support.ts"
 import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
@@ -441,6 +441,17 @@ const oneOp = (c: Case): fc.Arbitrary<Op> => {
     },
     { weight: 1, arbitrary: fc.constant({ kind: OpKind.Get, cost: 0, queued: 0 }) },
     {
+      // units held beside the request (the holds of a call over several
+      // keys): they count as taken, only the request's own are taken
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constantFrom(OpKind.Take, OpKind.Peek),
+        cost,
+        queued: fc.integer({ min: 1, max: c.costs })
+      })
+    },
+    { weight: 1, arbitrary: fc.integer({ min: 1, max: 3 }).map((queued) => ({ kind: OpKind.Get, cost: 0, queued })) },
+    {
       weight: 1,
       arbitrary: fc.record({
         kind: fc.constant(OpKind.Set),
@@ -606,7 +617,7 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
         const settled = settledAt(c.policy, state)
         // (a call that left the state as it was may still have written it)
         if (state !== undefined && settled < Infinity) {
-          most = Math.max(most, Math.ceil(settled + KEEP + Lean.refreshMillis - now))
+          most = Math.max(most, Math.ceil(settled + KEEP + Entries.refreshMillis - now))
         }
         if (!dirty) return
         const redis = yield* Redis.Redis
@@ -630,9 +641,15 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
   }
 }
 
-/** Declares the suite for the store with `functions` on or off. */
-export const conformance = (functions: boolean): void => {
-  const command = functions ? "FCALL" : "EVALSHA"
+/**
+ * Declares the suite for the store with `functions` on or off, against
+ * `REDIS_URL`, or another server (`on`, named `server`: Valkey).
+ */
+export const conformance = (
+  functions: boolean,
+  on?: { readonly url: string | undefined; readonly why: string; readonly server: string }
+): void => {
+  const command = (functions ? "FCALL" : "EVALSHA") + (on === undefined ? "" : `, ${on.server}`)
   describeRedis(`Redis scripts conform to MemoryStore.applyOps, ${command}`, (it) => {
     for (
       const sending of ["batches", "one operation per call", "several keys at once"] as const satisfies ReadonlyArray<
@@ -705,7 +722,7 @@ export const conformance = (functions: boolean): void => {
         }
       }
     }
-  })
+  }, on)
 
   describeRedis(`Redis scripts: large states, ${command}`, (it) => {
     it.effect(
@@ -744,5 +761,5 @@ export const conformance = (functions: boolean): void => {
           yield* cleanup(prefix)
         })
     )
-  })
+  }, on)
 }

@@ -44,6 +44,10 @@ export interface Outcome<S> {
  * const { allowed } = TokenBucket.algorithm.step(config, s0, 0, 1)
  * ```
  *
+ * Its functions take no receiver (`@noSelf`, read by the compiler of the
+ * Redis scripts, which otherwise passes one to a function-valued field).
+ *
+ * @noSelf
  * @since 0.1.0
  */
 export interface Algorithm<C, S> {

@@ -132,7 +132,7 @@ const firstLive = (c: Config, log: ReadonlyArray<number>, t: number): number => 
   let lo = 0
   let hi = log.length
   while (lo < hi) {
-    const mid = (lo + hi) >>> 1
+    const mid = Math.floor((lo + hi) / 2)
     if (log[mid] + c.windowMillis <= t) lo = mid + 1
     else hi = mid
   }

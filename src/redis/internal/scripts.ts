@@ -21,21 +21,9 @@ import * as SlidingWindowAlgorithm from "../../internal/algorithm/SlidingWindow.
 import * as TokenBucketAlgorithm from "../../internal/algorithm/TokenBucket.ts"
 import * as UnlimitedAlgorithm from "../../internal/algorithm/Unlimited.ts"
 import * as WarmUpAlgorithm from "../../internal/algorithm/WarmUp.ts"
-import * as Adaptive from "./adaptive.ts"
-import * as Batch from "./batch.ts"
-import * as Burst from "./burst.ts"
-import * as Composite from "./composite.ts"
-import * as Concurrency from "./concurrency.ts"
-import * as FixedWindow from "./fixedWindow.ts"
-import * as Gcra from "./gcra.ts"
-import * as Lean from "./lean.ts"
-import * as Multi from "./multi.ts"
-import * as Prelude from "./prelude.ts"
-import * as SlidingLog from "./slidingLog.ts"
-import * as SlidingWindow from "./slidingWindow.ts"
-import * as TokenBucket from "./tokenBucket.ts"
-import * as Unlimited from "./unlimited.ts"
-import * as WarmUp from "./warmUp.ts"
+import * as Entries from "./entries.ts"
+import * as Fields from "./fields.ts"
+import * as Generated from "./generated.ts"
 
 /**
  * A Lua script with its SHA1 (what `EVALSHA` names it by).
@@ -52,25 +40,51 @@ const sha1 = (text: string): string => createHash("sha1").update(text).digest("h
 
 const script = (name: string, lua: string): Script => ({ name, lua, sha: sha1(lua) })
 
+// Each algorithm whose state is numbers: its code in the stored format
+// (the first number of a stored state: a format, kept as it is from one
+// version to the next), its module compiled from TypeScript, and whether
+// a configuration runs the lean step (absent: always).
 interface Module {
   readonly code: number
-  readonly lua: string
-  readonly config: (config: any) => ReadonlyArray<number>
-  readonly lean: Lean.Lean
-  /** Whether a configuration runs the lean step (absent: always). */
+  readonly lean: Entries.Lean
   readonly leans?: ((config: any) => boolean) | undefined
 }
 
+const module = (
+  code: number,
+  compiled: Generated.Compiled,
+  options?: { readonly shaper?: boolean; readonly leans?: (config: any) => boolean }
+): Module => ({ code, lean: { module: compiled, code, delay: options?.shaper }, leans: options?.leans })
+
 const modules = new Map<Algorithm<any, any>, Module>([
-  [TokenBucketAlgorithm.algorithm, TokenBucket],
-  [GcraAlgorithm.algorithm, Gcra],
-  [FixedWindowAlgorithm.algorithm, FixedWindow],
-  [SlidingWindowAlgorithm.algorithm, SlidingWindow],
-  [SlidingLogAlgorithm.algorithm, SlidingLog],
-  [ConcurrencyAlgorithm.algorithm, Concurrency],
-  [WarmUpAlgorithm.algorithm, WarmUp],
-  [AdaptiveAlgorithm.algorithm, Adaptive]
+  [TokenBucketAlgorithm.algorithm, module(1, Generated.modules.TokenBucket)],
+  // GCRA, as a meter and as a shaper (the leaky bucket): its lean reply carries the delay
+  [GcraAlgorithm.algorithm, module(2, Generated.modules.Gcra, { shaper: true })],
+  // with execEvenly a fixed window has no lean step: the batch entry point answers its delays
+  [FixedWindowAlgorithm.algorithm, module(4, Generated.modules.FixedWindow, { leans: (c) => !c.execEvenly })],
+  [SlidingWindowAlgorithm.algorithm, module(5, Generated.modules.SlidingWindow)],
+  [SlidingLogAlgorithm.algorithm, module(6, Generated.modules.SlidingLog)],
+  [ConcurrencyAlgorithm.algorithm, module(7, Generated.modules.Concurrency)],
+  [WarmUpAlgorithm.algorithm, module(8, Generated.modules.WarmUp)],
+  [AdaptiveAlgorithm.algorithm, module(20, Generated.modules.Adaptive)]
 ])
+
+// The policies made of others, and no limit: their codes in the stored format.
+const structure: Entries.Structure = {
+  interpreter: Generated.modules.Interpreter.path,
+  block: Generated.modules.Block.path,
+  algorithm: Generated.modules.Algorithm.path,
+  composite: { code: 9, path: Generated.modules.Composite.path },
+  burst: { code: 10, path: Generated.modules.Burst.path },
+  unlimited: { code: 11, path: Generated.modules.Unlimited.path }
+}
+
+// Every compiled module, the codecs and the batch and multi entry points' definitions.
+const compiled = [
+  ...Object.values(Generated.modules).map((m) => m.lua),
+  Fields.codecs(Array.from(modules.values(), (m) => ({ code: m.code, module: m.lean.module }))),
+  Entries.definitions(structure)
+].join("")
 
 /**
  * How a call reaches one entry point: as a function of the tollgate library
@@ -96,27 +110,24 @@ export interface Route {
 const fnName = (version: string, entry: string) => `tollgate_${version}_${entry.replace(/-/g, "_")}`
 const leanEntries = Array.from(modules, ([algorithm, module]) => ({
   algorithm,
-  fn: Lean.body(module.lean, "function"),
-  script: Lean.body(module.lean, "script")
+  fn: Entries.leanBody(module.lean, "function"),
+  script: Entries.leanBody(module.lean, "script")
 }))
 const libraryText = (version: string): string =>
   [
     `#!lua name=tollgate_${version}\n`,
-    Prelude.lua,
-    ...Array.from(modules.values(), (m) => m.lua),
-    Composite.lua,
-    Burst.lua,
-    Unlimited.lua,
-    Batch.definitions,
+    Generated.runtime + Entries.prelude,
+    compiled,
     `redis.register_function("${fnName(version, "batch")}", function(KEYS, ARGV)\n`,
     "if floor == nil then bind() end\n",
-    Batch.body,
+    Entries.body,
     "end)\n",
     `redis.register_function("${fnName(version, "multi")}", function(KEYS, ARGV)\n`,
     "if floor == nil then bind() end\n",
-    Multi.body,
+    Entries.multi,
     "end)\n",
-    Lean.configReader,
+    Entries.configReader,
+    ...Array.from(modules.values(), (m) => m.lean.module.lean + Entries.leanDefinitions(m.lean.module)),
     ...leanEntries.map(({ algorithm, fn }) =>
       `redis.register_function("${fnName(version, algorithm.name)}", function(KEYS, ARGV)\n${fn}end)\n`
     )
@@ -140,23 +151,18 @@ export const library: { readonly name: string; readonly lua: string } = {
   lua: libraryText(version)
 }
 
-const batchScript = (name: string, moduleLua: ReadonlyArray<string>): Route => ({
+// One batch script serves every policy: it carries every compiled module
+// (run only when a call first requires it).
+const batchRoute: Route = {
   name: "batch",
   fn: fnName(version, "batch"),
-  script: script(
-    `${name} (batch)`,
-    Prelude.lua + moduleLua.join("") + Batch.definitions + "bind()\n" + Batch.body
-  )
-})
+  script: script("batch", Generated.runtime + Entries.prelude + compiled + "bind()\n" + Entries.body)
+}
 
-const batches = new Map<Algorithm<any, any>, Route>(
-  Array.from(modules, ([algorithm, module]) => [algorithm, batchScript(algorithm.name, [module.lua])])
-)
-// composites and bursts nest any module, each other included
-const nesting = [...Array.from(modules.values(), (m) => m.lua), Composite.lua, Burst.lua, Unlimited.lua]
-batches.set(CompositeAlgorithm.algorithm, batchScript(CompositeAlgorithm.algorithm.name, nesting))
-batches.set(BurstAlgorithm.algorithm, batchScript(BurstAlgorithm.algorithm.name, nesting))
-batches.set(UnlimitedAlgorithm.algorithm, batchScript(UnlimitedAlgorithm.algorithm.name, [Unlimited.lua]))
+const batches = new Map<Algorithm<any, any>, Route>(Array.from(modules.keys(), (algorithm) => [algorithm, batchRoute]))
+batches.set(CompositeAlgorithm.algorithm, batchRoute)
+batches.set(BurstAlgorithm.algorithm, batchRoute)
+batches.set(UnlimitedAlgorithm.algorithm, batchRoute)
 
 /**
  * The all-or-nothing entry point over several keys (any policies): its
@@ -174,11 +180,7 @@ batches.set(UnlimitedAlgorithm.algorithm, batchScript(UnlimitedAlgorithm.algorit
 export const multi: Route = {
   name: "multi",
   fn: fnName(version, "multi"),
-  script: script(
-    "multi",
-    Prelude.lua + Array.from(modules.values(), (m) => m.lua).join("") + Composite.lua + Batch.definitions + "bind()\n" +
-      Multi.body
-  )
+  script: script("multi", Generated.runtime + Entries.prelude + compiled + "bind()\n" + Entries.multi)
 }
 
 const leans = new Map<Algorithm<any, any>, Route>(
@@ -212,12 +214,12 @@ const show = (n: number): string =>
 const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<string>): boolean => {
   const canRelease = algorithm.release === undefined ? "0" : "1"
   if (algorithm === UnlimitedAlgorithm.algorithm) {
-    out.push(String(Unlimited.code), canRelease)
+    out.push(String(structure.unlimited.code), canRelease)
     return true
   }
   if (algorithm === BurstAlgorithm.algorithm) {
     const { base, burst } = config as BurstAlgorithm.Config
-    out.push(String(Burst.code), canRelease)
+    out.push(String(structure.burst.code), canRelease)
     for (const part of [base, burst]) {
       if (!encode(part.algorithm, part.config, out)) return false
     }
@@ -225,7 +227,7 @@ const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<stri
   }
   if (algorithm === CompositeAlgorithm.algorithm) {
     const parts = (config as CompositeAlgorithm.Config).parts
-    out.push(String(Composite.code), canRelease, String(parts.length))
+    out.push(String(structure.composite.code), canRelease, String(parts.length))
     for (const part of parts) {
       if (!encode(part.algorithm, part.config, out)) return false
     }
@@ -234,7 +236,7 @@ const encode = (algorithm: Algorithm<any, any>, config: unknown, out: Array<stri
   const module = modules.get(algorithm)
   if (module === undefined) return false
   out.push(String(module.code), canRelease)
-  for (const n of module.config(config)) out.push(show(n))
+  for (const n of Fields.configNumbers(module.lean.module, config)) out.push(show(n))
   return true
 }
 
@@ -284,7 +286,7 @@ export const forPolicy = (policyAlgorithm: object, config: unknown): Encoded | s
   }
   const module = modules.get(algorithm)
   const lean = module?.leans?.(config) === false ? undefined : leans.get(algorithm)
-  const leanConfig = lean === undefined ? "" : module!.config(config).map(show).join(" ")
+  const leanConfig = lean === undefined ? "" : Fields.configNumbers(module!.lean.module, config).map(show).join(" ")
   return {
     batch: found,
     policy: out.join(" "),
@@ -316,7 +318,7 @@ const describe = (algorithm: Algorithm<any, any>, config: unknown): string => {
  * @since 0.1.0
  */
 export const all: ReadonlyArray<Script> = [
-  ...Array.from(batches.values(), (r) => r.script),
+  batchRoute.script,
   multi.script,
   ...Array.from(leans.values(), (r) => r.script)
 ]
