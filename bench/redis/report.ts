@@ -68,6 +68,17 @@ export interface RedisResults {
     }
   >
   readonly targets: ReadonlyArray<RedisTarget>
+  /** The store's own connection ÷ each client, tollgate's acquire on the same store, paired per round. */
+  readonly clientChoice?:
+    | ReadonlyArray<{
+      readonly scenario: string
+      readonly client: string
+      readonly ownVsClient: number
+      readonly rounds: ReadonlyArray<number>
+      readonly ownCpu?: number | undefined
+      readonly clientCpu?: number | undefined
+    }>
+    | undefined
   /** A lone call's floor (the store's connection's FCALL of the lean script, no Effect), in the same rounds. */
   readonly floors?:
     | ReadonlyArray<{

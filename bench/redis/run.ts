@@ -183,12 +183,15 @@ const withScope = async <A>(build: Effect.Effect<A, unknown, Scope.Scope>) => {
 const generous = Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }) as Policy.Valid
 const strict = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
 
-const tollgate: Contender = {
-  id: "tollgate",
-  label: "tollgate acquire, RedisStore (its own connection)",
+// tollgate's acquire on RedisStore.layer over one client: the store's real
+// workload, for the choice of client (the same limiter, store and scripts;
+// only what writes the commands and reads the replies differs).
+const tollgateOn = (transport: "own" | "ioredis" | "node-redis"): Contender => ({
+  id: transport === "own" ? "tollgate" : `tollgate-${transport}`,
+  label: `tollgate acquire, RedisStore (${transport === "own" ? "its own connection" : transport})`,
   make: async (url, prefix, deny) => {
     const { close, value } = await withScope(Effect.gen(function*() {
-      const context = yield* Layer.build(RedisStore.layer({ url, prefix }))
+      const context = yield* Layer.build(RedisStore.layer({ url, prefix, transport }))
       const limiter = yield* RateLimiter.make({ policy: deny ? strict : generous, mailboxCapacity: 65_536 }).pipe(
         Effect.provideContext(context)
       )
@@ -205,7 +208,10 @@ const tollgate: Contender = {
       close
     }
   }
-}
+})
+const tollgate = tollgateOn("own")
+const tollgateIoredis = tollgateOn("ioredis")
+const tollgateNodeRedis = tollgateOn("node-redis")
 
 const storeAlone = (maxBatchKeys: number | undefined): Contender => ({
   id: maxBatchKeys === 1 ? "store-unbatched" : "store",
@@ -608,6 +614,8 @@ const main = async () => {
         loader,
         [
           tollgate,
+          tollgateIoredis,
+          tollgateNodeRedis,
           storeAlone(undefined),
           storeAlone(1),
           rlf,
@@ -668,6 +676,31 @@ const main = async () => {
       ...(e === undefined ? {} : { effectFloorVsRlf: paired(e, b), tollgateVsEffectFloor: paired(t, e) })
     }]
   })
+  // The choice of client: the store's own connection against each client,
+  // tollgate's acquire on the same store, paired within each round.
+  const clientChoice = scenarios.flatMap((s) => {
+    const own = row(s.id, "tollgate")
+    return ["ioredis", "node-redis"].flatMap((client) => {
+      const other = row(s.id, `tollgate-${client}`)
+      if (own === undefined || other === undefined) return []
+      return [{
+        scenario: s.id,
+        client,
+        ownVsClient: paired(own, other),
+        rounds: own.samples.map((x, i) => x / other.samples[i]),
+        ownCpu: own.clientCpuMicros,
+        clientCpu: other.clientCpuMicros
+      }]
+    })
+  })
+  log("\nthe store's own connection ÷ each client (tollgate acquire, same store)")
+  for (const c of clientChoice) {
+    log(
+      `  ${c.scenario.padEnd(10)} ÷ ${c.client.padEnd(10)} ${c.ownVsClient.toFixed(2)}× (rounds ${
+        c.rounds.map((r) => r.toFixed(2)).join(", ")
+      }); CPU per decision here ${c.ownCpu?.toFixed(1)} µs against ${c.clientCpu?.toFixed(1)} µs`
+    )
+  }
   const targets = [
     versus("c1-hot", 1, "tollgate ≥ 1.0× rate-limiter-flexible, 1 caller, one key"),
     versus("c1-many", 1, "tollgate ≥ 1.0× rate-limiter-flexible, 1 caller, 10 000 keys"),
@@ -712,6 +745,7 @@ const main = async () => {
     rows,
     ceilings,
     floors,
+    clientChoice,
     targets: targets.map((t) => ({ ...t, pass: t.ratio >= t.target }))
   }
   const name = only !== undefined ? "results-only.json" : quick ? "results-quick.json" : "results.json"

@@ -5,7 +5,6 @@
  */
 import { assert, expect } from "@effect/vitest"
 import { Clock, Duration, Effect } from "effect"
-import { Redis } from "effect/persistence"
 import * as fc from "fast-check"
 import * as Adaptive from "../../src/internal/algorithm/Adaptive.ts"
 import { type Algorithm, bind } from "../../src/internal/algorithm/Algorithm.ts"
@@ -22,9 +21,8 @@ import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
 import { applyOps, settledAt } from "../../src/MemoryStore.ts"
 import * as Policy from "../../src/Policy.ts"
 import * as Lean from "../../src/redis/internal/lean.ts"
-import * as RedisStore from "../../src/redis/RedisStore.ts"
 import { type Op, OpKind, type Reply } from "../../src/Store.ts"
-import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
+import { Admin, type Deployment, describeOn, server, settableClock, storeOn, uniquePrefix } from "./redis.ts"
 
 interface Case {
   readonly name: string
@@ -608,8 +606,8 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
           most = Math.max(most, Math.ceil(settled + KEEP + Lean.refreshMillis - now))
         }
         if (!dirty) return
-        const redis = yield* Redis.Redis
-        const ttl = yield* redis.send<number>("PTTL", redisKey)
+        const admin = yield* Admin
+        const ttl = yield* admin.send<number>("PTTL", redisKey)
         if (state === undefined) {
           most = -Infinity
           assert.strictEqual(ttl, -2, "a deleted key is gone")
@@ -629,10 +627,10 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
   }
 }
 
-/** Declares the suite for the store with `functions` on or off. */
-export const conformance = (functions: boolean): void => {
+/** Declares the suite for the store with `functions` on or off, on a deployment (one server by default). */
+export const conformance = (functions: boolean, deployment: Deployment = server): void => {
   const command = functions ? "FCALL" : "EVALSHA"
-  describeRedis(`Redis scripts conform to MemoryStore.applyOps, ${command}`, (it) => {
+  describeOn(deployment, `Redis scripts conform to MemoryStore.applyOps, ${command}`, (it) => {
     for (
       const sending of ["batches", "one operation per call", "several keys at once"] as const satisfies ReadonlyArray<
         Sending
@@ -647,13 +645,13 @@ export const conformance = (functions: boolean): void => {
             Effect.gen(function*() {
               const prefix = uniquePrefix("conformance")
               const { clock, time } = settableClock(T0)
-              const store = yield* RedisStore.make({
+              const store = yield* storeOn(deployment, {
                 prefix,
                 clock: "client",
                 functions,
                 keepSettled: forever ? Duration.infinity : Duration.millis(KEEP)
               }).pipe(Effect.provideService(Clock.Clock, clock))
-              const context = yield* Effect.context<Redis.Redis>()
+              const context = yield* Effect.context<Admin>()
               const run = Effect.runPromiseWith(context)
               const property = sending === "several keys at once"
                 ? fc.asyncProperty(severalKeys(c), (steps) =>
@@ -696,22 +694,26 @@ export const conformance = (functions: boolean): void => {
                     }
                   })))
               yield* Effect.promise(() => fc.assert(property, { numRuns: Number(process.env.CONFORMANCE_RUNS ?? 40) }))
-              yield* cleanup(prefix)
+              yield* (yield* Admin).cleanup(prefix)
             }))
         }
       }
     }
   })
 
-  describeRedis(`Redis scripts: large states, ${command}`, (it) => {
+  describeOn(deployment, `Redis scripts: large states, ${command}`, (it) => {
     it.effect(
       "a sliding log of 10 000 entries is stored and read back exactly, by both scripts",
       () =>
         Effect.gen(function*() {
           const prefix = uniquePrefix("large")
           const { clock, time } = settableClock(T0)
-          const store = yield* RedisStore.make({ prefix, clock: "client", functions, keepSettled: Duration.infinity })
-            .pipe(Effect.provideService(Clock.Clock, clock))
+          const store = yield* storeOn(deployment, {
+            prefix,
+            clock: "client",
+            functions,
+            keepSettled: Duration.infinity
+          }).pipe(Effect.provideService(Clock.Clock, clock))
           const p = Policy.slidingLog({ limit: 10_000, window: "1 hour" }) as Policy.Valid
           const take = { kind: OpKind.Take, cost: 1, queued: 0 }
           let state: unknown = undefined
@@ -734,7 +736,7 @@ export const conformance = (functions: boolean): void => {
           // and the batch script reads what the lean one wrote
           const peek = [{ kind: OpKind.Peek, cost: 3, queued: 0 }, { kind: OpKind.WaitTime, cost: 2, queued: 5 }]
           assert.deepStrictEqual(yield* store.apply("log", p, peek), reference(p, state, time.now, peek).replies)
-          yield* cleanup(prefix)
+          yield* (yield* Admin).cleanup(prefix)
         })
     )
   })

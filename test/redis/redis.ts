@@ -1,14 +1,19 @@
 /**
- * What the Redis tests share: the server they run against (`REDIS_URL`, set
- * by `.ci/run`), skipping with a clear message when there is none, and a
- * namespace per test file that is removed afterwards.
+ * What the Redis tests share: the servers they run against (`REDIS_URL`, a
+ * Redis Cluster's `REDIS_CLUSTER_NODES`, Sentinel's `REDIS_SENTINELS` and
+ * `REDIS_SENTINEL_NAME`, all set by `.ci/run`), skipping with a clear
+ * message when one is missing, and a namespace per test file that is
+ * removed afterwards.
  */
 import { NodeRedis } from "@effect/platform-node"
 import { describe, it, layer, type Vitest } from "@effect/vitest"
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { Redis } from "effect/persistence"
+import { Cluster, Redis as IORedis } from "ioredis"
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process"
 import * as net from "node:net"
+import * as RedisStore from "../../src/redis/RedisStore.ts"
+import * as Store from "../../src/Store.ts"
 
 /** The Redis the tests use, or undefined (then they are skipped). */
 export const url: string | undefined = process.env.REDIS_URL === "" ? undefined : process.env.REDIS_URL
@@ -63,6 +68,144 @@ export const describeRedis = (
     body
   )
 }
+
+// ---------------------------------------------------------------------------
+// Where the store runs: one server, a Redis Cluster, a primary behind
+// Sentinel. Suites that run on each (the conformance suite, the random
+// workloads) are declared once per deployment.
+
+const list = (value: string | undefined): ReadonlyArray<string> | undefined => {
+  const items = value?.split(",").map((s) => s.trim()).filter((s) => s !== "")
+  return items === undefined || items.length === 0 ? undefined : items
+}
+
+/** A Redis the store can run on, and what the tests need to reach it. */
+export interface Deployment {
+  /** As suites' names say it: "one server", "Redis Cluster", "Sentinel". */
+  readonly name: string
+  /** `RedisStore.layer`'s options that say where it is; undefined when not configured. */
+  readonly where: Pick<RedisStore.LayerOptions, "url" | "cluster" | "sentinel"> | undefined
+  /** Why its suites are skipped when it is not configured. */
+  readonly missing: string
+}
+
+/** One redis-server (`REDIS_URL`). */
+export const server: Deployment = {
+  name: "one server",
+  where: url === undefined ? undefined : { url },
+  missing: skipped
+}
+
+const clusterNodes = list(process.env.REDIS_CLUSTER_NODES)
+
+/** A Redis Cluster of three primaries and three replicas (`REDIS_CLUSTER_NODES`: its nodes' URLs). */
+export const cluster: Deployment = {
+  name: "Redis Cluster",
+  where: clusterNodes === undefined ? undefined : { cluster: { nodes: clusterNodes } },
+  missing: "REDIS_CLUSTER_NODES is not set: Redis Cluster tests skipped (.ci/run starts a cluster and sets it)"
+}
+
+const sentinels = list(process.env.REDIS_SENTINELS)
+const sentinelName = process.env.REDIS_SENTINEL_NAME
+
+/** A primary and its replica behind three sentinels (`REDIS_SENTINELS`, `REDIS_SENTINEL_NAME`). */
+export const sentinel: Deployment = {
+  name: "Sentinel",
+  where: sentinels === undefined || sentinelName === undefined || sentinelName === ""
+    ? undefined
+    : { sentinel: { name: sentinelName, sentinels } },
+  missing:
+    "REDIS_SENTINELS or REDIS_SENTINEL_NAME is not set: Sentinel tests skipped (.ci/run starts sentinels and sets them)"
+}
+
+/** Every deployment, configured or not. */
+export const deployments: ReadonlyArray<Deployment> = [server, cluster, sentinel]
+
+/**
+ * Checks the tests make beside the store: a command routed by its key (on a
+ * cluster, to the node that owns it), and removing a namespace from every
+ * primary.
+ */
+export class Admin extends Context.Service<Admin, {
+  readonly send: <A = unknown>(command: string, ...args: ReadonlyArray<string>) => Effect.Effect<A>
+  readonly cleanup: (prefix: string) => Effect.Effect<void>
+  /** The ioredis client itself (its nodes, on a cluster). */
+  readonly client: IORedis | Cluster
+}>()("test/Admin") {}
+
+const promise = <A>(f: () => Promise<A>) => Effect.promise(f)
+
+/** An ioredis client of the tests' own to a deployment, as `Admin`. */
+export const adminLayer = (d: Deployment): Layer.Layer<Admin> =>
+  Layer.effect(
+    Admin,
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const where = d.where!
+        if (where.cluster !== undefined && where.cluster !== false && where.cluster !== true) {
+          return new Cluster(where.cluster.nodes.map((u) => {
+            const { hostname, port } = new URL(u)
+            return { host: hostname, port: Number(port) }
+          }))
+        }
+        if (where.sentinel !== undefined) {
+          return new IORedis({
+            sentinels: where.sentinel.sentinels.map((u) => {
+              const { hostname, port } = new URL(u)
+              return { host: hostname, port: Number(port) }
+            }),
+            name: where.sentinel.name
+          })
+        }
+        return new IORedis(where.url!)
+      }),
+      (client) => promise(() => client.quit()).pipe(Effect.ignore)
+    ).pipe(Effect.map((client) => {
+      const primaries = () => client instanceof Cluster ? client.nodes("master") : [client]
+      return Admin.of({
+        client,
+        send: <A>(command: string, ...args: ReadonlyArray<string>) =>
+          promise(() => client.call(command, ...args) as Promise<A>),
+        cleanup: (prefix) =>
+          Effect.forEach(primaries(), (node) =>
+            promise(async () => {
+              let cursor = "0"
+              do {
+                const [next, keys] = await node.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000)
+                // one key per command: on a cluster, keys of different slots
+                for (const key of keys) await node.unlink(key)
+                cursor = next
+              } while (cursor !== "0")
+            }), { discard: true })
+      })
+    }))
+  )
+
+/**
+ * A suite on a deployment, with `Admin`; or a skipped one that says why
+ * when the deployment is not configured.
+ */
+export const describeOn = (
+  d: Deployment,
+  name: string,
+  body: (it: Vitest.MethodsNonLive<Admin>) => void
+): void => {
+  const title = `${name}, on ${d.name}`
+  if (d.where === undefined) {
+    describe.skip(`${title} (${d.missing})`, () => {
+      it(`needs ${d.name}`, () => {})
+    })
+    return
+  }
+  layer(adminLayer(d), { timeout: "20 seconds", excludeTestServices: true })(title, body)
+}
+
+/** The store on a deployment (`RedisStore.layer` with its place), in the scope. */
+export const storeOn = (d: Deployment, options: RedisStore.LayerOptions = {}) =>
+  Effect.map(
+    Layer.build(RedisStore.layer({ ...options, ...d.where })),
+    (context) => Context.get(context, Store.CurrentStore)!
+  )
 
 /** A clock that reads `time.now` (set it at will, backwards too); it never sleeps. */
 export const settableClock = (start: number) => {
