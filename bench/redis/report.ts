@@ -68,18 +68,7 @@ export interface RedisResults {
     }
   >
   readonly targets: ReadonlyArray<RedisTarget>
-  /** The store's own connection ÷ each client, tollgate's acquire on the same store, paired per round. */
-  readonly clientChoice?:
-    | ReadonlyArray<{
-      readonly scenario: string
-      readonly client: string
-      readonly ownVsClient: number
-      readonly rounds: ReadonlyArray<number>
-      readonly ownCpu?: number | undefined
-      readonly clientCpu?: number | undefined
-    }>
-    | undefined
-  /** A lone call's floor (the store's connection's FCALL of the lean script, no Effect), in the same rounds. */
+  /** A lone call's floor (ioredis's FCALL of the lean script, no Effect), in the same rounds. */
   readonly floors?:
     | ReadonlyArray<{
       readonly scenario: string
@@ -106,7 +95,7 @@ const contenders: ReadonlyArray<readonly [id: string, title: string]> = [
   ["store-unbatched", "`RedisStore.apply` alone, `maxBatchKeys: 1`"],
   ["rlf", "rate-limiter-flexible `RateLimiterRedis` (ioredis)"],
   ["effect", "Effect `RateLimiter`, `layerStoreRedis`"],
-  ["floor", "floor of a lone call: the store's connection, `FCALL` of the lean script, no Effect"],
+  ["floor", "floor of a lone call: ioredis, `FCALL` of the lean script, no Effect"],
   ["effect-floor", "floor of an Effect call: the same `FCALL` in one `Effect.callback`"]
 ]
 

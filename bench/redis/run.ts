@@ -34,7 +34,6 @@ import { createClient } from "redis"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as Scripts from "../../src/redis/internal/scripts.ts"
-import * as Wire from "../../src/redis/internal/wire.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
 import { median } from "../stats.ts"
@@ -183,15 +182,12 @@ const withScope = async <A>(build: Effect.Effect<A, unknown, Scope.Scope>) => {
 const generous = Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }) as Policy.Valid
 const strict = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
 
-// tollgate's acquire on RedisStore.layer over one client: the store's real
-// workload, for the choice of client (the same limiter, store and scripts;
-// only what writes the commands and reads the replies differs).
-const tollgateOn = (transport: "own" | "ioredis" | "node-redis"): Contender => ({
-  id: transport === "own" ? "tollgate" : `tollgate-${transport}`,
-  label: `tollgate acquire, RedisStore (${transport === "own" ? "its own connection" : transport})`,
+const tollgate: Contender = {
+  id: "tollgate",
+  label: "tollgate acquire, RedisStore (ioredis)",
   make: async (url, prefix, deny) => {
     const { close, value } = await withScope(Effect.gen(function*() {
-      const context = yield* Layer.build(RedisStore.layer({ url, prefix, transport }))
+      const context = yield* Layer.build(RedisStore.layer({ url, prefix }))
       const limiter = yield* RateLimiter.make({ policy: deny ? strict : generous, mailboxCapacity: 65_536 }).pipe(
         Effect.provideContext(context)
       )
@@ -208,10 +204,7 @@ const tollgateOn = (transport: "own" | "ioredis" | "node-redis"): Contender => (
       close
     }
   }
-})
-const tollgate = tollgateOn("own")
-const tollgateIoredis = tollgateOn("ioredis")
-const tollgateNodeRedis = tollgateOn("node-redis")
+}
 
 const storeAlone = (maxBatchKeys: number | undefined): Contender => ({
   id: maxBatchKeys === 1 ? "store-unbatched" : "store",
@@ -281,61 +274,53 @@ const effectRedis: Contender = {
   }
 }
 
-// The floor of a lone call on this store: the store's own connection
-// (`Wire`) writing the FCALL that RedisStore sends for one Take (the lean
-// token-bucket function, the same arguments), awaited as a promise: no
-// Effect, no limiter, no store code. What tollgate's acquire adds on top is
-// the price of being an Effect (one suspension of the caller) and of the
-// limiter's path.
-const openWire = async (url: string): Promise<Wire.Wire> => {
-  const wire = new Wire.Wire(Wire.fromUrl(url) as Wire.Config, (millis, f) => {
-    const timer = setTimeout(f, millis)
-    return () => clearTimeout(timer)
-  })
-  await new Promise<void>((resolve, reject) => wire.open((failure) => failure ? reject(failure) : resolve()))
-  return wire
-}
-// The store's connection with the library loaded, and the FCALL that
-// RedisStore sends for one Take of `key` (the lean token-bucket function).
+// The floor of a lone call on this store: an ioredis client writing the
+// FCALL that RedisStore sends for one Take (the lean token-bucket function,
+// the same arguments), awaited as a promise: no Effect, no limiter, no store
+// code. What tollgate's acquire adds on top is the price of being an Effect
+// (one suspension of the caller) and of the limiter's path.
 const openLean = async (url: string, prefix: string) => {
-  const wire = await openWire(url)
-  await wire.call(["FUNCTION", "LOAD", "REPLACE", Scripts.library.lua])
+  const client = new IORedis(url)
+  await client.call("FUNCTION", "LOAD", "REPLACE", Scripts.library.lua)
   const fn = tokenBucket.lean!.fn
   return {
-    wire,
-    take: (key: string) => ["FCALL", fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"]
+    client,
+    take: (key: string) => [fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"]
   }
 }
 const leanFloor: Contender = {
   id: "floor",
-  label: "floor: the store's connection, FCALL of the lean script (no Effect)",
+  label: "floor: ioredis, FCALL of the lean script (no Effect)",
   make: async (url, prefix) => {
-    const { take, wire } = await openLean(url, prefix)
+    const { client, take } = await openLean(url, prefix)
     return {
-      run: promiseLoops((key) => wire.call(take(key))),
-      close: async () => wire.destroy()
+      run: promiseLoops((key) => client.call("FCALL", ...take(key))),
+      close: async () => {
+        client.disconnect()
+      }
     }
   }
 }
 
 // The floor of a lone call for any Effect API over this store: the same
-// FCALL on the store's connection, inside one `Effect.callback` (the one
-// suspension an Effect-returning call cannot do without), no limiter, no
-// store code.
+// FCALL on ioredis, inside one `Effect.callback` (the one suspension an
+// Effect-returning call cannot do without), no limiter, no store code.
 const effectFloor: Contender = {
   id: "effect-floor",
   label: "floor for an Effect: the same FCALL in one Effect.callback",
   make: async (url, prefix) => {
-    const { take, wire } = await openLean(url, prefix)
+    const { client, take } = await openLean(url, prefix)
     return {
       run: effectLoops(Effect.runPromise, (key) =>
-        Effect.callback<unknown, Error>((resume) =>
-          wire.send(
-            take(key),
-            (reply, failure) => resume(failure === undefined ? Effect.succeed(reply) : Effect.fail(failure))
+        Effect.callback<unknown, Error>((resume) => {
+          client.call("FCALL", ...take(key)).then(
+            (reply) => resume(Effect.succeed(reply)),
+            (failure: Error) => resume(Effect.fail(failure))
           )
-        )),
-      close: async () => wire.destroy()
+        })),
+      close: async () => {
+        client.disconnect()
+      }
     }
   }
 }
@@ -386,18 +371,6 @@ const clientContenders = (kind: "ping" | "evalsha"): ReadonlyArray<Contender> =>
         close: async () => {
           client.disconnect()
         }
-      }
-    }
-  },
-  {
-    id: `wire-${kind}`,
-    label: `the store's connection (Wire) ${kind === "ping" ? "PING" : "EVALSHA (raw)"}`,
-    make: async (url, prefix) => {
-      const wire = await openWire(url)
-      await wire.call(["SCRIPT", "LOAD", tokenBucketScript.lua])
-      return {
-        run: promiseLoops((key) => wire.call(kind === "ping" ? ["PING"] : evalArgs(prefix, key))),
-        close: async () => wire.destroy()
       }
     }
   },
@@ -614,8 +587,6 @@ const main = async () => {
         loader,
         [
           tollgate,
-          tollgateIoredis,
-          tollgateNodeRedis,
           storeAlone(undefined),
           storeAlone(1),
           rlf,
@@ -676,31 +647,6 @@ const main = async () => {
       ...(e === undefined ? {} : { effectFloorVsRlf: paired(e, b), tollgateVsEffectFloor: paired(t, e) })
     }]
   })
-  // The choice of client: the store's own connection against each client,
-  // tollgate's acquire on the same store, paired within each round.
-  const clientChoice = scenarios.flatMap((s) => {
-    const own = row(s.id, "tollgate")
-    return ["ioredis", "node-redis"].flatMap((client) => {
-      const other = row(s.id, `tollgate-${client}`)
-      if (own === undefined || other === undefined) return []
-      return [{
-        scenario: s.id,
-        client,
-        ownVsClient: paired(own, other),
-        rounds: own.samples.map((x, i) => x / other.samples[i]),
-        ownCpu: own.clientCpuMicros,
-        clientCpu: other.clientCpuMicros
-      }]
-    })
-  })
-  log("\nthe store's own connection ÷ each client (tollgate acquire, same store)")
-  for (const c of clientChoice) {
-    log(
-      `  ${c.scenario.padEnd(10)} ÷ ${c.client.padEnd(10)} ${c.ownVsClient.toFixed(2)}× (rounds ${
-        c.rounds.map((r) => r.toFixed(2)).join(", ")
-      }); CPU per decision here ${c.ownCpu?.toFixed(1)} µs against ${c.clientCpu?.toFixed(1)} µs`
-    )
-  }
   const targets = [
     versus("c1-hot", 1, "tollgate ≥ 1.0× rate-limiter-flexible, 1 caller, one key"),
     versus("c1-many", 1, "tollgate ≥ 1.0× rate-limiter-flexible, 1 caller, 10 000 keys"),
@@ -745,7 +691,6 @@ const main = async () => {
     rows,
     ceilings,
     floors,
-    clientChoice,
     targets: targets.map((t) => ({ ...t, pass: t.ratio >= t.target }))
   }
   const name = only !== undefined ? "results-only.json" : quick ? "results-quick.json" : "results.json"

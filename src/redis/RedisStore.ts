@@ -193,8 +193,6 @@ export interface LayerOptions extends Omit<Options, "cluster"> {
    * seconds); past it, the connection is dropped and those calls fail.
    */
   readonly closeTimeout?: Duration.Input | undefined
-  /** (Measuring the choice of client: which one the layer runs on.) */
-  readonly transport?: "own" | "ioredis" | "node-redis" | undefined
 }
 
 /**
@@ -972,23 +970,13 @@ export const layer = (options: LayerOptions = {}): Layer.Layer<never, InvalidPol
     if (settings instanceof InvalidPolicy) return yield* settings
     const connectTimeout = yield* bounded(options, "connectTimeout", 5000)
     const closeTimeout = yield* bounded(options, "closeTimeout", 2000)
-    const url = options.url ?? "redis://localhost:6379"
-    const connection = where._tag !== "Server" || options.transport === "ioredis"
-      ? yield* Connection.ioredis(() => Connection.client(where, options.client), connectTimeout, closeTimeout)
-      : { send: yield* sendOn(options, url, connectTimeout, closeTimeout) }
+    const connection = yield* Connection.ioredis(
+      () => Connection.client(where, options.client),
+      connectTimeout,
+      closeTimeout
+    )
     return Context.make(CurrentStore, yield* build(connection, settings))
   }))
-
-// (Measuring the choice of client: the store's own connection or node-redis.)
-const sendOn = (
-  options: LayerOptions,
-  url: string,
-  connectTimeout: Duration.Duration,
-  closeTimeout: Duration.Duration
-) =>
-  options.transport === "node-redis"
-    ? Connection.viaNodeRedis({ url }, connectTimeout, closeTimeout)
-    : Connection.own(url, connectTimeout, closeTimeout)
 
 const bounded = (
   options: LayerOptions,

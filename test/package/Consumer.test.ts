@@ -241,6 +241,7 @@ describe("the package, packed and installed into a fresh app", () => {
       // The optional peers are not installed, so the root entry can load neither.
       assert.isFalse(existsSync(join(app, "node_modules", "@effect", "platform-node")))
       assert.isFalse(existsSync(join(app, "node_modules", "redis")))
+      assert.isFalse(existsSync(join(app, "node_modules", "ioredis")))
       assert.isFalse(existsSync(join(app, "node_modules", "tollgate", "node_modules")))
     },
     300_000
@@ -277,10 +278,11 @@ describe("the package, packed and installed into a fresh app", () => {
     assert.notMatch(attw.output, /\n(node16 \(from ESM\)|bundler): (?!🟢)/u, attw.output)
   }, 300_000)
 
-  describe("with @effect/platform-node (and redis, its peer) installed", () => {
+  describe("with @effect/platform-node (and redis, its peer) and ioredis installed", () => {
     beforeAll(async () => {
       await install([
         `@effect/platform-node@${devVersion("@effect/platform-node")}`,
+        `ioredis@${devVersion("ioredis")}`,
         `@types/node@${devVersion("@types/node")}`,
         `typescript@${TYPESCRIPT_5}`
       ], app)

@@ -1,27 +1,28 @@
 /**
- * How the Redis store reaches the server: one `send` of a command (on the
- * store's own connection, on a node-redis client, or through any `Redis`
- * service), the making of those connections for `RedisStore.layer`, and the
- * running of an entry point (a `Scripts.Route`) as a Redis function or as an
- * `EVAL` script, loading what the server lacks.
+ * How the Redis store reaches the server: one `send` of a command, on the
+ * store's own ioredis client (one server, a Redis Cluster, or the primary
+ * Sentinel names), on the application's node-redis client, or through any
+ * `Redis` service; the making of the ioredis client for
+ * `RedisStore.layer`; and the running of an entry point (a `Scripts.Route`)
+ * as a Redis function or as an `EVAL` script, loading what the server lacks.
  *
  * A call of the store is plain JavaScript from the caller's fiber to the
- * socket: on the store's own connection ({@link own}) a command is written
- * at once and its reply answers on the socket's stack, so a lone call costs
- * the caller's one suspension and nothing else; over node-redis
- * (`NodeRedis`) the store writes with the client's own `sendCommand` (one
- * promise per command, written at the next `setImmediate`). Over any other
- * `Redis` service, each command runs that service's `send` on a fiber.
+ * client: on ioredis a command is written to its node's socket at once and
+ * its reply answers the store's callback; over node-redis (`NodeRedis`) the
+ * store writes with the client's own `sendCommand` (written at the next
+ * `setImmediate`). Over any other `Redis` service, each command runs that
+ * service's `send` on a fiber. Routing a command on a cluster, following
+ * `MOVED` and `ASK`, refreshing the table of slots, asking Sentinel for the
+ * primary and connecting again are the client's.
  *
  * @since 0.2.0
  */
-import { NodeRedis } from "@effect/platform-node"
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Layer, Predicate, Scope } from "effect"
+import type { NodeRedis } from "@effect/platform-node"
+import { Cause, Context, Duration, Effect, Exit, Predicate } from "effect"
 import { Redis } from "effect/persistence"
 import { Cluster, Command, Redis as IORedis, type RedisOptions } from "ioredis"
 import { InvalidPolicy } from "../../Errors.ts"
 import type * as Scripts from "./scripts.ts"
-import * as Wire from "./wire.ts"
 
 /**
  * A command's answer: its reply, or the failure (an error reply, or the
@@ -33,9 +34,8 @@ export type Done = (reply: unknown, failure: unknown) => void
 
 /**
  * Sends one command (its name first) and calls `done` with its answer.
- * A callback, not a promise: on the store's own connection the reply
- * answers its callers on the socket's own stack, with no promise and no
- * microtask per command.
+ * A callback, not a promise: the store answers its callers in it, with no
+ * promise of its own per command.
  *
  * @since 0.2.0
  */
@@ -245,146 +245,21 @@ export const makeRunner = (
 }
 
 /**
- * node-redis's options for {@link viaNodeRedis} (`NodeRedis.layer`'s).
- *
- * @since 0.3.0
- */
-export type NodeRedisOptions = NonNullable<Parameters<typeof NodeRedis.layer>[0]>
-
-// After the first connection: reconnect for ever, backing off to about a
-// second, so a restarted server is used again soon after it is back. (The
-// default of `NodeRedis` stops reconnecting after a socket timeout.)
-const reconnect = (connected: { value: boolean }) => (retries: number, cause: Error): number | Error =>
-  connected.value ? Wire.backoff(retries) : cause
-
-/**
- * The store's own connection (`Wire`) to a `redis://` or `rediss://` URL,
- * in the scope: commands written the moment they are sent (see wire.ts).
- * Fails with `RedisError` when the server cannot be reached or does not
- * answer within `connectTimeout`; connecting again waits on Effect's
- * `Clock`, and the connection's log goes to Effect's loggers. Closing the
- * scope waits up to `closeTimeout` for the replies still due, then fails
- * them.
+ * How long to wait before the attempt after `retries` failed ones to
+ * connect again: 50 ms doubling up to about a second, with up to 100 ms of
+ * jitter so that many clients do not come back at once.
  *
  * @example
  * ```ts
- * import { Duration, Effect } from "effect"
- * import { own } from "./connection.ts"
+ * import { backoff } from "./connection.ts"
  *
- * const send = own("redis://localhost:6379", Duration.seconds(5), Duration.seconds(2))
+ * backoff(0) // 50 to 149
+ * backoff(10) // 1000 to 1099
  * ```
  *
  * @since 0.3.0
  */
-export const own = Effect.fnUntraced(function*(
-  url: string,
-  connectTimeout: Duration.Duration,
-  closeTimeout: Duration.Duration
-) {
-  const config = Wire.fromUrl(url)
-  if (Predicate.isString(config)) return yield* new Redis.RedisError({ cause: new Error(config) })
-  const clock = yield* Clock.Clock
-  const runFork = Effect.runForkWith(yield* Effect.context<never>())
-  const wire = new Wire.Wire(
-    config,
-    (millis, f) => {
-      const fiber = runFork(Effect.andThen(clock.sleep(Duration.millis(millis)), Effect.sync(f)))
-      return () => fiber.interruptUnsafe()
-    },
-    (level, message) => runFork(Effect.logWithLevel(level)(message))
-  )
-  const opened = yield* Effect.timeoutOption(
-    Effect.callback<Error | undefined>((resume) => {
-      wire.open((failure) => resume(Effect.succeed(failure)))
-      return Effect.sync(() => wire.destroy())
-    }),
-    connectTimeout
-  )
-  if (opened._tag === "None" || opened.value !== undefined) {
-    wire.destroy()
-    return yield* new Redis.RedisError({
-      cause: opened._tag === "None" ? new Error(`no answer within ${Duration.format(connectTimeout)}`) : opened.value
-    })
-  }
-  // closing waits for the replies still due, up to closeTimeout; then they fail
-  yield* Effect.addFinalizer(() =>
-    Effect.promise(() => wire.drain()).pipe(
-      Effect.timeoutOption(closeTimeout),
-      Effect.andThen(Effect.sync(() => wire.destroy()))
-    )
-  )
-  const send: Send = (args, done) => wire.send(args, done)
-  return send
-})
-
-/**
- * A node-redis client (`NodeRedis.layer`) of the store's own, in the scope,
- * for node-redis options the store's connection does not take (a Unix
- * socket, TLS certificates, a credentials provider, …): no offline queue,
- * no per-command timeout (the store bounds every call), and once connected
- * it reconnects for ever. Building and closing it are bounded by
- * `connectTimeout` and `closeTimeout`, as for {@link own}.
- *
- * @example
- * ```ts
- * import { Duration } from "effect"
- * import { viaNodeRedis } from "./connection.ts"
- *
- * const send = viaNodeRedis({ url: "redis://localhost:6379", name: "api" }, Duration.seconds(5), Duration.seconds(2))
- * ```
- *
- * @since 0.3.0
- */
-export const viaNodeRedis = Effect.fnUntraced(function*(
-  options: NodeRedisOptions,
-  connectTimeout: Duration.Duration,
-  closeTimeout: Duration.Duration
-) {
-  const connected = { value: false }
-  const { url, ...client } = options
-  const socket = client.socket
-  const redis = NodeRedis.layer({
-    disableOfflineQueue: true,
-    // The store bounds every call itself (`timeout`); node-redis' own
-    // per-command timeout costs an `AbortSignal.timeout` per call.
-    commandOptions: { timeout: 0 },
-    ...client,
-    ...(url === undefined ? {} : { url }),
-    socket: { ...socket, reconnectStrategy: socket?.reconnectStrategy ?? reconnect(connected) } as never
-  })
-  // The client lives in a scope of its own, built and closed on fibers of
-  // their own: a server that accepts the connection and never answers is
-  // left behind after `connectTimeout` / `closeTimeout`, not waited for.
-  const inner = yield* Scope.make()
-  const abandon = Effect.forkDetach(Scope.close(inner, Exit.void))
-  const building = yield* Effect.forkDetach(Layer.buildWithScope(redis, inner))
-  const built = yield* Effect.timeoutOption(Fiber.await(building), connectTimeout)
-  if (built._tag === "None") {
-    yield* Fiber.interrupt(building).pipe(Effect.andThen(abandon), Effect.forkDetach)
-    return yield* new Redis.RedisError({ cause: new Error(`no answer within ${Duration.format(connectTimeout)}`) })
-  }
-  if (Exit.isFailure(built.value)) {
-    yield* abandon
-    return yield* Effect.failCause(built.value.cause)
-  }
-  const context = built.value.value
-  connected.value = true
-  yield* Effect.addFinalizer(() =>
-    Effect.flatMap(
-      abandon,
-      (closing) =>
-        Effect.flatMap(Effect.timeoutOption(Fiber.await(closing), closeTimeout), (closed) =>
-          closed._tag === "Some" ? Effect.void : Effect.sync(() => {
-            // replies still due: dropped, their calls fail
-            const nodeRedis = Context.getOption(context, NodeRedis.NodeRedis)
-            if (nodeRedis._tag === "Some") {
-              nodeRedis.value.client.destroy()
-            }
-          }))
-    )
-  )
-  return viaClient(Context.get(context, NodeRedis.NodeRedis).client)
-})
+export const backoff = (retries: number): number => Math.min(50 * 2 ** retries, 1000) + Math.floor(Math.random() * 100)
 
 // Replies as text, as `call` gives them (bulk strings are Buffers otherwise).
 const utf8 = { replyEncoding: "utf8" } as const
@@ -743,7 +618,7 @@ export type ClientOptions = Omit<
  * @since 0.3.0
  */
 export const client = (place: Where, options: ClientOptions | undefined): IORedis | Cluster => {
-  const reconnect = { retryStrategy: (times: number) => Wire.backoff(times - 1) }
+  const reconnect = { retryStrategy: (times: number) => backoff(times - 1) }
   const auth = (a: Address) => ({
     ...(a.username === undefined ? {} : { username: a.username }),
     ...(a.password === undefined ? {} : { password: a.password })
@@ -784,7 +659,7 @@ export const client = (place: Where, options: ClientOptions | undefined): IORedi
       return new Cluster(place.nodes.map((n) => ({ host: n.host, port: n.port })), {
         lazyConnect: true,
         enableOfflineQueue: false,
-        clusterRetryStrategy: (times: number) => Wire.backoff(times - 1),
+        clusterRetryStrategy: (times: number) => backoff(times - 1),
         slotsRefreshInterval: 1000,
         redisOptions: {
           ...auth(first),
@@ -798,23 +673,6 @@ export const client = (place: Where, options: ClientOptions | undefined): IORedi
 }
 
 /**
- * The options the store gives an ioredis client of its own: nothing queued
- * while it is not connected (calls fail at once, the limiter's fallback
- * decides), a command out when the connection drops fails at once and is
- * not sent again, no per-command timeout (the store bounds every call), and
- * once connected it connects again for ever, backing off to about a second.
- *
- * @since 0.3.0
- */
-export const ioredisDefaults = {
-  lazyConnect: true,
-  enableOfflineQueue: false,
-  autoResendUnfulfilledCommands: false,
-  maxRetriesPerRequest: 0,
-  retryStrategy: (times: number) => Wire.backoff(times - 1)
-} as const
-
-/**
  * An ioredis client of the store's own, in the scope: connected (within
  * `connectTimeout`, else `RedisError`) before the store uses it, and closed
  * with the scope (`QUIT`, waiting up to `closeTimeout` for the replies still
@@ -824,11 +682,10 @@ export const ioredisDefaults = {
  * @example
  * ```ts
  * import { Duration } from "effect"
- * import { Redis } from "ioredis"
- * import { ioredis, ioredisDefaults } from "./connection.ts"
+ * import { client, ioredis } from "./connection.ts"
  *
  * const connection = ioredis(
- *   () => new Redis("redis://localhost:6379", ioredisDefaults),
+ *   () => client({ _tag: "Server", address: { host: "127.0.0.1", port: 6379, tls: false } }, undefined),
  *   Duration.seconds(5),
  *   Duration.seconds(2)
  * )
@@ -853,7 +710,25 @@ export const ioredis = Effect.fnUntraced(function*(
     runFork(Effect.logDebug(`redis: ${reasonOf(error)}`))
   }
   client.on("error", onError)
+  // One warning when the connection is lost, one line when it is back
+  // (each failed attempt in between is at debug level, above).
+  let lost = false
+  client.on("close", () => {
+    if (!started || lost) return
+    lost = true
+    runFork(Effect.logWarning("the connection was lost; connecting again"))
+  })
+  client.on("ready", () => {
+    if (!lost) return
+    lost = false
+    runFork(Effect.logInfo("connected again"))
+  })
   if (client instanceof Cluster) {
+    client.on("-node", (node: IORedis) => {
+      if (started) {
+        runFork(Effect.logWarning(`${node.options.host}:${node.options.port} left the cluster's table of slots`))
+      }
+    })
     // a cluster's nodes report their own errors
     client.on("node error", onError)
     // A node's connection is opened as soon as the cluster names it, not on
@@ -870,7 +745,12 @@ export const ioredis = Effect.fnUntraced(function*(
     Effect.callback<unknown>((resume) => {
       client.connect().then(
         () => resume(Effect.succeed(null)),
-        (error) => resume(Effect.succeed<unknown>(error ?? last ?? new Error("failed to connect")))
+        // the event's error says why ("Connection is closed." does not)
+        (error) =>
+          resume(Effect.succeed<unknown>(
+            (reasonOf(error) === "Connection is closed." ? last : undefined) ?? error ?? last ??
+              new Error("failed to connect")
+          ))
       )
     }),
     connectTimeout
