@@ -11,6 +11,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { Redis } from "effect/persistence"
 import { Cluster, Redis as IORedis } from "ioredis"
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
 import * as net from "node:net"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
@@ -282,4 +283,195 @@ export const killServer = (child: ChildProcessWithoutNullStreams) =>
     if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
     child.once("exit", () => resume(Effect.void))
     child.kill("SIGKILL") // a crash, not a clean shutdown
+  })
+
+// ---------------------------------------------------------------------------
+// A Redis Cluster or a Sentinel set of a test's own (the failover tests kill
+// their primaries), from the redis-server and redis-cli binaries.
+
+/** Whether `redis-cli` is installed (to create a cluster). */
+export const hasCli: boolean = spawnSync("redis-cli", ["--version"]).status === 0
+
+const portFree = (port: number) =>
+  Effect.callback<boolean>((resume) => {
+    const server = net.createServer()
+    server.once("error", () => resume(Effect.succeed(false)))
+    server.listen(port, "127.0.0.1", () => server.close(() => resume(Effect.succeed(true))))
+  })
+
+// `REDIS_TEST_PORTS` (e.g. "7100-7105,7125-7129") lends ports to the servers
+// tests start, in order; without it they take free ones.
+const lent = (() => {
+  const ports: Array<number> = []
+  for (const range of list(process.env.REDIS_TEST_PORTS) ?? []) {
+    const [from, to] = range.split("-").map(Number)
+    for (let p = from; p <= (to ?? from); p++) ports.push(p)
+  }
+  return ports
+})()
+
+/**
+ * `n` ports nothing listens on, each with its cluster bus port (+10000)
+ * free too: the first free ones of `REDIS_TEST_PORTS` when set, else from
+ * 20000-29999.
+ */
+export const serverPorts = (n: number) =>
+  Effect.gen(function*() {
+    const out: Array<number> = []
+    const free = (port: number) => Effect.map(Effect.all([portFree(port), portFree(port + 10000)]), ([a, b]) => a && b)
+    if (lent.length > 0) {
+      for (const port of lent) {
+        if (out.length < n && (yield* free(port))) out.push(port)
+      }
+      if (out.length < n) return yield* Effect.die(`REDIS_TEST_PORTS: fewer than ${n} free ports`)
+      return out
+    }
+    while (out.length < n) {
+      const port = 20000 + Math.floor(Math.random() * 10000)
+      if (!out.includes(port) && (yield* free(port))) out.push(port)
+    }
+    return out
+  })
+
+/** Waits until the server on `port` answers PING (10 s at most). */
+export const answers = (port: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 200; i++) {
+      const pong = yield* Effect.callback<boolean>((resume) => {
+        const socket = net.connect(port, "127.0.0.1")
+        socket.setTimeout(500)
+        socket.once("connect", () => socket.write("PING\r\n"))
+        socket.once("data", (data) => {
+          socket.destroy()
+          resume(Effect.succeed(String(data).startsWith("+PONG")))
+        })
+        socket.once("error", () => resume(Effect.succeed(false)))
+        socket.once("timeout", () => {
+          socket.destroy()
+          resume(Effect.succeed(false))
+        })
+      })
+      if (pong) return
+      yield* Effect.sleep("50 millis")
+    }
+    return yield* Effect.die(`nothing answers on port ${port}`)
+  })
+
+/** A redis-server (or sentinel) of the test's own, killed with the scope. */
+export const spawnServer = (port: number, args: ReadonlyArray<string>) =>
+  Effect.acquireRelease(
+    Effect.gen(function*() {
+      const child = spawn("redis-server", [...args, "--port", String(port), "--bind", "127.0.0.1"])
+      child.stdout.resume()
+      child.stderr.resume()
+      yield* answers(port)
+      return child
+    }),
+    killServer
+  )
+
+const cli = (args: ReadonlyArray<string>) =>
+  Effect.callback<string>((resume) => {
+    const child = spawn("redis-cli", args)
+    let out = ""
+    child.stdout.on("data", (chunk) => (out += String(chunk)))
+    child.stderr.on("data", (chunk) => (out += String(chunk)))
+    child.on("exit", () => resume(Effect.succeed(out)))
+  })
+
+/** One server of a set the test started: its port, and its process. */
+export interface Started {
+  readonly port: number
+  readonly child: ChildProcessWithoutNullStreams
+}
+
+/**
+ * A Redis Cluster of three primaries and three replicas of the test's own,
+ * in `dir`, ready (cluster_state:ok on every node); killed with the scope.
+ */
+export const startCluster = (dir: string, nodeTimeout: number) =>
+  Effect.gen(function*() {
+    const ports = yield* serverPorts(6)
+    const nodes: Array<Started> = []
+    for (const port of ports) {
+      const child = yield* spawnServer(port, [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        `${dir}/nodes-${port}.conf`,
+        "--cluster-node-timeout",
+        String(nodeTimeout),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        dir
+      ])
+      nodes.push({ port, child })
+    }
+    const created = yield* cli([
+      "--cluster",
+      "create",
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      "--cluster-replicas",
+      "1",
+      "--cluster-yes"
+    ])
+    if (!created.includes("All 16384 slots covered")) return yield* Effect.die(`cluster create: ${created}`)
+    // every node sees every slot served, and every replica has synced with
+    // its primary (one that has not cannot be promoted)
+    for (let i = 0; i < 400; i++) {
+      const states = yield* Effect.forEach(ports, (p) => cli(["-p", String(p), "cluster", "info"]))
+      const links = yield* Effect.forEach(ports, (p) => cli(["-p", String(p), "info", "replication"]))
+      const replicasUp = links.filter((l) => l.includes("role:slave") && l.includes("master_link_status:up")).length
+      if (states.every((s) => s.includes("cluster_state:ok")) && replicasUp === 3) {
+        return { nodes, urls: ports.map((p) => `redis://127.0.0.1:${p}`) }
+      }
+      yield* Effect.sleep("50 millis")
+    }
+    return yield* Effect.die("the cluster did not reach cluster_state:ok")
+  })
+
+/**
+ * A primary, its replica and three sentinels (quorum 2) of the test's own,
+ * in `dir`, named `name`; ready once the sentinels see the replica and each
+ * other. Killed with the scope.
+ */
+export const startSentinels = (dir: string, name: string, downAfter: number) =>
+  Effect.gen(function*() {
+    const [primaryPort, replicaPort, ...sentinelPorts] = yield* serverPorts(5)
+    const data = ["--save", "", "--appendonly", "no", "--dir", dir]
+    const primary = yield* spawnServer(primaryPort, data)
+    const replica = yield* spawnServer(replicaPort, [...data, "--replicaof", "127.0.0.1", String(primaryPort)])
+    const sentinels: Array<Started> = []
+    for (const port of sentinelPorts) {
+      const conf = `${dir}/sentinel-${port}.conf`
+      yield* Effect.sync(() =>
+        fs.writeFileSync(
+          conf,
+          [
+            `sentinel monitor ${name} 127.0.0.1 ${primaryPort} 2`,
+            `sentinel down-after-milliseconds ${name} ${downAfter}`,
+            `sentinel failover-timeout ${name} ${downAfter * 3}`,
+            ""
+          ].join("\n")
+        )
+      )
+      sentinels.push({ port, child: yield* spawnServer(port, [conf, "--sentinel", "--dir", dir]) })
+    }
+    for (let i = 0; i < 400; i++) {
+      const seen = yield* cli(["-p", String(sentinelPorts[0]), "sentinel", "master", name])
+      const replicas = yield* cli(["-p", String(sentinelPorts[0]), "sentinel", "replicas", name])
+      if (/num-other-sentinels\n2\n/.test(seen) && replicas.includes(String(replicaPort))) {
+        return {
+          primary: { port: primaryPort, child: primary },
+          replica: { port: replicaPort, child: replica },
+          sentinels,
+          urls: sentinelPorts.map((p) => `redis://127.0.0.1:${p}`)
+        }
+      }
+      yield* Effect.sleep("50 millis")
+    }
+    return yield* Effect.die("the sentinels did not see each other and the replica")
   })

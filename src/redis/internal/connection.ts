@@ -724,11 +724,6 @@ export const ioredis = Effect.fnUntraced(function*(
     runFork(Effect.logInfo("connected again"))
   })
   if (client instanceof Cluster) {
-    client.on("-node", (node: IORedis) => {
-      if (started) {
-        runFork(Effect.logWarning(`${node.options.host}:${node.options.port} left the cluster's table of slots`))
-      }
-    })
     // a cluster's nodes report their own errors
     client.on("node error", onError)
     // A node's connection is opened as soon as the cluster names it, not on
