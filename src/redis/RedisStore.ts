@@ -509,6 +509,7 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
   const runFork = Effect.runForkWith(context)
   const runner = Connection.makeRunner(connection, Scripts.library, functions)
   const nodeOf = connection.nodeOf
+  const together = connection.together
   // On Redis Cluster, calls are grouped by the node that owns their key's
   // slot (as the client's table of slots says now; the client routes each
   // command itself, following MOVED and ASK).
@@ -813,6 +814,14 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
     lane.pending = later
     pending = later
     lane.inFlight += trips.length
+    if (together !== undefined && cluster) {
+      together(lane.id, () => {
+        for (const trip of trips) {
+          for (const round of trip.rounds) send(round)
+        }
+      })
+      return
+    }
     for (const trip of trips) {
       for (const round of trip.rounds) send(round)
     }

@@ -61,6 +61,12 @@ export interface Connection {
   readonly everywhere?: Send | undefined
   /** Sends a command without keys to the server, or on a cluster to the primary of `slot` (`WAIT`). */
   readonly toSlot?: ((slot: number, args: Array<string>, done: Done) => void) | undefined
+  /**
+   * On a cluster: runs `send`, whose commands go to the primary `node`
+   * (as `nodeOf` names it), with that connection's writes held until it
+   * returns, so that they leave in one write.
+   */
+  readonly together?: ((node: string, send: () => void) => void) | undefined
 }
 
 // A promise's outcome as a `Done`.
@@ -326,6 +332,21 @@ export const fromIoredis = (client: IORedis | Cluster): Connection => {
     // with a node given, ioredis sends to the primary of its slot, as for a pipeline
     toSlot: (slot, args, done) => {
       client.sendCommand(command(args, done), undefined, { slot })
+    },
+    // Each command is one write to its socket otherwise: with many on a
+    // node at once, the writes were a quarter of the process's time.
+    together: (node, send) => {
+      let stream: IORedis["stream"] | undefined
+      for (const redis of client.nodes("master")) {
+        if (`${redis.options.host}:${redis.options.port}` === node) stream = redis.stream
+      }
+      if (stream === undefined || !stream.writable) return send()
+      stream.cork()
+      try {
+        send()
+      } finally {
+        stream.uncork()
+      }
     }
   }
 }
@@ -713,8 +734,9 @@ export const ioredis = Effect.fnUntraced(function*(
   // One warning when the connection is lost, one line when it is back
   // (each failed attempt in between is at debug level, above).
   let lost = false
+  let closing = false
   client.on("close", () => {
-    if (!started || lost) return
+    if (!started || lost || closing) return
     lost = true
     runFork(Effect.logWarning("the connection was lost; connecting again"))
   })
@@ -781,6 +803,7 @@ export const ioredis = Effect.fnUntraced(function*(
   }
   yield* Effect.addFinalizer(() =>
     Effect.callback<void>((resume) => {
+      closing = true
       client.quit().then(() => resume(Effect.void), () => resume(Effect.void))
     }).pipe(
       Effect.timeoutOption(closeTimeout),
