@@ -6,9 +6,11 @@
  * random operations through both and requires identical replies): one Take
  * or Admit by its algorithm's lean script, anything else by the batch
  * script, both functions of one Redis Functions library (or `EVAL` scripts
- * on a Redis without Functions). A lone call goes straight to the socket;
+ * on a Redis without Functions). A lone call goes straight to the client;
  * calls for many keys made at once share one command, two commands out at
- * once (so the client answers one reply while Redis runs the other); the
+ * once per server (so the client answers one reply while Redis runs the
+ * other); on a Redis Cluster, a node's calls go together, one command per
+ * hash slot; the
  * bucket actor in front of each key sends a whole batch in one call
  * (coalescing), so a hot key costs one round trip per batch, not one per
  * request.
@@ -18,10 +20,11 @@
  * them (see `supported`). A policy of any other algorithm fails its calls
  * with `StoreUnavailable`, whose reason says so.
  *
- * `layer` opens a connection of its own (each command written the moment it
- * is sent, each reply answering its callers on the socket's stack); `make`
- * and `layerRedis` run over effect's `Redis` service (`effect/persistence`)
- * that the application provides.
+ * `layer` opens an ioredis client of its own, to one server, a Redis
+ * Cluster or a primary behind Sentinel (the client routes, follows
+ * redirections and failovers, and connects again); `make` and `layerRedis`
+ * run over effect's `Redis` service (`effect/persistence`) that the
+ * application provides.
  *
  * @since 0.1.0
  */
@@ -80,15 +83,19 @@ export interface Options {
    */
   readonly keepSettled?: Duration.Input | undefined
   /**
-   * Most keys in one command (default 64). Calls for different keys made
-   * at the same moment share one command per script; each key is still
-   * applied atomically on its own. On Redis Cluster, keys of one call must share a
-   * hash slot: set 1 there (or give keys a common `{hash tag}`).
+   * Most keys in one round trip (default 64): one command on one server,
+   * a node's commands at once on a Redis Cluster (`layer`'s). Calls for
+   * different keys made at the same moment share one command per script
+   * (and hash slot, on a cluster); each key is still applied atomically on
+   * its own. With `cluster: true` over another client (`make`), keys of one
+   * command must share a hash slot: set 1 there (or give keys a common
+   * `{hash tag}`).
    */
   readonly maxBatchKeys?: number | undefined
   /**
-   * Most commands out at once (default 2; with `maxBatchKeys` under 64, as
-   * many as carry 128 keys). A lone call goes out at once; calls made while
+   * Most round trips out at once per server (default 2; with `maxBatchKeys`
+   * under 64, as many as carry 128 keys): commands on one server, each
+   * primary's trips on a Redis Cluster. A lone call goes out at once; calls made while
    * every slot is taken wait for the next free one, and go out together
    * (far less CPU per decision, here and on the server). With two out, the
    * client answers the callers of one reply while Redis runs the other
@@ -464,10 +471,11 @@ class Round {
  * Makes a store over the `Redis` service in context. Calls for different
  * keys made at the same moment (by the buckets of many keys) share a round
  * trip, each key still applied atomically and in order on its own; a lone
- * call goes straight to the socket. Over `NodeRedis` (`NodeRedis.layer`
+ * call goes straight to the client. Over `NodeRedis` (`NodeRedis.layer`
  * provided by the application) the store writes its commands with
  * node-redis's own client; over any other `Redis` service, through its
- * `send`. `layer` is faster: its own connection writes each command at once.
+ * `send`. `layer` runs on an ioredis client of its own, which writes each
+ * command at once (node-redis writes at the next `setImmediate`).
  *
  * @example
  * ```ts
@@ -950,12 +958,14 @@ export const layerRedis = (options?: Options): Layer.Layer<never, InvalidPolicy,
   Layer.effect(CurrentStore, make(options))
 
 /**
- * The store as the limiter's `Store.CurrentStore`, on a connection of its
- * own to `url` (`redis://` or `rediss://`; with `client`, node-redis options,
- * on a node-redis client instead). Building it fails with `RedisError` when
- * Redis cannot be reached; once connected, it connects again for ever, and
- * while it is disconnected calls fail at once (no offline queue), so the
- * limiter's `fallback` decides.
+ * The store as the limiter's `Store.CurrentStore`, on an ioredis client of
+ * its own: to `url` (`redis://` or `rediss://`), to a Redis Cluster
+ * (`cluster`) or to the primary behind Sentinel (`sentinel`); `client` adds
+ * ioredis options. Building it fails with `InvalidPolicy` for options that
+ * do not make sense and with `RedisError` when Redis cannot be reached;
+ * once connected, it connects again for ever, and while it is disconnected
+ * calls fail at once (no offline queue), so the limiter's `fallback`
+ * decides.
  *
  * @example
  * ```ts
@@ -967,6 +977,10 @@ export const layerRedis = (options?: Options): Layer.Layer<never, InvalidPolicy,
  *   policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } }),
  *   fallback: { mode: "local", share: 1 / 3, timeout: "100 millis" }
  * }).pipe(Layer.provide(RedisStore.layer({ url: "redis://localhost:6379", prefix: "api:" })))
+ *
+ * // a Redis Cluster, or a primary behind Sentinel
+ * const OnCluster = RedisStore.layer({ cluster: { nodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] } })
+ * const BehindSentinel = RedisStore.layer({ sentinel: { name: "mymaster", sentinels: ["redis://10.0.0.1:26379"] } })
  * ```
  *
  * @category layers

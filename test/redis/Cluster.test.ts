@@ -50,6 +50,26 @@ describeOn(cluster, "calls over several keys", (it) => {
       yield* (yield* Admin).cleanup(prefix)
     }))
 
+  it.effect("a key's slot is the server's (CLUSTER KEYSLOT): ASCII, text beyond it, hash tags", () =>
+    Effect.gen(function*() {
+      const admin = yield* Admin
+      const keys = [
+        "123456789",
+        "tollgate:user:42",
+        "tollgate:{org:a}:user:1",
+        "t:{}:x",
+        "t:{a",
+        "t:}{b}",
+        "clé:ünïcode:東京",
+        "{東京}:x",
+        "",
+        ...Array.from({ length: 200 }, (_, i) => `k${i}:${(i * 7919).toString(36)}`)
+      ]
+      for (const key of keys) {
+        assert.strictEqual(Slot.slot(key), yield* admin.send<number>("CLUSTER", "KEYSLOT", key), key)
+      }
+    }))
+
   it.effect("a library or scripts gone from every primary are loaded again on each", () =>
     Effect.gen(function*() {
       const admin = yield* Admin
