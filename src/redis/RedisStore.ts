@@ -311,7 +311,7 @@ const validate = (options: Options, realCluster = false) => {
   }
   let replicas: Connection.Replicas | undefined = undefined
   if (options.replicas !== undefined) {
-    const wait = options.replicas?.wait
+    const wait = options.replicas.wait
     if (!(Number.isSafeInteger(wait) && wait > 0)) {
       return new InvalidPolicy({ field: "replicas.wait", value: String(wait), reason: "must be a positive integer" })
     }
