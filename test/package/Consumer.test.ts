@@ -194,7 +194,8 @@ afterAll(() => {
     }
   }
   if (work !== "") rmSync(work, { recursive: true, force: true })
-})
+  // (the app's node_modules, with TypeScript, the peers and ioredis: slow to remove on a busy machine)
+}, 120_000)
 
 describe("the package, packed and installed into a fresh app", () => {
   it("the tarball holds the build, the sources (no demo), README, CHANGELOG and LICENSE; no tests, bench or CI", () => {
