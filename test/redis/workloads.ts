@@ -159,7 +159,9 @@ export const workloads = (deployment: Deployment): void =>
         const store = yield* storeOn(deployment, { prefix })
         const limiter = yield* RateLimiter.make({
           policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 1, per: "1 hour" } }),
-          mailboxCapacity: 4096
+          mailboxCapacity: 4096,
+          // about coalescing, not the fallback: a busy machine must not time a call out (250 ms by default)
+          fallback: { timeout: "10 seconds" }
         }).pipe(Effect.provideService(Store.CurrentStore, store))
         const results = yield* Effect.forEach(Array.from({ length: 2000 }), () => limiter.acquire("hot"), {
           concurrency: "unbounded"
