@@ -8,17 +8,22 @@
  * server's ceiling for one call per decision. Concurrency 1 and 100, on one
  * hot key and on 10 000 keys; every limit is generous, so every call is a
  * full decision that admits (and one hot key where every call but the first
- * is denied). For each contender that runs scripts it also reports the
- * server's time in them per decision (`INFO commandstats`), which the noise
- * of a shared machine moves far less than the throughput.
+ * is denied). And the same limiter on a Redis Cluster of three primaries,
+ * beside one server in the same rounds (1 and 100 callers on 10 000 keys),
+ * with and without `replicas: { wait: 1 }`, and rate-limiter-flexible on
+ * the cluster. For each contender that runs scripts it also reports the
+ * servers' time in them per decision (`INFO commandstats`, of every primary
+ * on the cluster), which the noise of a shared machine moves far less than
+ * the throughput.
  *
- *   npm run bench:redis              about 6 minutes: writes bench/redis/results.json
- *   npm run bench:redis -- --quick   about 2 minutes: writes bench/redis/results-quick.json
+ *   npm run bench:redis              about 9 minutes: writes bench/redis/results.json
+ *   npm run bench:redis -- --quick   about 3 minutes: writes bench/redis/results-quick.json
  *
  * Uses REDIS_URL, or starts a redis-server of its own (127.0.0.1, a free port,
- * no persistence) and stops it at the end. Also measures the two clients
- * (PING and a raw EVALSHA of the same script) that the choice of client rests
- * on, and `RedisStore.apply` alone.
+ * no persistence) and stops it at the end; and REDIS_CLUSTER_NODES, or a
+ * cluster of its own (six redis-servers on free ports, with `redis-cli`).
+ * Also measures the clients alone (PING and a raw EVALSHA of the same
+ * script), and `RedisStore.apply` alone.
  */
 import { NodeRedis } from "@effect/platform-node"
 import { Context, Effect, Layer, Scope } from "effect"
