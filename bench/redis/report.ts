@@ -68,7 +68,16 @@ export interface RedisResults {
     }
   >
   readonly targets: ReadonlyArray<RedisTarget>
-  /** A lone call's floor (the store's connection's FCALL of the lean script, no Effect), in the same rounds. */
+  /** The cluster ÷ one server, waiting for a replica ÷ not, tollgate ÷ rate-limiter-flexible on the cluster. */
+  readonly cluster?:
+    | ReadonlyArray<{
+      readonly scenario: string
+      readonly clusterVsOneServer: number
+      readonly waitVsNoWait: number
+      readonly clusterVsRlfCluster: number
+    }>
+    | undefined
+  /** A lone call's floor (ioredis's FCALL of the lean script, no Effect), in the same rounds. */
   readonly floors?:
     | ReadonlyArray<{
       readonly scenario: string
@@ -86,7 +95,9 @@ const scenarios: ReadonlyArray<readonly [id: string, title: string]> = [
   ["c100-hot", "100 callers, 1 hot key"],
   ["c1-many", "1 caller, 10 000 keys"],
   ["c100-many", "100 callers, 10 000 keys"],
-  ["c100-hot-deny", "100 callers, 1 hot key, all denied"]
+  ["c100-hot-deny", "100 callers, 1 hot key, all denied"],
+  ["cluster-c1-many", "Redis Cluster, 1 caller, 10 000 keys"],
+  ["cluster-c100-many", "Redis Cluster, 100 callers, 10 000 keys"]
 ]
 
 const contenders: ReadonlyArray<readonly [id: string, title: string]> = [
@@ -95,8 +106,11 @@ const contenders: ReadonlyArray<readonly [id: string, title: string]> = [
   ["store-unbatched", "`RedisStore.apply` alone, `maxBatchKeys: 1`"],
   ["rlf", "rate-limiter-flexible `RateLimiterRedis` (ioredis)"],
   ["effect", "Effect `RateLimiter`, `layerStoreRedis`"],
-  ["floor", "floor of a lone call: the store's connection, `FCALL` of the lean script, no Effect"],
-  ["effect-floor", "floor of an Effect call: the same `FCALL` in one `Effect.callback`"]
+  ["floor", "floor of a lone call: ioredis, `FCALL` of the lean script, no Effect"],
+  ["effect-floor", "floor of an Effect call: the same `FCALL` in one `Effect.callback`"],
+  ["tollgate-cluster", "tollgate `acquire`, RedisStore on a Redis Cluster of three primaries"],
+  ["tollgate-cluster-wait", "the same, `replicas: { wait: 1 }`"],
+  ["rlf-cluster", "rate-limiter-flexible `RateLimiterRedis` on the cluster (ioredis)"]
 ]
 
 const ops = (n: number | undefined): string =>

@@ -8,22 +8,27 @@
  * server's ceiling for one call per decision. Concurrency 1 and 100, on one
  * hot key and on 10 000 keys; every limit is generous, so every call is a
  * full decision that admits (and one hot key where every call but the first
- * is denied). For each contender that runs scripts it also reports the
- * server's time in them per decision (`INFO commandstats`), which the noise
- * of a shared machine moves far less than the throughput.
+ * is denied). And the same limiter on a Redis Cluster of three primaries,
+ * beside one server in the same rounds (1 and 100 callers on 10 000 keys),
+ * with and without `replicas: { wait: 1 }`, and rate-limiter-flexible on
+ * the cluster. For each contender that runs scripts it also reports the
+ * servers' time in them per decision (`INFO commandstats`, of every primary
+ * on the cluster), which the noise of a shared machine moves far less than
+ * the throughput.
  *
- *   npm run bench:redis              about 6 minutes: writes bench/redis/results.json
- *   npm run bench:redis -- --quick   about 2 minutes: writes bench/redis/results-quick.json
+ *   npm run bench:redis              about 9 minutes: writes bench/redis/results.json
+ *   npm run bench:redis -- --quick   about 3 minutes: writes bench/redis/results-quick.json
  *
  * Uses REDIS_URL, or starts a redis-server of its own (127.0.0.1, a free port,
- * no persistence) and stops it at the end. Also measures the two clients
- * (PING and a raw EVALSHA of the same script) that the choice of client rests
- * on, and `RedisStore.apply` alone.
+ * no persistence) and stops it at the end; and REDIS_CLUSTER_NODES, or a
+ * cluster of its own (six redis-servers on free ports, with `redis-cli`).
+ * Also measures the clients alone (PING and a raw EVALSHA of the same
+ * script), and `RedisStore.apply` alone.
  */
 import { NodeRedis } from "@effect/platform-node"
 import { Context, Effect, Layer, Scope } from "effect"
 import { RateLimiter as EffectRateLimiter, Redis } from "effect/persistence"
-import { Redis as IORedis } from "ioredis"
+import { Cluster as IORedisCluster, Redis as IORedis } from "ioredis"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import * as net from "node:net"
@@ -36,7 +41,6 @@ import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as Scripts from "../../src/redis/internal/scripts.ts"
-import * as Wire from "../../src/redis/internal/wire.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
 import { median } from "../stats.ts"
@@ -107,6 +111,61 @@ const startServer = async (): Promise<{ url: string; stop: () => void }> => {
   }
 }
 
+// A Redis Cluster of this run's own: three primaries and three replicas on
+// free ports (each with its bus port, +10000, free too), ready once every
+// node sees every slot served and every replica has synced.
+const portFree = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const server = net.createServer()
+    server.once("error", () => resolve(false))
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
+  })
+const startCluster = async (): Promise<{ nodes: ReadonlyArray<string>; stop: () => void }> => {
+  const ports: Array<number> = []
+  while (ports.length < 6) {
+    const port = 20000 + Math.floor(Math.random() * 10000)
+    if (!ports.includes(port) && await portFree(port) && await portFree(port + 10000)) ports.push(port)
+  }
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tollgate-bench-cluster-"))
+  const children = ports.map((port) =>
+    spawn("redis-server", [
+      "--bind",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--cluster-enabled",
+      "yes",
+      "--cluster-config-file",
+      `${dir}/nodes-${port}.conf`,
+      "--cluster-node-timeout",
+      "5000",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      dir
+    ], { stdio: "ignore" })
+  )
+  const stop = () => {
+    for (const child of children) child.kill()
+    rmSync(dir, { recursive: true, force: true })
+  }
+  const cli = (...args: Array<string>) => spawnSync("redis-cli", args, { encoding: "utf8" }).stdout ?? ""
+  for (let i = 0; i < 100 && !ports.every((p) => cli("-p", String(p), "ping").includes("PONG")); i++) {
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  cli("--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "1", "--cluster-yes")
+  for (let i = 0; i < 600; i++) {
+    const ok = ports.every((p) => cli("-p", String(p), "cluster", "info").includes("cluster_state:ok"))
+    const synced = ports.filter((p) => cli("-p", String(p), "info", "replication").includes("master_link_status:up"))
+    if (ok && synced.length === 3) return { nodes: ports.map((p) => `redis://127.0.0.1:${p}`), stop }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  stop()
+  throw new Error("the cluster did not get ready")
+}
+
 // The CPU time the VM's host gave to other guests (Linux's "steal"), as a
 // share of all CPU time: on a shared host the figures of a run with much of
 // it are low and spread widely, so the report states it.
@@ -133,6 +192,13 @@ interface Instance {
   /** For tollgate: store calls and the ops they carried. */
   readonly coalescing?: () => Promise<{ calls: number; ops: number; degraded: number }>
   readonly close: () => Promise<void>
+  /** The servers whose statistics count for it (a cluster's primaries); by default the one server. */
+  readonly servers?: ReadonlyArray<Admin> | undefined
+}
+
+/** What the statistics are read from: one redis-server. */
+interface Admin {
+  readonly info: (section: string) => Promise<string>
 }
 
 interface Contender {
@@ -187,7 +253,7 @@ const strict = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 ho
 
 const tollgate: Contender = {
   id: "tollgate",
-  label: "tollgate acquire, RedisStore (its own connection)",
+  label: "tollgate acquire, RedisStore (ioredis)",
   make: async (url, prefix, deny) => {
     const { close, value } = await withScope(Effect.gen(function*() {
       const context = yield* Layer.build(RedisStore.layer({ url, prefix }))
@@ -208,6 +274,61 @@ const tollgate: Contender = {
     }
   }
 }
+
+// tollgate's acquire on a Redis Cluster (RedisStore on ioredis's Cluster),
+// optionally waiting for a replica after each script; its statistics are
+// the primaries'.
+const onCluster = (nodes: ReadonlyArray<string>, primaries: ReadonlyArray<Admin>, wait: boolean): Contender => ({
+  id: wait ? "tollgate-cluster-wait" : "tollgate-cluster",
+  label: `tollgate acquire, RedisStore on the cluster${wait ? ", replicas: { wait: 1 }" : ""}`,
+  make: async (_url, prefix, deny) => {
+    const { close, value: limiter } = await withScope(Effect.gen(function*() {
+      const context = yield* Layer.build(RedisStore.layer({
+        cluster: { nodes },
+        prefix,
+        ...(wait ? { replicas: { wait: 1, timeout: "100 millis" } } : {})
+      }))
+      return yield* RateLimiter.make({ policy: deny ? strict : generous, mailboxCapacity: 65_536 }).pipe(
+        Effect.provideContext(context)
+      )
+    }))
+    return {
+      run: effectLoops(
+        Effect.runPromise,
+        (key) => Effect.flatMap(limiter.acquire(key), (ok) => ok || deny ? Effect.void : Effect.die("denied"))
+      ),
+      coalescing: () =>
+        Effect.runPromise(limiter.stats).then((s) => ({ calls: s.storeCalls, ops: s.storeOps, degraded: s.degraded })),
+      close,
+      servers: primaries
+    }
+  }
+})
+
+const rlfCluster = (nodes: ReadonlyArray<string>, primaries: ReadonlyArray<Admin>): Contender => ({
+  id: "rlf-cluster",
+  label: "rate-limiter-flexible RateLimiterRedis on the cluster (ioredis)",
+  make: async (_url, prefix, deny) => {
+    const client = new IORedisCluster(nodes.map((u) => {
+      const { hostname, port } = new URL(u)
+      return { host: hostname, port: Number(port) }
+    }))
+    await client.ping()
+    const limiter = new RateLimiterRedis({
+      storeClient: client,
+      points: deny ? 1 : 1e9,
+      duration: 3600,
+      keyPrefix: prefix
+    })
+    return {
+      run: promiseLoops((key) => limiter.consume(key).catch((res) => deny ? res : Promise.reject(res))),
+      close: async () => {
+        client.disconnect()
+      },
+      servers: primaries
+    }
+  }
+})
 
 const storeAlone = (maxBatchKeys: number | undefined): Contender => ({
   id: maxBatchKeys === 1 ? "store-unbatched" : "store",
@@ -277,61 +398,53 @@ const effectRedis: Contender = {
   }
 }
 
-// The floor of a lone call on this store: the store's own connection
-// (`Wire`) writing the FCALL that RedisStore sends for one Take (the lean
-// token-bucket function, the same arguments), awaited as a promise: no
-// Effect, no limiter, no store code. What tollgate's acquire adds on top is
-// the price of being an Effect (one suspension of the caller) and of the
-// limiter's path.
-const openWire = async (url: string): Promise<Wire.Wire> => {
-  const wire = new Wire.Wire(Wire.fromUrl(url) as Wire.Config, (millis, f) => {
-    const timer = setTimeout(f, millis)
-    return () => clearTimeout(timer)
-  })
-  await new Promise<void>((resolve, reject) => wire.open((failure) => failure ? reject(failure) : resolve()))
-  return wire
-}
-// The store's connection with the library loaded, and the FCALL that
-// RedisStore sends for one Take of `key` (the lean token-bucket function).
+// The floor of a lone call on this store: an ioredis client writing the
+// FCALL that RedisStore sends for one Take (the lean token-bucket function,
+// the same arguments), awaited as a promise: no Effect, no limiter, no store
+// code. What tollgate's acquire adds on top is the price of being an Effect
+// (one suspension of the caller) and of the limiter's path.
 const openLean = async (url: string, prefix: string) => {
-  const wire = await openWire(url)
-  await wire.call(["FUNCTION", "LOAD", "REPLACE", Scripts.library.lua])
+  const client = new IORedis(url)
+  await client.call("FUNCTION", "LOAD", "REPLACE", Scripts.library.lua)
   const fn = tokenBucket.lean!.fn
   return {
-    wire,
-    take: (key: string) => ["FCALL", fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"]
+    client,
+    take: (key: string) => [fn, "1", prefix + key, "", "0", tokenBucket.leanConfig, "0", "1"]
   }
 }
 const leanFloor: Contender = {
   id: "floor",
-  label: "floor: the store's connection, FCALL of the lean script (no Effect)",
+  label: "floor: ioredis, FCALL of the lean script (no Effect)",
   make: async (url, prefix) => {
-    const { take, wire } = await openLean(url, prefix)
+    const { client, take } = await openLean(url, prefix)
     return {
-      run: promiseLoops((key) => wire.call(take(key))),
-      close: async () => wire.destroy()
+      run: promiseLoops((key) => client.call("FCALL", ...take(key))),
+      close: async () => {
+        client.disconnect()
+      }
     }
   }
 }
 
 // The floor of a lone call for any Effect API over this store: the same
-// FCALL on the store's connection, inside one `Effect.callback` (the one
-// suspension an Effect-returning call cannot do without), no limiter, no
-// store code.
+// FCALL on ioredis, inside one `Effect.callback` (the one suspension an
+// Effect-returning call cannot do without), no limiter, no store code.
 const effectFloor: Contender = {
   id: "effect-floor",
   label: "floor for an Effect: the same FCALL in one Effect.callback",
   make: async (url, prefix) => {
-    const { take, wire } = await openLean(url, prefix)
+    const { client, take } = await openLean(url, prefix)
     return {
       run: effectLoops(Effect.runPromise, (key) =>
-        Effect.callback<unknown, Error>((resume) =>
-          wire.send(
-            take(key),
-            (reply, failure) => resume(failure === undefined ? Effect.succeed(reply) : Effect.fail(failure))
+        Effect.callback<unknown, Error>((resume) => {
+          client.call("FCALL", ...take(key)).then(
+            (reply) => resume(Effect.succeed(reply)),
+            (failure: Error) => resume(Effect.fail(failure))
           )
-        )),
-      close: async () => wire.destroy()
+        })),
+      close: async () => {
+        client.disconnect()
+      }
     }
   }
 }
@@ -386,18 +499,6 @@ const clientContenders = (kind: "ping" | "evalsha"): ReadonlyArray<Contender> =>
     }
   },
   {
-    id: `wire-${kind}`,
-    label: `the store's connection (Wire) ${kind === "ping" ? "PING" : "EVALSHA (raw)"}`,
-    make: async (url, prefix) => {
-      const wire = await openWire(url)
-      await wire.call(["SCRIPT", "LOAD", tokenBucketScript.lua])
-      return {
-        run: promiseLoops((key) => wire.call(kind === "ping" ? ["PING"] : evalArgs(prefix, key))),
-        close: async () => wire.destroy()
-      }
-    }
-  },
-  {
     id: `effect-redis-${kind}`,
     label: `effect Redis.send ${kind === "ping" ? "PING" : "EVALSHA (raw)"} (NodeRedis)`,
     make: async (url, prefix) => {
@@ -426,7 +527,7 @@ const keysOf = (n: number): ReadonlyArray<string> => Array.from({ length: n }, (
 
 let serial = 0
 const measure = async (
-  admin: { readonly info: (section: string) => Promise<string> },
+  admin: Admin,
   contenders: ReadonlyArray<Contender>,
   url: string,
   scenario: string,
@@ -444,24 +545,32 @@ const measure = async (
     samples.set(c.id, [])
     await instances.get(c.id)!.run(callers, keys, performance.now() + WARMUP_MS)
   }
-  // Script calls (EVALSHA or FCALL) the server ran, and the time it spent in them.
-  const scriptCalls = async () => {
-    const stats = await admin.info("commandstats")
+  // The servers of a contender: the one server, or a cluster's primaries.
+  const serversOf = (id: string): ReadonlyArray<Admin> => instances.get(id)!.servers ?? [admin]
+  // Script calls (EVALSHA or FCALL) the servers ran, and the time they spent in them.
+  const scriptCalls = async (id: string) => {
     let calls = 0
     let usec = 0
-    for (const m of stats.matchAll(/cmdstat_(?:evalsha|fcall):calls=(\d+),usec=(\d+)/g)) {
-      calls += Number(m[1])
-      usec += Number(m[2])
+    for (const server of serversOf(id)) {
+      const stats = await server.info("commandstats")
+      for (const m of stats.matchAll(/cmdstat_(?:evalsha|fcall):calls=(\d+),usec=(\d+)/g)) {
+        calls += Number(m[1])
+        usec += Number(m[2])
+      }
     }
     return { calls, usec }
   }
-  // The redis-server's CPU time (user and system), µs: with its script time
-  // it shows what each decision costs the server in all (reading and
+  // The redis-servers' CPU time (user and system), µs: with their script
+  // time it shows what each decision costs the servers in all (reading and
   // writing the socket too).
-  const serverCpu = async () => {
-    const cpu = await admin.info("cpu")
-    const seconds = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(cpu)?.[1] ?? NaN)
-    return (seconds("used_cpu_user") + seconds("used_cpu_sys")) * 1e6
+  const serverCpu = async (id: string) => {
+    let total = 0
+    for (const server of serversOf(id)) {
+      const cpu = await server.info("cpu")
+      const seconds = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(cpu)?.[1] ?? NaN)
+      total += (seconds("used_cpu_user") + seconds("used_cpu_sys")) * 1e6
+    }
+    return total
   }
   const steal0 = cpuTimes()
   const perCall = new Map<
@@ -477,16 +586,16 @@ const measure = async (
     // rotate the order each round, so no contender always runs first
     for (let i = 0; i < contenders.length; i++) {
       const c = contenders[(i + round) % contenders.length]
-      const calls0 = await scriptCalls()
-      const server0 = await serverCpu()
+      const calls0 = await scriptCalls(c.id)
+      const server0 = await serverCpu(c.id)
       const client0 = process.cpuUsage()
       const start = performance.now()
       const done = await instances.get(c.id)!.run(callers, keys, start + measureMs)
       samples.get(c.id)!.push(done / ((performance.now() - start) / 1000))
       const client = process.cpuUsage(client0)
-      const server1 = await serverCpu()
+      const server1 = await serverCpu(c.id)
       const seen = perCall.get(c.id) ?? { decisions: 0, calls: 0, usec: 0, clientCpu: 0, serverCpu: 0 }
-      const calls1 = await scriptCalls()
+      const calls1 = await scriptCalls(c.id)
       perCall.set(c.id, {
         decisions: seen.decisions + done,
         calls: seen.calls + calls1.calls - calls0.calls,
@@ -630,6 +739,44 @@ const main = async () => {
       } ops/s`
     )
   }
+  // The cluster: the same store on three primaries, beside one server, in
+  // the same rounds; with and without waiting for a replica after each script.
+  const clusterScenarios = [
+    { id: "cluster-c1-many", callers: 1, keys: MANY },
+    { id: "cluster-c100-many", callers: 100, keys: MANY }
+  ].filter((s) => wanted(s.id))
+  if (clusterScenarios.length > 0 && spawnSync("redis-cli", ["--version"]).status === 0) {
+    const ownCluster = process.env.REDIS_CLUSTER_NODES === undefined ? await startCluster() : undefined
+    const nodes = ownCluster?.nodes ?? process.env.REDIS_CLUSTER_NODES!.split(",").map((u) => u.trim())
+    log(`\nRedis Cluster: ${nodes.join(", ")}${ownCluster === undefined ? "" : " (started for this run)"}`)
+    const clusterAdmin = new IORedisCluster(nodes.map((u) => {
+      const { hostname, port } = new URL(u)
+      return { host: hostname, port: Number(port) }
+    }))
+    await clusterAdmin.ping()
+    const primaries = clusterAdmin.nodes("master")
+    for (const s of clusterScenarios) {
+      log(`\n${s.id}: ${s.callers} caller(s), ${s.keys} keys, one server against a cluster of three primaries`)
+      rows.push(
+        ...await measure(
+          loader,
+          [
+            tollgate,
+            onCluster(nodes, primaries, false),
+            onCluster(nodes, primaries, true),
+            rlf,
+            rlfCluster(nodes, primaries)
+          ],
+          url,
+          s.id,
+          s.callers,
+          s.keys
+        )
+      )
+    }
+    clusterAdmin.disconnect()
+    ownCluster?.stop()
+  }
   if (wanted("c100-hot-deny")) {
     log("\nc100-hot-deny: 100 caller(s), one hot key, every call but the first denied")
     rows.push(...await measure(loader, [tollgate, rlf, effectRedis], url, "c100-hot-deny", 100, 1, true))
@@ -670,6 +817,28 @@ const main = async () => {
       ...(e === undefined ? {} : { effectFloorVsRlf: paired(e, b), tollgateVsEffectFloor: paired(t, e) })
     }]
   })
+  // The cluster against one server, waiting for a replica against not, and
+  // tollgate against rate-limiter-flexible on the cluster: paired per round.
+  const cluster = ["cluster-c1-many", "cluster-c100-many"].flatMap((scenario) => {
+    const one = row(scenario, "tollgate")
+    const onCluster = row(scenario, "tollgate-cluster")
+    const waiting = row(scenario, "tollgate-cluster-wait")
+    const rlfOnCluster = row(scenario, "rlf-cluster")
+    if (one === undefined || onCluster === undefined || waiting === undefined || rlfOnCluster === undefined) return []
+    return [{
+      scenario,
+      clusterVsOneServer: paired(onCluster, one),
+      waitVsNoWait: paired(waiting, onCluster),
+      clusterVsRlfCluster: paired(onCluster, rlfOnCluster)
+    }]
+  })
+  for (const c of cluster) {
+    log(
+      `\n${c.scenario}: the cluster ${c.clusterVsOneServer.toFixed(2)}× one server; replicas: { wait: 1 } ${
+        c.waitVsNoWait.toFixed(2)
+      }× without; tollgate ${c.clusterVsRlfCluster.toFixed(2)}× rate-limiter-flexible on the cluster`
+    )
+  }
   const targets = [
     versus("c1-hot", 1, "tollgate ≥ 1.0× rate-limiter-flexible, 1 caller, one key"),
     versus("c1-many", 1, "tollgate ≥ 1.0× rate-limiter-flexible, 1 caller, 10 000 keys"),
@@ -714,6 +883,7 @@ const main = async () => {
     rows,
     ceilings,
     floors,
+    cluster,
     targets: targets.map((t) => ({ ...t, pass: t.ratio >= t.target }))
   }
   const name = only !== undefined ? "results-only.json" : quick ? "results-quick.json" : "results.json"

@@ -6,9 +6,11 @@
  * random operations through both and requires identical replies): one Take
  * or Admit by its algorithm's lean script, anything else by the batch
  * script, both functions of one Redis Functions library (or `EVAL` scripts
- * on a Redis without Functions). A lone call goes straight to the socket;
+ * on a Redis without Functions). A lone call goes straight to the client;
  * calls for many keys made at once share one command, two commands out at
- * once (so the client answers one reply while Redis runs the other); the
+ * once per server (so the client answers one reply while Redis runs the
+ * other); on a Redis Cluster, a node's calls go together, one command per
+ * hash slot; the
  * bucket actor in front of each key sends a whole batch in one call
  * (coalescing), so a hot key costs one round trip per batch, not one per
  * request.
@@ -19,15 +21,14 @@
  * them (see `supported`). A policy of any other algorithm fails its calls
  * with `StoreUnavailable`, whose reason says so.
  *
- * `layer` opens a connection of its own (each command written the moment it
- * is sent, each reply answering its callers on the socket's stack), which
- * needs nothing but `effect` and Node; `make` and `layerRedis` run over
- * effect's `Redis` service (`effect/persistence`) that the application
- * provides.
+ * `layer` opens an ioredis client of its own, to one server, a Redis
+ * Cluster or a primary behind Sentinel (the client routes, follows
+ * redirections and failovers, and connects again); `make` and `layerRedis`
+ * run over effect's `Redis` service (`effect/persistence`) that the
+ * application provides.
  *
  * @since 0.1.0
  */
-import type { NodeRedis } from "@effect/platform-node"
 import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Predicate, Result, Scope, Tracer } from "effect"
 import { Redis } from "effect/persistence"
 import { InvalidPolicy, type MissingPackage } from "../Errors.ts"
@@ -79,15 +80,19 @@ export interface Options {
    */
   readonly keepSettled?: Duration.Input | undefined
   /**
-   * Most keys in one command (default 64). Calls for different keys made
-   * at the same moment share one command per script; each key is still
-   * applied atomically on its own. On Redis Cluster, keys of one call must share a
-   * hash slot: set 1 there (or give keys a common `{hash tag}`).
+   * Most keys in one round trip (default 64): one command on one server,
+   * a node's commands at once on a Redis Cluster (`layer`'s). Calls for
+   * different keys made at the same moment share one command per script
+   * (and hash slot, on a cluster); each key is still applied atomically on
+   * its own. With `cluster: true` over another client (`make`), keys of one
+   * command must share a hash slot: set 1 there (or give keys a common
+   * `{hash tag}`).
    */
   readonly maxBatchKeys?: number | undefined
   /**
-   * Most commands out at once (default 2; with `maxBatchKeys` under 64, as
-   * many as carry 128 keys). A lone call goes out at once; calls made while
+   * Most round trips out at once per server (default 2; with `maxBatchKeys`
+   * under 64, as many as carry 128 keys): commands on one server, each
+   * primary's trips on a Redis Cluster. A lone call goes out at once; calls made while
    * every slot is taken wait for the next free one, and go out together
    * (far less CPU per decision, here and on the server). With two out, the
    * client answers the callers of one reply while Redis runs the other
@@ -118,6 +123,19 @@ export interface Options {
    * keys of such a call a common hash tag: `{org:a}:user:1`, `{org:a}:org`.
    */
   readonly cluster?: boolean | undefined
+  /**
+   * Writes that must reach replicas before a call is answered (default
+   * none): after each script the store sends `WAIT wait timeout` on the same
+   * connection, and answers the call once `wait` replicas have acknowledged
+   * its write; when fewer did within `timeout`, the call fails with
+   * `StoreUnavailable` (the write stands on the primary) and the limiter's
+   * fallback decides. Redis replicates asynchronously: without it, a
+   * primary that dies can take the last writes it acknowledged with it, and
+   * its promoted replica then admits those requests again (see
+   * docs/distributed.md, "Failover"). Keep `timeout` below the calls'
+   * timeout (`fallback.timeout`).
+   */
+  readonly replicas?: { readonly wait: number; readonly timeout: Duration.Input } | undefined
 }
 
 /**
@@ -137,22 +155,38 @@ export interface Options {
  * @category models
  * @since 0.1.0
  */
-export interface LayerOptions extends Options {
+export interface LayerOptions extends Omit<Options, "cluster"> {
   /**
    * `redis://[[user]:password@]host[:port][/db]`, or `rediss://…` for TLS
    * (verified against the system's CAs). Default `redis://localhost:6379`.
+   * With `cluster: true`, one node of the cluster.
    */
   readonly url?: string | undefined
   /**
-   * node-redis client options (a Unix socket, TLS certificates, a credentials
-   * provider, …): given them, the store runs on a node-redis client
-   * (`NodeRedis.layer`) rather than its own connection, at node-redis's
-   * speed (it writes commands at the next `setImmediate`). This needs
-   * `@effect/platform-node` (and `redis`, its peer), optional peer
-   * dependencies of tollgate: without them building the layer fails with
-   * `MissingPackage`. The store's own connection needs neither.
+   * A Redis Cluster: `true` (`url` is one of its nodes), or the nodes to
+   * start from, as URLs (`redis://` or `rediss://`, with the credentials
+   * every node takes; no database number). The store learns the others
+   * from them, sends each key's calls to the primary that owns its slot,
+   * and follows the cluster when slots move or a replica is promoted (the
+   * client, ioredis, follows `MOVED` and `ASK` and refreshes its table of
+   * slots). Calls over several keys need a common `{hash tag}`.
    */
-  readonly client?: Omit<NonNullable<Parameters<typeof NodeRedis.layer>[0]>, "url"> | undefined
+  readonly cluster?: boolean | { readonly nodes: ReadonlyArray<string> } | undefined
+  /**
+   * A primary behind Sentinel: the name of its group and the sentinels'
+   * URLs (`redis://host:26379` or `rediss://…`). The store asks them for the
+   * primary and follows a failover; the credentials and scheme of the URLs
+   * (the same in every one) are used for the sentinels and the primary.
+   */
+  readonly sentinel?: { readonly name: string; readonly sentinels: ReadonlyArray<string> } | undefined
+  /**
+   * ioredis options for every connection the store opens (a Unix socket
+   * `path`, TLS certificates `tls`, `username` and `password` kept out of
+   * URLs, a `connectionName`, …), under the store's own: no offline queue,
+   * a command out when a connection drops fails at once, reconnecting for
+   * ever with a backoff to about a second.
+   */
+  readonly client?: Connection.ClientOptions | undefined
   /**
    * How long building the layer waits for Redis to connect and answer
    * (default 5 seconds); past it, building fails with `RedisError`.
@@ -209,7 +243,10 @@ const encodePolicy = (policy: Limit): Scripts.Encoded | string => {
     : { ...e, policy: `${e.policy} ${Codec.show(policy.blockMillis)}`, lean: undefined, leanConfig: "", leanGroup: "" }
 }
 
-const validate = (options: Options) => {
+// `realCluster`: the store's own client of a Redis Cluster, which groups
+// calls per node and slot (one slot per command), so `maxBatchKeys` needs
+// no hash tag; `cluster: true` over another client only checks slots.
+const validate = (options: Options, realCluster = false) => {
   const prefix = options.prefix ?? "tollgate:"
   if (!Predicate.isString(prefix)) {
     return new InvalidPolicy({ field: "prefix", value: typeof prefix, reason: "must be a string" })
@@ -234,7 +271,7 @@ const validate = (options: Options) => {
   if (cluster !== true && cluster !== false) {
     return new InvalidPolicy({ field: "cluster", value: String(cluster), reason: "must be a boolean" })
   }
-  const maxBatchKeys = options.maxBatchKeys ?? (cluster ? 1 : 64)
+  const maxBatchKeys = options.maxBatchKeys ?? (cluster && !realCluster ? 1 : 64)
   if (!(Number.isSafeInteger(maxBatchKeys) && maxBatchKeys > 0)) {
     return new InvalidPolicy({
       field: "maxBatchKeys",
@@ -242,7 +279,7 @@ const validate = (options: Options) => {
       reason: "must be a positive integer"
     })
   }
-  if (cluster && maxBatchKeys > 1 && Slot.hashed(prefix) === prefix) {
+  if (cluster && !realCluster && maxBatchKeys > 1 && Slot.hashed(prefix) === prefix) {
     return new InvalidPolicy({
       field: "maxBatchKeys",
       value: String(maxBatchKeys),
@@ -269,6 +306,22 @@ const validate = (options: Options) => {
   if (functions !== true && functions !== false) {
     return new InvalidPolicy({ field: "functions", value: String(functions), reason: "must be a boolean" })
   }
+  let replicas: Connection.Replicas | undefined = undefined
+  if (options.replicas !== undefined) {
+    const wait = options.replicas.wait
+    if (!(Number.isSafeInteger(wait) && wait > 0)) {
+      return new InvalidPolicy({ field: "replicas.wait", value: String(wait), reason: "must be a positive integer" })
+    }
+    const waitMillis = Policy.positiveMillis(options.replicas.timeout)
+    if (waitMillis === undefined) {
+      return new InvalidPolicy({
+        field: "replicas.timeout",
+        value: String(options.replicas.timeout),
+        reason: "must be a positive, finite duration"
+      })
+    }
+    replicas = { wait, timeout: Math.ceil(waitMillis) }
+  }
   return {
     prefix,
     functions,
@@ -277,7 +330,8 @@ const validate = (options: Options) => {
     keep: keep === Infinity ? "inf" : String(keep),
     maxBatchKeys,
     maxInFlight,
-    cluster
+    cluster,
+    replicas
   } as const
 }
 
@@ -305,6 +359,10 @@ class Entry {
   readonly resume: (exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void
   /** The caller's services when a tracer sees its spans (its round trip gets one). */
   readonly traced: Context.Context<never> | undefined
+  /** Its key's hash slot on Redis Cluster (0 on one server). */
+  readonly slot: number
+  /** The server its commands go to. */
+  readonly lane: Lane
   constructor(
     key: string,
     encoded: Scripts.Encoded,
@@ -312,7 +370,9 @@ class Entry {
     timeout: number,
     deadline: number,
     resume: (exit: Exit.Exit<ReadonlyArray<Reply>, StoreUnavailable>) => void,
-    traced: Context.Context<never> | undefined
+    traced: Context.Context<never> | undefined,
+    slot: number,
+    lane: Lane
   ) {
     this.key = key
     this.encoded = encoded
@@ -321,6 +381,8 @@ class Entry {
     this.deadline = deadline
     this.resume = resume
     this.traced = traced
+    this.slot = slot
+    this.lane = lane
   }
   /**
    * The lean entry point takes it: one Take or Admit with no units held
@@ -343,26 +405,64 @@ class Entry {
   }
 }
 
-// One round trip: one command, to one entry point (the lean one of a
-// policy, or the batch one of an algorithm), with the calls it carries. It
-// holds one of the `maxInFlight` slots until its reply, or its deadline.
+// One server: on Redis Cluster, one primary (as the client's table of
+// slots names it); on one server, the only one. Its calls wait in its own
+// `pending`, and at most `maxInFlight` of its round trips are out at once,
+// so a busy node never holds up the calls of another.
+class Lane {
+  pending: Array<Entry> = []
+  inFlight = 0
+  readonly id: string
+  constructor(id: string) {
+    this.id = id
+  }
+}
+
+// One round trip to one server: on one server, one command; on Redis
+// Cluster, the commands a node gets at once (one per hash slot and entry
+// point: a script may only touch the keys of one slot). It holds one of its
+// lane's `maxInFlight` slots until its last command is answered (or its
+// deadline passes).
+class Trip {
+  readonly lane: Lane
+  /** Its commands not yet answered. */
+  out = 0
+  readonly rounds: Array<Round> = []
+  /** Keys it carries. */
+  keys = 0
+  constructor(lane: Lane) {
+    this.lane = lane
+  }
+}
+
+// One command: to one entry point (the lean one of a policy, or the batch
+// one of an algorithm), with the calls it carries.
 class Round {
   readonly route: Scripts.Route
   readonly lean: boolean
+  readonly trip: Trip
+  /** The hash slot of its keys (Redis Cluster). */
+  readonly slot: number
   readonly entries: Array<Entry> = []
   /** The earliest deadline of its calls. */
   deadline = Infinity
-  constructor(route: Scripts.Route, lean: boolean) {
+  constructor(route: Scripts.Route, lean: boolean, trip: Trip, slot: number) {
     this.route = route
     this.lean = lean
+    this.trip = trip
+    this.slot = slot
   }
-  /** An empty round for the entry point that `e` takes. */
-  static for(e: Entry): Round {
+  /** An empty command, in `trip`, for the entry point that `e` takes. */
+  static for(e: Entry, trip: Trip): Round {
     const lean = e.lean
-    return new Round(lean ? e.encoded.lean! : e.encoded.batch, lean)
+    const round = new Round(lean ? e.encoded.lean! : e.encoded.batch, lean, trip, e.slot)
+    trip.rounds.push(round)
+    trip.out++
+    return round
   }
   add(e: Entry): void {
     this.entries.push(e)
+    this.trip.keys++
     if (e.deadline < this.deadline) this.deadline = e.deadline
   }
 }
@@ -371,10 +471,11 @@ class Round {
  * Makes a store over the `Redis` service in context. Calls for different
  * keys made at the same moment (by the buckets of many keys) share a round
  * trip, each key still applied atomically and in order on its own; a lone
- * call goes straight to the socket. Over `NodeRedis` (`NodeRedis.layer`
+ * call goes straight to the client. Over `NodeRedis` (`NodeRedis.layer`
  * provided by the application) the store writes its commands with
  * node-redis's own client; over any other `Redis` service, through its
- * `send`. `layer` is faster: its own connection writes each command at once.
+ * `send`. `layer` runs on an ioredis client of its own, which writes each
+ * command at once (node-redis writes at the next `setImmediate`).
  *
  * @example
  * ```ts
@@ -410,19 +511,26 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
       ? yield* Effect.serviceOption(platform.value.NodeRedis.NodeRedis)
       : Option.none()
     const context = yield* Effect.context<never>()
-    return yield* build(
-      nodeRedis._tag === "Some" ? Connection.viaClient(nodeRedis.value.client) : Connection.viaService(redis, context),
-      settings
-    )
+    return yield* build({
+      send: nodeRedis._tag === "Some"
+        ? Connection.viaClient(nodeRedis.value.client)
+        : Connection.viaService(redis, context)
+    }, settings)
   })
 
-// The store over `send`, with its settings checked.
-const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings: Settings) {
-  const { functions, keep, maxBatchKeys, maxInFlight, prefix, server, timeout: defaultTimeout } = settings
+// The store over a connection, with its settings checked.
+const build = Effect.fnUntraced(function*(connection: Connection.Connection, settings: Settings) {
+  const { functions, keep, maxBatchKeys, maxInFlight, prefix, replicas, server, timeout: defaultTimeout } = settings
   const clock = yield* Clock.Clock
   const context = yield* Effect.context<never>()
   const runFork = Effect.runForkWith(context)
-  const runner = Connection.makeRunner(sendCommand, Scripts.library, functions)
+  const runner = Connection.makeRunner(connection, Scripts.library, functions)
+  const nodeOf = connection.nodeOf
+  const together = connection.together
+  // On Redis Cluster, calls are grouped by the node that owns their key's
+  // slot (as the client's table of slots says now; the client routes each
+  // command itself, following MOVED and ASK).
+  const cluster = nodeOf !== undefined
   // Policies are immutable values, shared by every key they apply to.
   const encoded = new WeakMap<Limit, Scripts.Encoded | string>()
   const encode = (policy: Limit) => {
@@ -434,13 +542,25 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
     return e
   }
 
-  // Batching: a call goes out at once while nothing waits for a round and
-  // fewer than `maxInFlight` rounds are out (so a lone caller waits for
-  // nothing but its round trip); past that it waits in `pending`, and each
-  // round that is answered fills its slot again from `pending` (see
-  // `dispatch`).
-  let pending: Array<Entry> = []
-  let inFlight = 0
+  // Batching: a call goes out at once while nothing of its server waits for
+  // a round trip and fewer than `maxInFlight` of its trips are out (so a
+  // lone caller waits for nothing but its round trip); past that it waits
+  // in its lane's `pending`, and each trip that is answered fills its slot
+  // again from `pending` (see `dispatch`).
+  const only = new Lane("")
+  const lanes: Array<Lane> = [only]
+  const byNode = new Map<string, Lane>([["", only]])
+  const laneOf = (slot: number): Lane => {
+    if (!cluster) return only
+    const id = nodeOf(slot) ?? ""
+    let lane = byNode.get(id)
+    if (lane === undefined) {
+      lane = new Lane(id)
+      byNode.set(id, lane)
+      lanes.push(lane)
+    }
+    return lane
+  }
   // Set while a round answers several callers (who resume at once, on its
   // stack): their next calls wait for the next round, which carries them
   // all, rather than going out one by one.
@@ -462,9 +582,10 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
       watchdog?.interruptUnsafe()
     })
   )
-  // A round's slot is given back once: answered, failed, or past its deadline.
+  // A round is done once: answered, failed, or past its deadline; its trip's
+  // slot is given back with its last round.
   const end = (round: Round): void => {
-    if (watched.delete(round)) inFlight--
+    if (watched.delete(round) && --round.trip.out === 0) round.trip.lane.inFlight--
   }
   const expire = Effect.sync(() => {
     watchdog = undefined
@@ -480,20 +601,23 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
       answer(round.entries, (e) => timedOut(e))
     }
     // and the calls waiting for a round (behind one that does not answer)
-    let kept = 0
-    for (const e of pending) {
-      if (e.cancelled) continue
-      if (e.deadline <= now) {
-        e.cancelled = true
-        e.complete(Exit.fail(timedOut(e)))
-        continue
+    for (const lane of lanes) {
+      const pending = lane.pending
+      let kept = 0
+      for (const e of pending) {
+        if (e.cancelled) continue
+        if (e.deadline <= now) {
+          e.cancelled = true
+          e.complete(Exit.fail(timedOut(e)))
+          continue
+        }
+        if (e.deadline < next) next = e.deadline
+        pending[kept++] = e
       }
-      if (e.deadline < next) next = e.deadline
-      pending[kept++] = e
+      pending.length = kept
     }
-    pending.length = kept
     if (next < Infinity) arm(next)
-    if (pending.length > 0 && inFlight < maxInFlight) dispatch()
+    fill()
   })
   const arm = (at: number): void => {
     if (closed) return
@@ -537,8 +661,15 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
   // blocked): not answered, it goes again in the next round.
   const again = (e: Entry): void => {
     e.batchOnly = true
-    pending.push(e)
+    e.lane.pending.push(e)
     if (e.deadline < wakeAt) arm(e.deadline)
+  }
+  // Sends what waits, on every server with a free slot.
+  const fill = (): void => {
+    for (let i = 0; i < lanes.length; i++) {
+      const lane = lanes[i]
+      if (lane.pending.length > 0 && lane.inFlight < maxInFlight) dispatch(lane)
+    }
   }
 
   // One command: the arguments for its entry point and keys.
@@ -559,10 +690,16 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
     return args
   }
 
+  // Runs an entry point; with `replicas`, answered only once its write has
+  // reached them (`WAIT` after the script, on the same connection).
+  const run = (route: Scripts.Route, args: Array<string>, slot: number, done: Connection.Done): void => {
+    if (replicas === undefined) runner.run(route, args, done)
+    else Connection.replicated(connection, replicas, slot, (d) => runner.run(route, args, d), done)
+  }
+
   // Sends a round's command and answers its calls from the reply.
   const send = (round: Round): void => {
     const { entries, lean, route } = round
-    inFlight++
     watched.add(round)
     if (round.deadline < wakeAt) arm(round.deadline)
     const settle = (reply: unknown, failure: string | undefined): void => {
@@ -577,21 +714,21 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
             : undefined
           return replies ?? unavailable(`unexpected reply from the ${route.name} script`)
         })
-        if (pending.length > 0 && inFlight < maxInFlight) dispatch()
+        fill()
       } catch (defect) {
         // whatever happens, every caller in it gets an answer
         answer(entries, () => unavailable(`the round trip failed: ${Connection.reasonOf(defect)}`))
       }
     }
-    // the reply answers on the stack it arrives on (the socket's own, for
-    // the store's connection): no promise, no microtask per command
+    // the reply answers on the stack it arrives on: no promise, no
+    // microtask per command of the store's own
     const out = (then?: () => void): void => {
       const done: Connection.Done = (reply, failure) => {
         settle(reply, failure === undefined ? undefined : Connection.reasonOf(failure))
         then?.()
       }
       try {
-        runner.run(route, argsOf(lean, entries), done)
+        run(route, argsOf(lean, entries), round.slot, done)
       } catch (error) {
         done(undefined, error)
       }
@@ -615,28 +752,33 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
 
   // A call that goes out on its own, at once.
   const sendAlone = (e: Entry): void => {
-    const round = Round.for(e)
-    round.add(e)
-    send(round)
+    const trip = new Trip(e.lane)
+    e.lane.inFlight++
+    Round.for(e, trip).add(e)
+    send(trip.rounds[0])
   }
 
-  // What is pending, in as many rounds as there are free slots, in call
-  // order: one command per entry point (the lean one of a policy, the
-  // batch one of an algorithm), of up to `maxBatchKeys` keys. The calls of
-  // an entry point are shared out evenly between the commands they need
-  // (100 calls and 64 keys at most: two of 50, not 64 and 36), so the
-  // rounds out take turns of one size. A key's calls stay in order: once
-  // one of its calls is held back (no free slot, or it would take a
-  // command of another entry point), its later ones are too.
+  // What is pending on a server, in as many trips as it has free slots, in
+  // call order. On one server a trip is one command, to one entry point
+  // (the lean one of a policy, the batch one of an algorithm), of up to
+  // `maxBatchKeys` keys; on Redis Cluster, a node's commands sent at once,
+  // one per entry point and hash slot, of up to `maxBatchKeys` keys in all.
+  // What waits is shared out evenly between the trips it needs (100 calls
+  // and 64 keys at most: two of 50, not 64 and 36), so the trips out take
+  // turns of one size. A key's calls stay in order: once one of its calls
+  // is held back (no free slot, or it would take a command of another
+  // entry point), its later ones are too.
   //
-  // Each round is answered on its own reply, and its callers' next calls
-  // go out at once while the other round is still at Redis: with two out
+  // Each trip is answered on its own replies, and its callers' next calls
+  // go out at once while the other trip is still at Redis: with two out
   // (the default), the client answers one while Redis runs the other.
-  const dispatch = (): void => {
+  const dispatch = (lane: Lane): void => {
     const now = clock.currentTimeMillisUnsafe()
-    // the calls of each entry point still to send, for the size of its commands
+    // the calls of each entry point still to send (all of them, on a
+    // cluster), for the size of its trips
     const counts = new Map<string, number>()
     let kept = 0
+    let pending = lane.pending
     for (const e of pending) {
       if (e.cancelled) continue
       // out of time while it waited for a round: not sent
@@ -645,45 +787,67 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
         continue
       }
       pending[kept++] = e
-      const id = groupOf(e)
+      const id = cluster ? "" : groupOf(e)
       counts.set(id, (counts.get(id) ?? 0) + 1)
     }
     pending.length = kept
-    const free = maxInFlight - inFlight
-    const rounds: Array<Round> = []
-    const open = new Map<string, Round>()
+    const free = maxInFlight - lane.inFlight
+    const trips: Array<Trip> = []
+    // the trip being filled: per entry point on one server, one on a cluster
+    const open = new Map<string, Trip>()
+    // on a cluster, the command being filled per entry point and slot
+    const rounds = new Map<string, Round>()
     const placed = new Map<string, string | undefined>()
     const later: Array<Entry> = []
     for (const e of pending) {
-      const id = groupOf(e)
+      const group = groupOf(e)
+      const id = cluster ? `${group} ${e.slot}` : group
       const at = placed.get(e.key)
       if (at === undefined ? placed.has(e.key) : at !== id) {
         placed.set(e.key, undefined)
         later.push(e)
         continue
       }
-      let round = open.get(id)
-      if (round === undefined || round.entries.length >= evenly(counts.get(id)!)) {
-        if (rounds.length >= free) {
+      const size = cluster ? "" : group
+      let trip = open.get(size)
+      if (trip === undefined || trip.keys >= evenly(counts.get(size)!)) {
+        if (trips.length >= free) {
           placed.set(e.key, undefined)
           later.push(e)
           continue
         }
-        round = Round.for(e)
-        rounds.push(round)
-        open.set(id, round)
+        trip = new Trip(lane)
+        trips.push(trip)
+        open.set(size, trip)
+      }
+      let round = cluster ? rounds.get(id) : trip.rounds[0]
+      if (round === undefined || round.trip !== trip) {
+        round = Round.for(e, trip)
+        if (cluster) rounds.set(id, round)
       }
       placed.set(e.key, id)
       round.add(e)
     }
+    lane.pending = later
     pending = later
-    for (const round of rounds) send(round)
+    lane.inFlight += trips.length
+    if (together !== undefined && cluster) {
+      together(lane.id, () => {
+        for (const trip of trips) {
+          for (const round of trip.rounds) send(round)
+        }
+      })
+      return
+    }
+    for (const trip of trips) {
+      for (const round of trip.rounds) send(round)
+    }
   }
   // The entry point a call takes (per algorithm for the batch script too,
   // though the library's one function runs them all: a command whose FCALL
   // falls back to EVALSHA then still has the one script for all its keys).
   const groupOf = (e: Entry): string => e.lean ? e.encoded.leanGroup : e.encoded.batch.script.sha
-  // The size of each command when `n` calls share the fewest commands.
+  // The size of each trip when `n` calls share the fewest trips.
   const evenly = (n: number): number => Math.ceil(n / Math.ceil(n / maxBatchKeys))
 
   // The hot path: plain JavaScript from the caller to the socket, and from
@@ -702,22 +866,27 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
       return undefined
     }
     const fiber = Fiber.getCurrent()
+    const full = prefix + key
+    const slot = cluster ? Slot.slot(full) : 0
+    const lane = laneOf(slot)
     const entry = new Entry(
-      prefix + key,
+      full,
       e,
       ops,
       timeout,
       clock.currentTimeMillisUnsafe() + timeout,
       done,
-      fiber === undefined || fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ? undefined : fiber.context
+      fiber === undefined || fiber.getRef(Tracer.Tracer) === Tracer.nativeTracer ? undefined : fiber.context,
+      slot,
+      lane
     )
     // While a round is answering its callers, those that call again join
     // the next round (started when it ends) instead of going out one by one.
-    if (pending.length === 0 && inFlight < maxInFlight && !answering) {
+    if (lane.pending.length === 0 && lane.inFlight < maxInFlight && !answering) {
       sendAlone(entry)
       return undefined
     }
-    pending.push(entry)
+    lane.pending.push(entry)
     // waits for a round: the watchdog wakes for it if it is the first due
     if (entry.deadline < wakeAt) arm(entry.deadline)
     return entry.cancel
@@ -741,9 +910,10 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
         args.push(encodedPolicy.policy, Codec.show(e.cost))
       }
       const timeout = timeoutMillis ?? defaultTimeout
+      const slot = cluster ? Slot.slot(args[3]) : 0
       const sent = Effect.callback<unknown, StoreUnavailable>((resume) => {
         try {
-          runner.run(Scripts.multi, args, (reply, failure) =>
+          run(Scripts.multi, args, slot, (reply, failure) =>
             resume(
               failure === undefined ? Effect.succeed(reply) : Effect.fail(unavailable(Connection.reasonOf(failure)))
             ))
@@ -764,7 +934,7 @@ const build = Effect.fnUntraced(function*(sendCommand: Connection.Send, settings
         }
       )
     })
-  const checkKeys = settings.cluster
+  const checkKeys = settings.cluster || cluster
     ? (keys: ReadonlyArray<string>) => Slot.crossSlot(keys.map((key) => prefix + key))
     : undefined
   const engine: Engine.Engine = { name: "redis", apply, applyUnsafe, applyAll, checkKeys, timesOut: true }
@@ -798,12 +968,14 @@ export const layerRedis = (options?: Options): Layer.Layer<CurrentStore, Invalid
   Layer.effect(CurrentStore, make(options))
 
 /**
- * The store as the limiter's `Store.CurrentStore`, on a connection of its
- * own to `url` (`redis://` or `rediss://`; with `client`, node-redis options,
- * on a node-redis client instead). Building it fails with `RedisError` when
- * Redis cannot be reached; once connected, it connects again for ever, and
- * while it is disconnected calls fail at once (no offline queue), so the
- * limiter's `fallback` decides.
+ * The store as the limiter's `Store.CurrentStore`, on an ioredis client of
+ * its own: to `url` (`redis://` or `rediss://`), to a Redis Cluster
+ * (`cluster`) or to the primary behind Sentinel (`sentinel`); `client` adds
+ * ioredis options. Building it fails with `InvalidPolicy` for options that
+ * do not make sense and with `RedisError` when Redis cannot be reached;
+ * once connected, it connects again for ever, and while it is disconnected
+ * calls fail at once (no offline queue), so the limiter's `fallback`
+ * decides.
  *
  * @example
  * ```ts
@@ -815,6 +987,10 @@ export const layerRedis = (options?: Options): Layer.Layer<CurrentStore, Invalid
  *   policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 10, per: "1 second" } }),
  *   fallback: { mode: "local", share: 1 / 3, timeout: "100 millis" }
  * }).pipe(Layer.provide(RedisStore.layer({ url: "redis://localhost:6379", prefix: "api:" })))
+ *
+ * // a Redis Cluster, or a primary behind Sentinel
+ * const OnCluster = RedisStore.layer({ cluster: { nodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] } })
+ * const BehindSentinel = RedisStore.layer({ sentinel: { name: "mymaster", sentinels: ["redis://10.0.0.1:26379"] } })
  * ```
  *
  * @category layers
@@ -824,18 +1000,24 @@ export const layer = (
   options: LayerOptions = {}
 ): Layer.Layer<CurrentStore, InvalidPolicy | Redis.RedisError | MissingPackage> =>
   Layer.effectContext(Effect.gen(function*() {
-    const settings = validate(options)
+    const where = yield* Connection.where(options)
+    const settings = validate({ ...options, cluster: where._tag === "Cluster" }, where._tag === "Cluster")
     if (settings instanceof InvalidPolicy) return yield* settings
     const connectTimeout = yield* bounded(options, "connectTimeout", 5000)
     const closeTimeout = yield* bounded(options, "closeTimeout", 2000)
-    const send = options.client === undefined
-      ? yield* Connection.own(options.url ?? "redis://localhost:6379", connectTimeout, closeTimeout)
-      : yield* Connection.viaNodeRedis(
-        options.url === undefined ? options.client : { ...options.client, url: options.url },
-        connectTimeout,
-        closeTimeout
-      )
-    return Context.make(CurrentStore, yield* build(send, settings))
+    // ioredis is an optional peer: loaded here, so `tollgate/redis` loads without it
+    const io = yield* OptionalPackage.load(
+      "RedisStore.layer",
+      "ioredis",
+      () => import("ioredis").then(Result.succeed, Result.fail)
+    )
+    const connection = yield* Connection.ioredis(
+      io,
+      () => Connection.client(io, where, options.client),
+      connectTimeout,
+      closeTimeout
+    )
+    return Context.make(CurrentStore, yield* build(connection, settings))
   }))
 
 const bounded = (

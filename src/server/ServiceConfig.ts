@@ -268,8 +268,19 @@ export const FallbackMode = Schema.Literals(["local", "allow", "deny", "error"])
  * @since 0.1.0
  */
 export const RedisOptions = Schema.Struct({
-  /** `REDIS_URL` wins over it. Without either, state is kept in-process. */
+  /**
+   * One server. Give one of `url`, `cluster` and `sentinel`; any of
+   * `REDIS_URL`, `REDIS_CLUSTER_NODES` and `REDIS_SENTINELS` wins over
+   * them. Without any, state is kept in-process.
+   */
   url: Schema.optionalKey(RedisUrl),
+  /** A Redis Cluster: the nodes to start from (URLs with one scheme and one set of credentials; no database). */
+  cluster: Schema.optionalKey(Schema.Struct({ nodes: Schema.NonEmptyArray(RedisUrl) })),
+  /** A primary behind Sentinel: the name of its group and the sentinels (URLs, as for the cluster). */
+  sentinel: Schema.optionalKey(Schema.Struct({
+    name: Schema.NonEmptyString,
+    sentinels: Schema.NonEmptyArray(RedisUrl)
+  })),
   /** Prepended to every key in Redis; instances that share limits use the same one. Default `"tollgate:"`. */
   prefix: Schema.optionalKey(RedisPrefix),
   /** Whose time decides: Redis's (`"server"`, the default) or each instance's (`"client"`). */
@@ -380,8 +391,8 @@ const IntFromString = (minimum: number, maximum: number) =>
 
 /**
  * The environment variables the service reads (besides the secrets
- * `TOLLGATE_ADMIN_TOKEN` and `REDIS_URL`, read as `Config.Redacted`). They
- * override the file.
+ * `TOLLGATE_ADMIN_TOKEN`, `REDIS_URL`, `REDIS_CLUSTER_NODES` and
+ * `REDIS_SENTINELS`, read as `Config.Redacted`). They override the file.
  *
  * @example
  * ```ts
@@ -407,6 +418,7 @@ export const Env = Schema.Struct({
   TOLLGATE_SHUTDOWN_TIMEOUT: Schema.optionalKey(Schema.NonEmptyString),
   TOLLGATE_REQUEST_TIMEOUT: Schema.optionalKey(Schema.NonEmptyString),
   TOLLGATE_HEADERS_TIMEOUT: Schema.optionalKey(Schema.NonEmptyString),
+  REDIS_SENTINEL_NAME: Schema.optionalKey(Schema.NonEmptyString),
   REDIS_PREFIX: Schema.optionalKey(RedisPrefix),
   REDIS_FALLBACK: Schema.optionalKey(FallbackMode),
   TOLLGATE_RLS_HOST: Schema.optionalKey(Schema.NonEmptyString),
@@ -504,9 +516,21 @@ export interface Settings {
  * @since 0.1.0
  */
 export interface RedisSettings {
+  /**
+   * Where Redis is: one server's URL; a cluster's nodes or the sentinels,
+   * their URLs separated by commas.
+   */
   readonly url: Redacted.Redacted<string>
-  /** Where the URL came from (`REDIS_URL` or `redis.url`), for error messages. */
+  /**
+   * Where the URL came from (`REDIS_URL`, `redis.url`, `REDIS_CLUSTER_NODES`,
+   * `redis.cluster.nodes`, `REDIS_SENTINELS` or `redis.sentinel.sentinels`),
+   * for error messages.
+   */
   readonly urlField: string
+  /** One server (the default), a Redis Cluster, or a primary behind Sentinel. */
+  readonly topology?: "server" | "cluster" | "sentinel" | undefined
+  /** Behind Sentinel: the primary's group. */
+  readonly sentinelName?: string | undefined
   readonly prefix: string
   readonly clock: "server" | "client"
   readonly fallback: {
@@ -583,6 +607,10 @@ export interface Input {
   readonly adminToken?: Option.Option<Redacted.Redacted<string>> | undefined
   /** `REDIS_URL`; an empty value counts as unset. */
   readonly redisUrl?: Option.Option<Redacted.Redacted<string>> | undefined
+  /** `REDIS_CLUSTER_NODES` (URLs separated by commas); an empty value counts as unset. */
+  readonly redisClusterNodes?: Option.Option<Redacted.Redacted<string>> | undefined
+  /** `REDIS_SENTINELS` (URLs separated by commas); an empty value counts as unset. */
+  readonly redisSentinels?: Option.Option<Redacted.Redacted<string>> | undefined
   /** The YAML files of the rate limit service, as read (by {@link load}). */
   readonly rlsFiles?: ReadonlyArray<{ readonly file: string; readonly text: string }> | undefined
 }
@@ -611,7 +639,14 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
       : yield* Schema.decodeUnknownEffect(ConfigFile)(input.file, { onExcessProperty: "error", errors: "all" }).pipe(
         Effect.catchTag(
           "SchemaError",
-          (error) => fail(FieldErrors.fromIssue(error.issue, input.file, { redact: { "redis.url": redactUrl } }))
+          (error) =>
+            fail(FieldErrors.fromIssue(error.issue, input.file, {
+              redact: {
+                "redis.url": redactUrl,
+                "redis.cluster.nodes": redactUrl,
+                "redis.sentinel.sentinels": redactUrl
+              }
+            }))
         )
       )
     const rawEnv = input.env ?? {}
@@ -721,7 +756,7 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
       })
     }
 
-    const redis = resolveRedis(file.redis, env, input.redisUrl, errors)
+    const redis = resolveRedis(file.redis, env, input, errors)
 
     const forwardAuth = ForwardAuth.make(file.forwardAuth ?? {}, policies, limits.maxKeyLength)
     if (Result.isFailure(forwardAuth)) errors.push(...forwardAuth.failure)
@@ -734,7 +769,7 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
         sources.push(name)
       }
     }
-    if (Option.isSome(redis) && redis.value.urlField === "REDIS_URL") sources.push("REDIS_URL")
+    if (Option.isSome(redis) && redis.value.urlField.startsWith("REDIS_")) sources.push(redis.value.urlField)
     return {
       host: env.HOST ?? "127.0.0.1",
       port: env.PORT ?? 8080,
@@ -828,30 +863,116 @@ const resolveTimeouts = (
   return { request: requestMillis, headers: headersMillis }
 }
 
-// The Redis settings: the environment's URL, else the file's (none: in-process);
-// the rest from the file, REDIS_PREFIX and REDIS_FALLBACK winning. Checked even
-// without a URL, so that a mistake shows before the URL is added.
+// The Redis settings: where Redis is from the environment (one of REDIS_URL,
+// REDIS_CLUSTER_NODES and REDIS_SENTINELS), else from the file (one of url,
+// cluster and sentinel); none: in-process. The rest from the file,
+// REDIS_PREFIX and REDIS_FALLBACK winning. Checked even without a place, so
+// that a mistake shows before one is added.
 const resolveRedis = (
   file: typeof RedisOptions.Type | undefined,
   env: typeof Env.Type,
-  envUrl: Option.Option<Redacted.Redacted<string>> | undefined,
+  input: Input,
   errors: Array<FieldErrors.FieldError>
 ): Option.Option<RedisSettings> => {
-  let url: Option.Option<{ readonly value: Redacted.Redacted<string>; readonly field: string }> = Option.none()
-  const fromEnv = Option.filter(envUrl ?? Option.none(), (url) => Redacted.value(url) !== "")
-  if (Option.isSome(fromEnv)) {
-    const raw = Redacted.value(fromEnv.value)
-    const decoded = Schema.decodeResult(RedisUrl)(raw)
-    if (Result.isFailure(decoded)) {
-      errors.push(
-        ...FieldErrors.fromIssue(decoded.failure.issue, raw, { root: "REDIS_URL", redact: { REDIS_URL: redactUrl } })
-      )
-    } else {
-      url = Option.some({ value: fromEnv.value, field: "REDIS_URL" })
-    }
-  } else if (file?.url !== undefined) {
-    url = Option.some({ value: Redacted.make(file.url, { label: "redis.url" }), field: "redis.url" })
+  type Place = {
+    readonly value: Redacted.Redacted<string>
+    readonly field: string
+    readonly topology: "server" | "cluster" | "sentinel"
   }
+  const given = (value: Option.Option<Redacted.Redacted<string>> | undefined) =>
+    Option.filter(value ?? Option.none(), (v) => Redacted.value(v) !== "")
+  const fromEnv: Array<Place> = []
+  const envUrl = given(input.redisUrl)
+  if (Option.isSome(envUrl)) fromEnv.push({ value: envUrl.value, field: "REDIS_URL", topology: "server" })
+  const envNodes = given(input.redisClusterNodes)
+  if (Option.isSome(envNodes)) {
+    fromEnv.push({ value: envNodes.value, field: "REDIS_CLUSTER_NODES", topology: "cluster" })
+  }
+  const envSentinels = given(input.redisSentinels)
+  if (Option.isSome(envSentinels)) {
+    fromEnv.push({ value: envSentinels.value, field: "REDIS_SENTINELS", topology: "sentinel" })
+  }
+  const fromFile: Array<Place> = []
+  if (file?.url !== undefined) {
+    fromFile.push({ value: Redacted.make(file.url, { label: "redis.url" }), field: "redis.url", topology: "server" })
+  }
+  if (file?.cluster !== undefined) {
+    fromFile.push({
+      value: Redacted.make(file.cluster.nodes.join(","), { label: "redis.cluster.nodes" }),
+      field: "redis.cluster.nodes",
+      topology: "cluster"
+    })
+  }
+  if (file?.sentinel !== undefined) {
+    fromFile.push({
+      value: Redacted.make(file.sentinel.sentinels.join(","), { label: "redis.sentinel.sentinels" }),
+      field: "redis.sentinel.sentinels",
+      topology: "sentinel"
+    })
+  }
+  for (const places of [fromEnv, fromFile]) {
+    if (places.length > 1) {
+      errors.push({
+        field: places[1].field,
+        reason: `give one of ${
+          places.map((p) => p.field).join(", ")
+        } (Redis is one server, a cluster or behind Sentinel)`
+      })
+    }
+  }
+  let place: Place | undefined = fromEnv[0] ?? fromFile[0]
+  // every URL of the place valid; a cluster's or a group's sharing one
+  // scheme and one set of credentials; no database on a cluster
+  if (place !== undefined) {
+    const urls = Redacted.value(place.value).split(",").map((u) => u.trim()).filter((u) => u !== "")
+    const listed = place.topology !== "server"
+    urls.forEach((raw, i) => {
+      const field = listed ? `${place!.field}[${i}]` : place!.field
+      const decoded = Schema.decodeResult(RedisUrl)(raw)
+      if (Result.isFailure(decoded)) {
+        errors.push(
+          ...FieldErrors.fromIssue(decoded.failure.issue, raw, { root: field, redact: { [field]: redactUrl } })
+        )
+        place = undefined
+        return
+      }
+      if (!listed) return
+      const url = new URL(raw)
+      const first = new URL(urls[0])
+      if (url.protocol !== first.protocol || url.username !== first.username || url.password !== first.password) {
+        errors.push({
+          field,
+          value: JSON.stringify(redactUrl(raw)),
+          reason: `must have the scheme and credentials of ${place!.field}[0] (the ${
+            place!.topology === "cluster" ? "nodes of a cluster" : "sentinels"
+          } share them)`
+        })
+        place = undefined
+      } else if (place!.topology === "cluster" && /^\/?[1-9]\d*$/.test(url.pathname)) {
+        errors.push({
+          field,
+          value: JSON.stringify(redactUrl(raw)),
+          reason: "a Redis Cluster has only database 0"
+        })
+        place = undefined
+      }
+    })
+  }
+  const sentinelName = env.REDIS_SENTINEL_NAME ?? file?.sentinel?.name
+  if (place?.topology === "sentinel" && sentinelName === undefined) {
+    errors.push({
+      field: "REDIS_SENTINEL_NAME",
+      reason: "is required with REDIS_SENTINELS: the name the sentinels monitor the primary by"
+    })
+  }
+  if (env.REDIS_SENTINEL_NAME !== undefined && place?.topology !== "sentinel" && fromEnv.length + fromFile.length > 0) {
+    errors.push({
+      field: "REDIS_SENTINEL_NAME",
+      value: JSON.stringify(env.REDIS_SENTINEL_NAME),
+      reason: "names a group of sentinels, but Redis is not behind Sentinel (set REDIS_SENTINELS)"
+    })
+  }
+  const url = Option.fromUndefinedOr(place)
 
   const duration = (field: "timeout" | "retryAfter", fallback: number, example: string): number => {
     const input = file?.fallback?.[field]
@@ -871,6 +992,8 @@ const resolveRedis = (
   return Option.map(url, (url) => ({
     url: url.value,
     urlField: url.field,
+    topology: url.topology,
+    ...(url.topology === "sentinel" ? { sentinelName } : {}),
     prefix: env.REDIS_PREFIX ?? file?.prefix ?? "tollgate:",
     clock: file?.clock ?? "server",
     fallback: {
@@ -980,6 +1103,16 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
       new InvalidConfig({ errors: [{ field: "REDIS_URL", reason: "cannot be read (value not shown)" }] })
     )
   )
+  const redisClusterNodes = yield* Config.option(Config.Redacted("REDIS_CLUSTER_NODES")).pipe(
+    Effect.mapError(() =>
+      new InvalidConfig({ errors: [{ field: "REDIS_CLUSTER_NODES", reason: "cannot be read (value not shown)" }] })
+    )
+  )
+  const redisSentinels = yield* Config.option(Config.Redacted("REDIS_SENTINELS")).pipe(
+    Effect.mapError(() =>
+      new InvalidConfig({ errors: [{ field: "REDIS_SENTINELS", reason: "cannot be read (value not shown)" }] })
+    )
+  )
   const fileName = env.TOLLGATE_CONFIG
   let file: unknown = undefined
   if (fileName !== undefined) {
@@ -1008,7 +1141,7 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
     })
   }
   const rlsFiles = yield* readRlsFiles(file, fileName, env.TOLLGATE_RLS_CONFIG)
-  return yield* resolve({ file, fileName, env, adminToken, redisUrl, rlsFiles })
+  return yield* resolve({ file, fileName, env, adminToken, redisUrl, redisClusterNodes, redisSentinels, rlsFiles })
 }).pipe(Effect.withSpan("ServiceConfig.load"))
 
 // The rate limit service's YAML: `TOLLGATE_RLS_CONFIG` (relative to the

@@ -98,12 +98,21 @@ export const describe = (settings: Settings): string =>
     onNone: () => "in-process",
     onSome: (redis) => {
       const { mode, retryAfter, share, timeout } = redis.fallback
-      const url = ServiceConfig.redactUrl(Redacted.value(redis.url))
+      const url = urlsOf(redis).map(ServiceConfig.redactUrl).join(",")
       const fallback = mode === "local" ? `local with share ${share}` : mode
-      return `Redis at ${url} (prefix ${JSON.stringify(redis.prefix)}, ${redis.clock} clock; fallback ${fallback} ` +
+      const where = redis.topology === "cluster"
+        ? `a Redis Cluster from ${url}`
+        : redis.topology === "sentinel"
+        ? `the primary of ${JSON.stringify(redis.sentinelName)} behind Sentinel at ${url}`
+        : url
+      return `Redis at ${where} (prefix ${JSON.stringify(redis.prefix)}, ${redis.clock} clock; fallback ${fallback} ` +
         `after ${Duration.format(timeout)} without an answer, Redis tried again after ${Duration.format(retryAfter)})`
     }
   })
+
+// The URLs of the settings' place: one server's, a cluster's nodes, the sentinels.
+const urlsOf = (redis: ServiceConfig.RedisSettings): ReadonlyArray<string> =>
+  Redacted.value(redis.url).split(",").map((u) => u.trim()).filter((u) => u !== "")
 
 /**
  * The configuration this module reads.
@@ -147,7 +156,7 @@ const connect = Effect.fn("ServiceStore.connect")(
     const unavailable = (reason: string) =>
       new RedisUnavailable({
         field: redis.urlField,
-        url: ServiceConfig.redactUrl(Redacted.value(redis.url)),
+        url: urlsOf(redis).map(ServiceConfig.redactUrl).join(","),
         reason
       })
     // A policy without a script would be decided by the fallback for ever: refuse it now.
@@ -166,7 +175,16 @@ const connect = Effect.fn("ServiceStore.connect")(
     // Built in a scope of its own, on a fiber of its own: a connection that
     // hangs is left behind (with its scope) rather than waited for.
     const scope = yield* Scope.make()
-    const store = RedisStore.layer({ url: Redacted.value(redis.url), prefix: redis.prefix, clock: redis.clock })
+    const urls = urlsOf(redis)
+    const store = RedisStore.layer({
+      ...(redis.topology === "cluster"
+        ? { cluster: { nodes: urls } }
+        : redis.topology === "sentinel"
+        ? { sentinel: { name: redis.sentinelName ?? "", sentinels: urls } }
+        : { url: urls[0] }),
+      prefix: redis.prefix,
+      clock: redis.clock
+    })
     const building = yield* Layer.buildWithScope(store, scope).pipe(
       Effect.provideService(Logger.CurrentLoggers, loggers),
       Effect.forkDetach

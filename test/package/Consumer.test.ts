@@ -440,6 +440,7 @@ describe("the package, packed and installed into a fresh app", () => {
     beforeAll(async () => {
       await install([
         `@effect/platform-node@${devVersion("@effect/platform-node")}`,
+        `ioredis@${devVersion("ioredis")}`,
         `@types/node@${devVersion("@types/node")}`,
         `typescript@${TYPESCRIPT_5}`
       ], app)

@@ -6,14 +6,7 @@
  * case is registered and skipped.
  */
 import { conformance } from "./conformance.ts"
+import { valkey } from "./redis.ts"
 
-const url = process.env.VALKEY_URL === "" ? undefined : process.env.VALKEY_URL
-const on = {
-  url,
-  why: "VALKEY_URL is not set: Valkey tests skipped (.ci/run starts a valkey-server when one can be installed)",
-  server: "Valkey"
-}
-if (url === undefined) console.warn(on.why)
-
-conformance(true, on)
-conformance(false, on)
+conformance(true, valkey)
+conformance(false, valkey)

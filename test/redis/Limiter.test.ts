@@ -1,15 +1,14 @@
 /**
  * The limiter with its state on Redis decides exactly as the in-process
- * limiter does (random workloads, the same transcript), coalesces a hot key,
+ * limiter does and coalesces a hot key (workloads.ts, on one server here),
  * lets waiters wait their turn, shares one limit between limiters whose
  * clocks disagree (server clock), gives keys the TTLs they need, reloads its
  * scripts after a flush, and refuses algorithms it has no script for.
  */
 import { assert, expect } from "@effect/vitest"
-import { Clock, Context, Duration, Effect, Exit, Fiber, Layer } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer } from "effect"
 import { Redis } from "effect/persistence"
 import { TestClock } from "effect/testing"
-import * as fc from "fast-check"
 import * as Engine from "../../src/internal/actor/Engine.ts"
 import type { Algorithm } from "../../src/internal/algorithm/Algorithm.ts"
 import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
@@ -20,110 +19,8 @@ import * as Entries from "../../src/redis/internal/entries.ts"
 import * as Scripts from "../../src/redis/internal/scripts.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
-import { cleanup, describeRedis, settableClock, uniquePrefix, url } from "./redis.ts"
-
-type Op =
-  | { readonly _tag: "acquire"; readonly key: number; readonly cost: number }
-  | { readonly _tag: "consume"; readonly key: number; readonly cost: number }
-  | { readonly _tag: "peek"; readonly key: number; readonly cost: number }
-  | { readonly _tag: "wait"; readonly key: number; readonly cost: number }
-  | { readonly _tag: "release"; readonly key: number; readonly cost: number }
-  | { readonly _tag: "burst"; readonly key: number; readonly count: number }
-  | { readonly _tag: "reset"; readonly key: number }
-  | { readonly _tag: "advance"; readonly millis: number }
-
-const policies: ReadonlyArray<Policy.Valid> = [
-  Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }),
-  Policy.tokenBucket({ capacity: 8, refill: { tokens: 3, per: "2 seconds" }, initialTokens: 2 }),
-  Policy.tokenBucket({ capacity: 4, refill: { tokens: 2, per: "1500 millis" }, mode: "interval" }),
-  Policy.gcra({ rate: { count: 2, per: "1 second" }, maxBurst: 3 }),
-  Policy.fixedWindow({ limit: 4, window: "2 seconds" }),
-  Policy.slidingWindow({ limit: 5, window: "3 seconds" }),
-  Policy.slidingLog({ limit: 3, window: "2 seconds", countBlocked: true }),
-  Policy.concurrency({ capacity: 3 }),
-  Policy.all(
-    Policy.tokenBucket({ capacity: 4, refill: { tokens: 1, per: "500 millis" } }),
-    Policy.fixedWindow({ limit: 6, window: "3 seconds" })
-  )
-] as ReadonlyArray<Policy.Valid>
-
-const key = fc.integer({ min: 0, max: policies.length - 1 })
-const cost = fc.integer({ min: 1, max: 4 })
-const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ _tag: fc.constant("acquire" as const), key, cost }) },
-  { weight: 3, arbitrary: fc.record({ _tag: fc.constant("consume" as const), key, cost }) },
-  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("peek" as const), key, cost }) },
-  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("wait" as const), key, cost }) },
-  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("release" as const), key, cost }) },
-  {
-    weight: 1,
-    arbitrary: fc.record({ _tag: fc.constant("burst" as const), key, count: fc.integer({ min: 2, max: 30 }) })
-  },
-  { weight: 1, arbitrary: fc.record({ _tag: fc.constant("reset" as const), key }) },
-  {
-    weight: 4,
-    arbitrary: fc.record({ _tag: fc.constant("advance" as const), millis: fc.integer({ min: 0, max: 3000 }) })
-  }
-)
-
-const show = (
-  d: { allowed: boolean; remaining: number; retryAfter: Duration.Duration; resetAfter: Duration.Duration }
-) => `${d.allowed}/${d.remaining}/${Duration.toMillis(d.retryAfter)}/${Duration.toMillis(d.resetAfter)}`
-
-// Runs the ops against one limiter, every call awaited, and returns a
-// transcript of every outcome.
-const transcriptFor = (ops: ReadonlyArray<Op>, store: Store.Store | undefined) =>
-  Effect.gen(function*() {
-    yield* TestClock.setTime(1_760_000_000_000)
-    const limiter = yield* RateLimiter.make({
-      policy: (k) => policies[Number(k.slice(1))],
-      idleTimeout: "365 days",
-      mailboxCapacity: 4096
-    }).pipe((make) => store === undefined ? make : Effect.provideService(make, Store.CurrentStore, store))
-    const out: Array<string> = []
-    // every outcome, a failure as its tag (a cost above the limit is refused)
-    const record = <A, E>(effect: Effect.Effect<A, E>, f: (a: A) => string) =>
-      Effect.map(Effect.exit(effect), (exit) =>
-        out.push(
-          Exit.isSuccess(exit)
-            ? f(exit.value)
-            : JSON.stringify(exit.cause.reasons.map((r) => r._tag === "Fail" ? (r.error as any)._tag : r._tag))
-        ))
-    for (const o of ops) {
-      const k = "key" in o ? `k${o.key}` : ""
-      switch (o._tag) {
-        case "acquire":
-          yield* record(limiter.acquire(k, { cost: o.cost }), String)
-          break
-        case "consume":
-          yield* record(limiter.consume(k, { cost: o.cost }), show)
-          break
-        case "peek":
-          yield* record(limiter.peek(k, { cost: o.cost }), show)
-          break
-        case "wait":
-          // admitted now, or refused at once: nothing is left waiting
-          yield* record(limiter.wait(k, { cost: o.cost, maxWait: 0 }), () => "admitted")
-          break
-        case "release":
-          yield* record(limiter.release(k, o.cost), () => "released")
-          break
-        case "burst":
-          yield* record(
-            Effect.forEach(Array.from({ length: o.count }), () => limiter.acquire(k), { concurrency: "unbounded" }),
-            (results) => results.map((b) => b ? "1" : "0").join("")
-          )
-          break
-        case "reset":
-          yield* record(limiter.reset(k), () => "reset")
-          break
-        case "advance":
-          yield* TestClock.adjust(o.millis)
-          break
-      }
-    }
-    return out
-  })
+import { cleanup, describeRedis, server, settableClock, uniquePrefix, url } from "./redis.ts"
+import { workloads } from "./workloads.ts"
 
 // Polls (in real time: the store answers in real time) until `f` holds.
 const eventually = (f: () => boolean) =>
@@ -132,46 +29,9 @@ const eventually = (f: () => boolean) =>
     assert.isTrue(f(), "timed out waiting")
   })
 
+workloads(server)
+
 describeRedis("the limiter on Redis", (it) => {
-  it.effect("decides exactly as in-process on random workloads", () =>
-    Effect.gen(function*() {
-      const prefix = uniquePrefix("limiter")
-      const samples = fc.sample(fc.array(op, { minLength: 1, maxLength: 40 }), {
-        numRuns: Number(process.env.LIMITER_RUNS ?? 30)
-      })
-      let n = 0
-      for (const ops of samples) {
-        const local = yield* Effect.scoped(transcriptFor(ops, undefined))
-        const store = yield* RedisStore.make({
-          prefix: `${prefix}${n++}:`,
-          clock: "client",
-          keepSettled: Duration.infinity
-        })
-        const remote = yield* Effect.scoped(transcriptFor(ops, store))
-        assert.deepStrictEqual(remote, local, JSON.stringify(ops))
-      }
-      yield* cleanup(prefix)
-    }).pipe(Effect.provide(TestClock.layer())))
-
-  it.effect("coalesces a hot key into few round trips and admits exactly the capacity", () =>
-    Effect.gen(function*() {
-      const prefix = uniquePrefix("hot")
-      const store = yield* Effect.map(RedisStore.make({ prefix }), Engine.engineOf)
-      const limiter = yield* RateLimiter.make({
-        policy: Policy.tokenBucket({ capacity: 100, refill: { tokens: 1, per: "1 hour" } }),
-        mailboxCapacity: 4096
-      }).pipe(Effect.provideService(Store.CurrentStore, Engine.pluggable(store)))
-      const results = yield* Effect.forEach(Array.from({ length: 2000 }), () => limiter.acquire("hot"), {
-        concurrency: "unbounded"
-      })
-      assert.strictEqual(results.filter(Boolean).length, 100)
-      const stats = yield* limiter.stats
-      assert.strictEqual(stats.storeOps, 2000)
-      expect(stats.storeCalls).toBeLessThanOrEqual(20)
-      assert.strictEqual(stats.degraded, 0)
-      yield* cleanup(prefix)
-    }))
-
   it.effect("idle keys go by the caller's own call; concurrent calls on one key stay in order", () =>
     Effect.gen(function*() {
       const prefix = uniquePrefix("direct")
@@ -433,16 +293,16 @@ describeRedis("the limiter on Redis", (it) => {
       assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("no script for the \"custom\" algorithm"))
     }))
 
-  it.effect("RedisStore.layer given node-redis options of its own (client) runs on node-redis's client", () =>
+  it.effect("RedisStore.layer runs on an ioredis client of its own, with the ioredis options given (client)", () =>
     Effect.gen(function*() {
-      const prefix = uniquePrefix("nodeRedis")
+      const prefix = uniquePrefix("client")
       const redis = yield* Redis.Redis
-      const name = `tollgate-node-redis-${process.pid}`
+      const name = `tollgate-client-${process.pid}`
       const policy = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" } }) as Policy.Valid
       const take = [{ kind: OpKind.Take, cost: 1, queued: 0 }]
       const named = (list: string) => list.split("\n").filter((line) => line.includes(` name=${name} `))
       yield* Effect.scoped(Effect.gen(function*() {
-        const store = yield* Layer.build(RedisStore.layer({ url, prefix, client: { name } })).pipe(
+        const store = yield* Layer.build(RedisStore.layer({ url, prefix, client: { connectionName: name } })).pipe(
           Effect.map((context) => Engine.engineOf(Context.get(context, Store.CurrentStore)))
         )
         assert.isTrue((yield* store.apply("k", policy, take))[0].allowed)
@@ -451,14 +311,8 @@ describeRedis("the limiter on Redis", (it) => {
         assert.strictEqual(mine.length, 1)
         assert.include(mine[0], "cmd=fcall")
       }))
-      // and without: its own connection, which names itself nothing
-      yield* Effect.scoped(Effect.gen(function*() {
-        const store = yield* Layer.build(RedisStore.layer({ url, prefix })).pipe(
-          Effect.map((context) => Engine.engineOf(Context.get(context, Store.CurrentStore)))
-        )
-        assert.isFalse((yield* store.apply("k", policy, take))[0].allowed)
-        assert.strictEqual(named(yield* redis.send<string>("CLIENT", "LIST")).length, 0)
-      }))
+      // closed with its scope
+      assert.strictEqual(named(yield* redis.send<string>("CLIENT", "LIST")).length, 0)
       yield* cleanup(prefix)
     }))
 

@@ -5,9 +5,7 @@
  */
 import { assert, expect } from "@effect/vitest"
 import { Clock, Duration, Effect } from "effect"
-import { Redis } from "effect/persistence"
 import * as fc from "fast-check"
-import * as Engine from "../../src/internal/actor/Engine.ts"
 import * as Adaptive from "../../src/internal/algorithm/Adaptive.ts"
 import { type Algorithm, bind } from "../../src/internal/algorithm/Algorithm.ts"
 import * as Block from "../../src/internal/algorithm/Block.ts"
@@ -23,9 +21,8 @@ import { apply as applyOps, settledAt } from "../../src/internal/operation/Inter
 import { Kind as OpKind, type Op, type Reply } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import * as Entries from "../../src/redis/internal/entries.ts"
-import * as RedisStore from "../../src/redis/RedisStore.ts"
 import { leakyConfig } from "../algorithm/support.ts"
-import { cleanup, describeRedis, settableClock, uniquePrefix } from "./redis.ts"
+import { Admin, type Deployment, describeOn, engineOn, server, settableClock, uniquePrefix } from "./redis.ts"
 
 interface Case {
   readonly name: string
@@ -620,8 +617,8 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
           most = Math.max(most, Math.ceil(settled + KEEP + Entries.refreshMillis - now))
         }
         if (!dirty) return
-        const redis = yield* Redis.Redis
-        const ttl = yield* redis.send<number>("PTTL", redisKey)
+        const admin = yield* Admin
+        const ttl = yield* admin.send<number>("PTTL", redisKey)
         if (state === undefined) {
           most = -Infinity
           assert.strictEqual(ttl, -2, "a deleted key is gone")
@@ -641,16 +638,10 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
   }
 }
 
-/**
- * Declares the suite for the store with `functions` on or off, against
- * `REDIS_URL`, or another server (`on`, named `server`: Valkey).
- */
-export const conformance = (
-  functions: boolean,
-  on?: { readonly url: string | undefined; readonly why: string; readonly server: string }
-): void => {
-  const command = (functions ? "FCALL" : "EVALSHA") + (on === undefined ? "" : `, ${on.server}`)
-  describeRedis(`Redis scripts conform to MemoryStore.applyOps, ${command}`, (it) => {
+/** Declares the suite for the store with `functions` on or off, on a deployment (one server by default). */
+export const conformance = (functions: boolean, deployment: Deployment = server): void => {
+  const command = functions ? "FCALL" : "EVALSHA"
+  describeOn(deployment, `Redis scripts conform to the interpreter, ${command}`, (it) => {
     for (
       const sending of ["batches", "one operation per call", "several keys at once"] as const satisfies ReadonlyArray<
         Sending
@@ -665,16 +656,13 @@ export const conformance = (
             Effect.gen(function*() {
               const prefix = uniquePrefix("conformance")
               const { clock, time } = settableClock(T0)
-              const store = yield* Effect.map(
-                RedisStore.make({
-                  prefix,
-                  clock: "client",
-                  functions,
-                  keepSettled: forever ? Duration.infinity : Duration.millis(KEEP)
-                }),
-                Engine.engineOf
-              ).pipe(Effect.provideService(Clock.Clock, clock))
-              const context = yield* Effect.context<Redis.Redis>()
+              const store = yield* engineOn(deployment, {
+                prefix,
+                clock: "client",
+                functions,
+                keepSettled: forever ? Duration.infinity : Duration.millis(KEEP)
+              }).pipe(Effect.provideService(Clock.Clock, clock))
+              const context = yield* Effect.context<Admin>()
               const run = Effect.runPromiseWith(context)
               const property = sending === "several keys at once"
                 ? fc.asyncProperty(severalKeys(c), (steps) =>
@@ -717,25 +705,26 @@ export const conformance = (
                     }
                   })))
               yield* Effect.promise(() => fc.assert(property, { numRuns: Number(process.env.CONFORMANCE_RUNS ?? 40) }))
-              yield* cleanup(prefix)
+              yield* (yield* Admin).cleanup(prefix)
             }))
         }
       }
     }
-  }, on)
+  })
 
-  describeRedis(`Redis scripts: large states, ${command}`, (it) => {
+  describeOn(deployment, `Redis scripts: large states, ${command}`, (it) => {
     it.effect(
       "a sliding log of 10 000 entries is stored and read back exactly, by both scripts",
       () =>
         Effect.gen(function*() {
           const prefix = uniquePrefix("large")
           const { clock, time } = settableClock(T0)
-          const store = yield* Effect.map(
-            RedisStore.make({ prefix, clock: "client", functions, keepSettled: Duration.infinity }),
-            Engine.engineOf
-          )
-            .pipe(Effect.provideService(Clock.Clock, clock))
+          const store = yield* engineOn(deployment, {
+            prefix,
+            clock: "client",
+            functions,
+            keepSettled: Duration.infinity
+          }).pipe(Effect.provideService(Clock.Clock, clock))
           const p = Policy.slidingLog({ limit: 10_000, window: "1 hour" }) as Policy.Valid
           const take = { kind: OpKind.Take, cost: 1, queued: 0 }
           let state: unknown = undefined
@@ -758,8 +747,8 @@ export const conformance = (
           // and the batch script reads what the lean one wrote
           const peek = [{ kind: OpKind.Peek, cost: 3, queued: 0 }, { kind: OpKind.WaitTime, cost: 2, queued: 5 }]
           assert.deepStrictEqual(yield* store.apply("log", p, peek), reference(p, state, time.now, peek).replies)
-          yield* cleanup(prefix)
+          yield* (yield* Admin).cleanup(prefix)
         })
     )
-  }, on)
+  })
 }

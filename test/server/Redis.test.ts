@@ -1,6 +1,7 @@
 // The service with its limits in Redis, end to end: real service processes
 // on 127.0.0.1 (see harness.ts) and a real Redis. Two instances on one Redis
-// share each key's limit (needs REDIS_URL, like test/redis); a Redis that
+// share each key's limit, on one server, on a Redis Cluster and behind
+// Sentinel (REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS, like test/redis); a Redis that
 // hangs or dies under a running service (a redis-server of this test's own)
 // is answered by the fallback, flagged `degraded`; and a bad or unreachable
 // Redis stops the service at start.
@@ -11,15 +12,16 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { redactUrl } from "../../src/server/ServiceConfig.ts"
 import {
-  cleanup,
-  describeRedis,
+  Admin,
+  type Deployment,
+  deployments,
+  describeOn,
   freePort,
   hasServer,
   killServer,
   silentServer,
   startServer,
-  uniquePrefix,
-  url
+  uniquePrefix
 } from "../redis/redis.ts"
 import { metrics, post, request, sample, type Service, start, startFailing } from "./harness.ts"
 
@@ -33,12 +35,26 @@ const PASSWORD = "hunter2-not-to-be-shown"
 const poll = Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 200 })
 
 describe("service: Redis settings", () => {
-  it.live("a bad REDIS_URL or fallback value stops the service with exit code 1, naming the field", () =>
+  it.live("a bad REDIS_URL, REDIS_CLUSTER_NODES, REDIS_SENTINELS or fallback value stops the service, naming the field", () =>
     Effect.gen(function*() {
       const badUrl = yield* startFailing({ env: { REDIS_URL: `http://app:${PASSWORD}@127.0.0.1:6379` } })
       assert.strictEqual(badUrl.code, 1)
       assert.include(badUrl.output, "REDIS_URL = \"http://***:***@127.0.0.1:6379/\": must start with redis://")
       assert.notInclude(badUrl.output, PASSWORD)
+
+      const badNode = yield* startFailing({
+        env: { REDIS_CLUSTER_NODES: `redis://:${PASSWORD}@127.0.0.1:7000,redis://:${PASSWORD}@127.0.0.1:7001/3` }
+      })
+      assert.strictEqual(badNode.code, 1)
+      assert.include(
+        badNode.output,
+        "REDIS_CLUSTER_NODES[1] = \"redis://:***@127.0.0.1:7001/3\": a Redis Cluster has only"
+      )
+      assert.notInclude(badNode.output, PASSWORD)
+
+      const noName = yield* startFailing({ env: { REDIS_SENTINELS: "redis://127.0.0.1:26379" } })
+      assert.strictEqual(noName.code, 1)
+      assert.include(noName.output, "REDIS_SENTINEL_NAME")
 
       const badMode = yield* startFailing({ env: { REDIS_URL: "redis://127.0.0.1:6379", REDIS_FALLBACK: "sometimes" } })
       assert.strictEqual(badMode.code, 1)
@@ -84,52 +100,77 @@ describe("service: Redis settings", () => {
     }))
 })
 
-describeRedis("service: two instances on one Redis", (it) => {
-  it.effect(
-    "share one limit: capacity 10, 20 consumes alternated between them, exactly 10 admitted",
-    () =>
-      Effect.gen(function*() {
-        const prefix = uniquePrefix("service")
-        // This test is about sharing, not the fallback: a generous store timeout keeps a
-        // slow, busy machine (the default is 250 ms) from turning a call into a degraded one.
-        const options = {
-          env: { REDIS_URL: url!, REDIS_PREFIX: prefix },
-          config: { policies: { default: hour(10) }, redis: { fallback: { timeout: "10 seconds" } } }
-        }
-        const [a, b] = yield* Effect.all([start(options), start(options)], { concurrency: 2 })
-        // the start-up log says which store (it follows "Listening on")
-        for (const service of [a, b]) {
-          const store = `store Redis at ${redactUrl(url)} (prefix ${JSON.stringify(prefix)}`
-          yield* Effect.sync(() => service.output()).pipe(
-            Effect.filterOrFail((output) => output.includes(store), (output) => `no "${store}" in:\n${output}`),
-            poll
-          )
-        }
+// The service's settings for a deployment: REDIS_URL, REDIS_CLUSTER_NODES,
+// or REDIS_SENTINELS and REDIS_SENTINEL_NAME.
+const envOf = (d: Deployment): Record<string, string> => {
+  const where = d.where!
+  if (where.sentinel !== undefined) {
+    return { REDIS_SENTINELS: where.sentinel.sentinels.join(","), REDIS_SENTINEL_NAME: where.sentinel.name }
+  }
+  if (where.cluster !== undefined && typeof where.cluster === "object") {
+    return { REDIS_CLUSTER_NODES: where.cluster.nodes.join(",") }
+  }
+  return { REDIS_URL: where.url! }
+}
+// What the start-up log says the store is.
+const storeLine = (d: Deployment, prefix: string): string => {
+  const where = d.where!
+  const at = where.sentinel !== undefined
+    ? `the primary of ${JSON.stringify(where.sentinel.name)} behind Sentinel at ${where.sentinel.sentinels.join(",")}`
+    : where.cluster !== undefined && typeof where.cluster === "object"
+    ? `a Redis Cluster from ${where.cluster.nodes.join(",")}`
+    : redactUrl(where.url!)
+  return `store Redis at ${at} (prefix ${JSON.stringify(prefix)}`
+}
 
-        const replies = []
-        for (let i = 0; i < 20; i++) replies.push(yield* consume(i % 2 === 0 ? a : b, { key: "shared" }))
-        assert.isTrue(replies.every((r) => r.status === 200), JSON.stringify(replies))
-        assert.isTrue(replies.every((r) => r.json.degraded === undefined), JSON.stringify(replies))
-        const admitted = replies.filter((r) => r.json.allowed === true)
-        assert.strictEqual(admitted.length, 10)
-        // one count between them: 9, 8, ..., 0, whichever instance answered
-        assert.deepStrictEqual(admitted.map((r) => r.json.remaining), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
-        assert.isTrue(replies.slice(0, 10).every((r) => r.json.allowed === true))
-        for (const service of [a, b]) {
-          const peeked = yield* post(service, "/v1/peek", { key: "shared" })
-          assert.strictEqual(peeked.json.remaining, 0)
-          assert.strictEqual(peeked.json.allowed, false)
-          const text = yield* metrics(service)
-          assert.isAtLeast(sample(text, "tollgate_store_calls_total{limiter=\"service\"}")!, 11)
-          assert.strictEqual(sample(text, "tollgate_store_failures_total{limiter=\"service\"}"), 0)
-          assert.strictEqual(sample(text, "tollgate_degraded_total{limiter=\"service\"}"), 0)
-          assert.strictEqual(sample(text, "tollgate_decisions_total{limiter=\"service\",outcome=\"allowed\"}"), 5)
-        }
-        yield* cleanup(prefix)
-      }),
-    60_000
-  )
-})
+for (const deployment of deployments) {
+  describeOn(deployment, "service: two instances on one Redis", (it) => {
+    it.effect(
+      "share one limit: capacity 10, 20 consumes alternated between them, exactly 10 admitted",
+      () =>
+        Effect.gen(function*() {
+          const prefix = uniquePrefix("service")
+          // This test is about sharing, not the fallback: a generous store timeout keeps a
+          // slow, busy machine (the default is 250 ms) from turning a call into a degraded one.
+          const options = {
+            env: { ...envOf(deployment), REDIS_PREFIX: prefix },
+            config: { policies: { default: hour(10) }, redis: { fallback: { timeout: "10 seconds" } } }
+          }
+          const [a, b] = yield* Effect.all([start(options), start(options)], { concurrency: 2 })
+          // the start-up log says which store (it follows "Listening on")
+          for (const service of [a, b]) {
+            const store = storeLine(deployment, prefix)
+            yield* Effect.sync(() => service.output()).pipe(
+              Effect.filterOrFail((output) => output.includes(store), (output) => `no "${store}" in:\n${output}`),
+              poll
+            )
+          }
+
+          const replies = []
+          for (let i = 0; i < 20; i++) replies.push(yield* consume(i % 2 === 0 ? a : b, { key: "shared" }))
+          assert.isTrue(replies.every((r) => r.status === 200), JSON.stringify(replies))
+          assert.isTrue(replies.every((r) => r.json.degraded === undefined), JSON.stringify(replies))
+          const admitted = replies.filter((r) => r.json.allowed === true)
+          assert.strictEqual(admitted.length, 10)
+          // one count between them: 9, 8, ..., 0, whichever instance answered
+          assert.deepStrictEqual(admitted.map((r) => r.json.remaining), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0])
+          assert.isTrue(replies.slice(0, 10).every((r) => r.json.allowed === true))
+          for (const service of [a, b]) {
+            const peeked = yield* post(service, "/v1/peek", { key: "shared" })
+            assert.strictEqual(peeked.json.remaining, 0)
+            assert.strictEqual(peeked.json.allowed, false)
+            const text = yield* metrics(service)
+            assert.isAtLeast(sample(text, "tollgate_store_calls_total{limiter=\"service\"}")!, 11)
+            assert.strictEqual(sample(text, "tollgate_store_failures_total{limiter=\"service\"}"), 0)
+            assert.strictEqual(sample(text, "tollgate_degraded_total{limiter=\"service\"}"), 0)
+            assert.strictEqual(sample(text, "tollgate_decisions_total{limiter=\"service\",outcome=\"allowed\"}"), 5)
+          }
+          yield* (yield* Admin).cleanup(prefix)
+        }),
+      60_000
+    )
+  })
+}
 
 const skipped = "redis-server is not installed: the service's Redis-failure test is skipped (.ci/run installs it)"
 if (!hasServer) console.warn(skipped)

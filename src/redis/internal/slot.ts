@@ -53,8 +53,21 @@ export const hashed = (key: string): string => {
  * @since 0.2.0
  */
 export const slot = (key: string): number => {
+  const part = hashed(key)
   let crc = 0
-  for (const byte of encoder.encode(hashed(key))) crc = ((crc << 8) & 0xffff) ^ table[((crc >> 8) ^ byte) & 0xff]
+  // ASCII, the usual key, is its own UTF-8: no bytes to allocate (a slot is
+  // computed for every call on a cluster)
+  for (let i = 0; i < part.length; i++) {
+    const code = part.charCodeAt(i)
+    if (code > 0x7f) return slotOfBytes(part)
+    crc = ((crc << 8) & 0xffff) ^ table[((crc >> 8) ^ code) & 0xff]
+  }
+  return crc & 0x3fff
+}
+
+const slotOfBytes = (part: string): number => {
+  let crc = 0
+  for (const byte of encoder.encode(part)) crc = ((crc << 8) & 0xffff) ^ table[((crc >> 8) ^ byte) & 0xff]
   return crc & 0x3fff
 }
 
