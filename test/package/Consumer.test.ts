@@ -92,8 +92,10 @@ const must = async (
 }
 
 const npm = (args: ReadonlyArray<string>, cwd: string) => must("npm", args, { cwd })
+// --prefer-offline: what npm's cache holds (from the repository's own `npm ci`)
+// is used without asking the registry again; the rest is fetched as usual.
 const install = (args: ReadonlyArray<string>, cwd: string) =>
-  npm(["install", "--no-audit", "--no-fund", "--loglevel", "info", ...args], cwd)
+  npm(["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel", "info", ...args], cwd)
 
 /** A Node of the given version from the `node` package on npm, installed once into node_modules/.cache. */
 const nodeBinary = async (version: string): Promise<string> => {
