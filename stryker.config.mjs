@@ -34,6 +34,8 @@ export default {
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
   thresholds: { high: 90, low: 80, break: null },
   timeoutMS: 10_000,
+  // The first run (every test, with coverage) takes minutes on a busy machine.
+  dryRunTimeoutMinutes: 30,
   // TypeScript 7 (tsgo) has no JavaScript compiler API: the TypeScript checker
   // cannot load it, and Stryker's tsconfig rewriting neither. The sandbox is a
   // folder of this project, so the tsconfig needs no rewriting: point the

@@ -16,7 +16,9 @@ export default defineConfig({
     testTimeout: 60_000,
     env: {
       TOLLGATE_MODEL_RUNS: "40",
-      BEYOND_RUNS: "30"
+      BEYOND_RUNS: "30",
+      TOLLGATE_OVERLOAD_CALLERS: "5000",
+      TOLLGATE_FLOOD_KEYS: "20000"
     }
   }
 })
