@@ -216,3 +216,205 @@ describe("setRate on a smooth policy carries its stored permits (Guava's setRate
       }))
   }
 })
+
+describe("Policy.share: the local fallback's fraction of each kind", () => {
+  // Each kind at half, against the same kind built by hand at half: every
+  // setting is carried, and the limits are halved (rounded down for counts,
+  // at least 1).
+  const per = "1 second"
+  const cases: ReadonlyArray<readonly [string, Policy.Policy, Policy.Policy]> = [
+    [
+      "token bucket",
+      Policy.tokenBucket({ capacity: 10, refill: { tokens: 4, per }, initialTokens: 6, dryRun: true }),
+      Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per }, initialTokens: 3, dryRun: true })
+    ],
+    [
+      "token bucket, interval refill from a first refill",
+      Policy.tokenBucket({
+        capacity: 10,
+        refill: { tokens: 4, per },
+        mode: "interval",
+        firstRefill: 500,
+        adaptiveInitialTokens: true
+      }),
+      Policy.tokenBucket({
+        capacity: 5,
+        refill: { tokens: 2, per },
+        mode: "interval",
+        firstRefill: 500,
+        adaptiveInitialTokens: true
+      })
+    ],
+    [
+      "gcra",
+      Policy.gcra({ rate: { count: 10, per }, maxBurst: 9, blockDuration: "5 seconds" }),
+      Policy.gcra({ rate: { count: 5, per }, maxBurst: 4, blockDuration: "5 seconds" })
+    ],
+    [
+      "leaky bucket",
+      Policy.leakyBucket({ rate: { tokens: 10, per }, burst: 20, delay: 8 }),
+      Policy.leakyBucket({ rate: { tokens: 5, per }, burst: 10, delay: 4 })
+    ],
+    [
+      "leaky bucket, nodelay",
+      Policy.leakyBucket({ rate: { tokens: 10, per }, burst: 20, nodelay: true }),
+      Policy.leakyBucket({ rate: { tokens: 5, per }, burst: 10, nodelay: true })
+    ],
+    [
+      "fixed window",
+      Policy.fixedWindow({ limit: 7, window: "1 minute", aligned: true, countBlocked: true, execEvenly: true }),
+      Policy.fixedWindow({ limit: 3, window: "1 minute", aligned: true, countBlocked: true, execEvenly: true })
+    ],
+    [
+      "sliding window",
+      Policy.slidingWindow({ limit: 7, window: "1 minute" }),
+      Policy.slidingWindow({ limit: 3, window: "1 minute" })
+    ],
+    [
+      "sliding log",
+      Policy.slidingLog({ limit: 7, window: "1 minute", minGap: "2 seconds", countBlocked: true }),
+      Policy.slidingLog({ limit: 3, window: "1 minute", minGap: "2 seconds", countBlocked: true })
+    ],
+    [
+      "sliding log of 1 (never below 1)",
+      Policy.slidingLog({ limit: 1, window: "1 minute" }),
+      Policy.slidingLog({ limit: 1, window: "1 minute" })
+    ],
+    [
+      "concurrency, replenished",
+      Policy.concurrency({ capacity: 7, replenish: { tokens: 2, per } }),
+      Policy.concurrency({ capacity: 3, replenish: { tokens: 1, per } })
+    ],
+    ["concurrency", Policy.concurrency({ capacity: 7 }), Policy.concurrency({ capacity: 3 })],
+    [
+      "all",
+      Policy.all(
+        Policy.tokenBucket({ capacity: 10, refill: { tokens: 4, per } }),
+        Policy.fixedWindow({ limit: 7, window: "1 minute" })
+      ),
+      Policy.all(
+        Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per } }),
+        Policy.fixedWindow({ limit: 3, window: "1 minute" })
+      )
+    ],
+    [
+      "adaptive",
+      Policy.adaptive({
+        capacity: 10,
+        rate: { tokens: 4, per },
+        floor: 2,
+        ceiling: 8,
+        increase: 1,
+        decrease: 0.5,
+        latency: "100 millis"
+      }),
+      Policy.adaptive({
+        capacity: 5,
+        rate: { tokens: 2, per },
+        floor: 1,
+        ceiling: 4,
+        increase: 0.5,
+        decrease: 0.5,
+        latency: "100 millis"
+      })
+    ],
+    [
+      "burst",
+      Policy.burst(
+        Policy.fixedWindow({ limit: 4, window: per }),
+        Policy.tokenBucket({ capacity: 6, refill: { tokens: 1, per: "2 seconds" } })
+      ),
+      Policy.burst(
+        Policy.fixedWindow({ limit: 2, window: per }),
+        Policy.tokenBucket({ capacity: 3, refill: { tokens: 0.5, per: "2 seconds" } })
+      )
+    ],
+    // a smooth rate and no limit at all have nothing to share
+    ["smooth", Policy.smooth({ permits: 5, per }), Policy.smooth({ permits: 5, per })],
+    ["unlimited", Policy.unlimited(), Policy.unlimited()]
+  ]
+  for (const [name, policy, half] of cases) {
+    it(`${name}: half of it is the same kind at half`, () => {
+      assert.notStrictEqual(policy._tag, "Invalid", name)
+      assert.notStrictEqual(half._tag, "Invalid", name)
+      if (policy._tag === "Invalid" || half._tag === "Invalid") return
+      const shared = Policy.share(policy, 0.5)
+      assert.deepStrictEqual(JSON.parse(JSON.stringify(shared)), JSON.parse(JSON.stringify(half)))
+      assert.strictEqual(Policy.share(policy, 1), policy)
+    })
+  }
+
+  it.effect("on a store that is down, fallback local decides with the share", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({
+        policy: perSecond(10, 4),
+        fallback: { mode: "local", share: 0.5 }
+      }).pipe(Effect.provideService(Store.CurrentStore, down))
+      const first = yield* limiter.consume("k", { cost: 5 })
+      assert.isTrue(first.allowed)
+      assert.isTrue(first.degraded)
+      assert.strictEqual(first.limit, 5)
+      assert.strictEqual(first.remaining, 0)
+      assert.isFalse(yield* limiter.acquire("k"))
+      // half the refill: 2 a second
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 2)
+    }))
+})
+
+describe("options that need another, found unchecked by mutation testing", () => {
+  const per = "1 second"
+  const rows: ReadonlyArray<readonly [string, Policy.Policy, string, string]> = [
+    [
+      "a first refill without mode interval",
+      Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per }, firstRefill: 100 }),
+      "firstRefill",
+      "100"
+    ],
+    [
+      "adaptiveInitialTokens without a first refill",
+      Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per }, mode: "interval", adaptiveInitialTokens: true }),
+      "adaptiveInitialTokens",
+      "boolean"
+    ],
+    [
+      "initialTokens with adaptiveInitialTokens",
+      Policy.tokenBucket({
+        capacity: 5,
+        refill: { tokens: 1, per },
+        mode: "interval",
+        firstRefill: 100,
+        adaptiveInitialTokens: true,
+        initialTokens: 2
+      }),
+      "initialTokens",
+      "2"
+    ],
+    [
+      "execEvenlyMinDelay without execEvenly",
+      Policy.fixedWindow({ limit: 5, window: per, execEvenlyMinDelay: "10 millis" }),
+      "execEvenlyMinDelay",
+      "\"10 millis\""
+    ],
+    [
+      "initialPermits above what a smooth rate stores",
+      Policy.smooth({ permits: 5, per, initialPermits: 6 }),
+      "initialPermits",
+      "6"
+    ],
+    [
+      "a rate without its count",
+      Policy.gcra({ rate: { per } as any }),
+      "rate.count",
+      "undefined"
+    ]
+  ]
+  for (const [label, policy, field, value] of rows) {
+    it(`${label} is refused, naming ${field}`, () => {
+      assert.strictEqual(policy._tag, "Invalid", label)
+      if (policy._tag !== "Invalid") return
+      assert.strictEqual(policy.error.field, field)
+      assert.strictEqual(policy.error.value, value)
+    })
+  }
+})
