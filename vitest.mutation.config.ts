@@ -11,6 +11,7 @@ export default defineConfig({
       "test/*.test.ts",
       "test/algorithm/*.test.ts",
       "test/reliability/*.test.ts",
+      "test/http/RateLimitHeaders.test.ts",
       "test/http/RateLimitMiddleware.test.ts"
     ],
     testTimeout: 60_000,
