@@ -418,3 +418,30 @@ describe("options that need another, found unchecked by mutation testing", () =>
     })
   }
 })
+
+describe("maxBuckets bounds the keys reconfigured to a policy of their own", () => {
+  for (const [name, make] of makers) {
+    it.effect(`one more reconfigured key past maxBuckets is Overloaded; one set back gives its place up (${name})`, () =>
+      Effect.gen(function*() {
+        const base = perSecond(5, 1)
+        const pro = perSecond(50, 10)
+        const limiter = yield* make({ policy: base, maxBuckets: 2 })
+        yield* limiter.reconfigure("a", pro)
+        yield* limiter.reconfigure("b", pro)
+        assert.strictEqual((yield* limiter.stats).overrides, 2)
+        // a key already reconfigured may be again
+        yield* limiter.reconfigure("a", pro)
+        const error = yield* Effect.flip(limiter.reconfigure("c", pro))
+        assert.strictEqual(error._tag, "Overloaded")
+        assert.strictEqual(error._tag === "Overloaded" && error.reason, "buckets")
+        assert.strictEqual(error._tag === "Overloaded" && error.capacity, 2)
+        // "a" back on the policy it would get anyway: its place is free
+        yield* limiter.reconfigure("a", base)
+        assert.strictEqual((yield* limiter.stats).overrides, 1)
+        yield* limiter.reconfigure("c", pro)
+        assert.strictEqual((yield* limiter.stats).overrides, 2)
+        assert.strictEqual((yield* limiter.consume("c")).limit, 50)
+        assert.strictEqual((yield* limiter.consume("a")).limit, 5)
+      }))
+  }
+})
