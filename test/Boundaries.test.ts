@@ -6,7 +6,7 @@
  * headers), so they hold whatever the internals become.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Clock, DateTime, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { RateLimitHeaders } from "../src/http/index.ts"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
@@ -444,4 +444,29 @@ describe("maxBuckets bounds the keys reconfigured to a policy of their own", () 
         assert.strictEqual((yield* limiter.consume("a")).limit, 5)
       }))
   }
+})
+
+describe("a first refill is an instant in any of its forms", () => {
+  const at = Date.UTC(2026, 0, 1)
+  const withFirst = (firstRefill: unknown) =>
+    Policy.tokenBucket({
+      capacity: 5,
+      refill: { tokens: 1, per: "1 second" },
+      mode: "interval",
+      firstRefill: firstRefill as number
+    })
+  it("epoch milliseconds, an ISO 8601 string, a Date and a DateTime are the same instant", () => {
+    const forms = [at, "2026-01-01T00:00:00.000Z", DateTime.toDateUtc(DateTime.makeUnsafe(at)), DateTime.makeUnsafe(at)]
+      .map(withFirst)
+    for (const policy of forms) assert.notStrictEqual(policy._tag, "Invalid", JSON.stringify(policy))
+    const [first, ...others] = forms.map((p) => JSON.stringify(p))
+    for (const other of others) assert.strictEqual(other, first)
+  })
+  it("anything else is refused, naming firstRefill", () => {
+    for (const bad of [NaN, Infinity, "not a date", "", true, {}, null]) {
+      const policy = withFirst(bad)
+      assert.strictEqual(policy._tag, "Invalid", String(bad))
+      assert.strictEqual(policy._tag === "Invalid" && policy.error.field, "firstRefill", String(bad))
+    }
+  })
 })

@@ -131,6 +131,11 @@ describe("RateLimitHeaders", () => {
       ]
     )
     assert.deepStrictEqual(RateLimitHeaders.parse("\"a\";r=1, junk, \"b\";r=2"), [{ name: "a", params: { r: 1 } }])
+    // keys of several characters (RFC 8941: a lower-case letter or *, then letters, digits, _ - . *)
+    assert.deepStrictEqual(
+      RateLimitHeaders.parse("\"p\";q=5;w_2=7;x-y=1;a.b=2;*c=3"),
+      [{ name: "p", params: { q: 5, w_2: 7, "x-y": 1, "a.b": 2, "*c": 3 } }]
+    )
     assert.deepStrictEqual(RateLimitHeaders.parse(""), [])
     assert.deepStrictEqual(RateLimitHeaders.parse("api;r=1"), [])
     const written = RateLimitHeaders.rateLimitValue("x\"y", decision({ remaining: 7, resetAfter: Duration.seconds(3) }))
