@@ -470,3 +470,126 @@ describe("a first refill is an instant in any of its forms", () => {
     }
   })
 })
+
+describe("directed cases on every path (in process and on MemoryStore)", () => {
+  // What each path answers, as text, so that the three can be compared whole.
+  const show = (d: { readonly allowed: boolean; readonly remaining: number; readonly retryAfter: Duration.Duration }) =>
+    `${d.allowed}/${d.remaining}/${millis(d.retryAfter)}`
+  const onEvery = (
+    name: string,
+    options: RateLimiter.Options,
+    run: (limiter: RateLimiter["Service"]) => Effect.Effect<ReadonlyArray<string>, unknown>,
+    expected: ReadonlyArray<string>
+  ) => {
+    for (const [path, make] of makers) {
+      it.effect(`${name} (${path})`, () =>
+        Effect.gen(function*() {
+          assert.deepStrictEqual(yield* run(yield* make(options)), expected)
+        }))
+    }
+  }
+
+  // A leaky bucket with delay 1 (nginx): the first excess request goes at
+  // once, the next ones are held back, each by its place in the queue.
+  onEvery(
+    "shaped decisions carry their delay",
+    { policy: Policy.leakyBucket({ rate: { tokens: 2, per: "1 second" }, burst: 3, delay: 1 }) },
+    (limiter) =>
+      Effect.forEach(
+        [1, 2, 3, 4, 5],
+        () => Effect.map(limiter.consume("k"), (d) => `${show(d)}/${d.delay === undefined ? "-" : millis(d.delay)}`)
+      ),
+    ["true/3/0/-", "true/2/0/-", "true/1/0/500", "true/0/0/1000", "false/0/500/-"]
+  )
+
+  onEvery(
+    "a force is allowed whatever it takes, and leaves the key in debt",
+    { policy: perSecond(5, 1) },
+    (limiter) =>
+      Effect.gen(function*() {
+        const forced = yield* limiter.force("k", { cost: 8 })
+        const after = yield* limiter.consume("k")
+        return [show(forced), show(after)]
+      }),
+    ["true/0/0", "false/0/4000"]
+  )
+
+  onEvery(
+    "reset unblocks a blocked key",
+    { policy: perSecond(5, 1) },
+    (limiter) =>
+      Effect.gen(function*() {
+        const blocked = yield* limiter.block("k", "10 seconds")
+        const during = yield* limiter.consume("k")
+        yield* limiter.reset("k")
+        const after = yield* limiter.consume("k")
+        return [String(blocked.allowed), show(during), show(after)]
+      }),
+    ["false", "false/0/10000", "true/4/0"]
+  )
+
+  onEvery(
+    "delete forgets a blocked key: it is new again, and said to have been there",
+    { policy: perSecond(5, 1) },
+    (limiter) =>
+      Effect.gen(function*() {
+        yield* limiter.block("k", "10 seconds")
+        const had = yield* limiter.delete("k")
+        const after = yield* limiter.consume("k")
+        const again = yield* limiter.delete("never")
+        return [String(had), show(after), String(again)]
+      }),
+    ["true", "true/4/0", "false"]
+  )
+
+  onEvery(
+    "setRate on a key never used: its refill is the new rate",
+    { policy: perSecond(10, 1) },
+    (limiter) =>
+      Effect.gen(function*() {
+        yield* limiter.setRate("fresh", 5)
+        const drained = yield* limiter.consume("fresh", { cost: 10 })
+        yield* TestClock.adjust("1 second")
+        const refilled = yield* limiter.peek("fresh")
+        return [show(drained), String(refilled.remaining)]
+      }),
+    ["true/0/0", "5"]
+  )
+
+  onEvery(
+    "a partial take takes what there is, and nothing from an empty key",
+    { policy: perSecond(5, 1) },
+    (limiter) =>
+      Effect.gen(function*() {
+        const first = yield* limiter.consumeUpTo("k", { cost: 3 })
+        const second = yield* limiter.consumeUpTo("k", { cost: 3 })
+        const third = yield* limiter.consumeUpTo("k", { cost: 3 })
+        return [first, second, third].map((d) => `${d.taken}:${show(d)}`)
+      }),
+    ["3:true/2/0", "2:true/0/0", "0:false/0/1000"]
+  )
+
+  it.effect("MemoryStore names itself in errors and metrics: memory", () =>
+    Effect.map(MemoryStore.make, (store) => assert.strictEqual(store.name, "memory")))
+})
+
+describe("MemoryStore: operations on one key in one call see each other", () => {
+  it.effect("a block, then a delete, then a take: the take finds a new key", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const policy = perSecond(5, 1)
+      assert.notStrictEqual(policy._tag, "Invalid")
+      if (policy._tag === "Invalid") return
+      const op = (kind: Store.OpKind, cost: number) => ({ kind, cost, queued: 0 })
+      const replies = yield* store.apply("k", policy, [
+        op(Store.OpKind.Block, 10_000),
+        op(Store.OpKind.Take, 1),
+        op(Store.OpKind.Delete, 0),
+        op(Store.OpKind.Take, 1)
+      ])
+      assert.deepStrictEqual(replies.map((r) => [r.allowed, r.remaining]), [[false, 0], [false, 0], [true, 5], [
+        true,
+        4
+      ]])
+    }))
+})
