@@ -593,3 +593,27 @@ describe("MemoryStore: operations on one key in one call see each other", () => 
       ]])
     }))
 })
+
+describe("a bad field is named with its value and the rule it breaks", () => {
+  it("a missing field is required; a bad one says what it must be", () => {
+    const missing = Policy.tokenBucket({ refill: { tokens: 1, per: "1 second" } } as any)
+    assert.deepStrictEqual(
+      missing._tag === "Invalid" && [missing.error.field, missing.error.value, missing.error.reason],
+      ["capacity", "undefined", "is required"]
+    )
+    const nested = Policy.gcra({ rate: { per: "1 second" }, maxBurst: 1 } as any)
+    assert.deepStrictEqual(
+      nested._tag === "Invalid" && [nested.error.field, nested.error.reason],
+      ["rate.count", "is required"]
+    )
+    const negative = Policy.fixedWindow({ limit: -2, window: "1 second" })
+    assert.deepStrictEqual(
+      negative._tag === "Invalid" && [negative.error.field, negative.error.value],
+      ["limit", "-2"]
+    )
+    assert.isTrue(negative._tag === "Invalid" && negative.error.reason.length > 0)
+    // parts of a combination are named by their place
+    const part = Policy.all(perSecond(5, 1), Policy.fixedWindow({ limit: 0, window: "1 second" }))
+    assert.strictEqual(part._tag === "Invalid" && part.error.field, "all[1].limit")
+  })
+})
