@@ -617,3 +617,24 @@ describe("a bad field is named with its value and the rule it breaks", () => {
     assert.strictEqual(part._tag === "Invalid" && part.error.field, "all[1].limit")
   })
 })
+
+describe("reservations on a shaper carry its delay", () => {
+  for (const [name, make] of makers) {
+    it.effect(`reserve on a leaky bucket with delay 1: the third and fourth act later (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: Policy.leakyBucket({ rate: { tokens: 2, per: "1 second" }, burst: 3, delay: 1 })
+        })
+        const delays: Array<number> = []
+        for (let i = 0; i < 4; i++) delays.push(millis((yield* limiter.reserve("k")).delay))
+        assert.deepStrictEqual(delays, [0, 0, 500, 1000])
+      }))
+  }
+})
+
+describe("StoreUnavailable", () => {
+  it("says which store and why", () => {
+    const error = new Store.StoreUnavailable({ store: "redis", reason: "timed out after 250 ms" })
+    assert.strictEqual(error.message, "the redis store is unavailable: timed out after 250 ms")
+  })
+})
