@@ -196,7 +196,9 @@ afterAll(() => {
     }
   }
   if (work !== "") rmSync(work, { recursive: true, force: true })
-})
+  // Removing the app's node_modules takes longer than the default 10 s hook
+  // timeout on a busy machine.
+}, 120_000)
 
 describe("the package, packed and installed into a fresh app", () => {
   it("the tarball holds the build, the sources (no demo), README, CHANGELOG and LICENSE; no tests, bench or CI", () => {
