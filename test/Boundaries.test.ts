@@ -638,3 +638,40 @@ describe("StoreUnavailable", () => {
     assert.strictEqual(error.message, "the redis store is unavailable: timed out after 250 ms")
   })
 })
+
+describe("combinators refuse what is not a valid policy, naming where", () => {
+  const good = perSecond(5, 1)
+  const broken = Policy.fixedWindow({ limit: 0, window: "1 second" })
+  const named = (p: Policy.Policy) => p._tag === "Invalid" ? [p.error.field, p.error.value] : p._tag
+  it("burst: a part that is not a policy, or an invalid one", () => {
+    assert.deepStrictEqual(named(Policy.burst(42 as any, good)), ["base", "number"])
+    assert.deepStrictEqual(named(Policy.burst(good, "x" as any)), ["burst", "string"])
+    assert.deepStrictEqual(named(Policy.burst(broken, good)), ["base.limit", "0"])
+    assert.deepStrictEqual(named(Policy.burst(good, broken)), ["burst.limit", "0"])
+  })
+  it("withOptions: a value that is not a policy", () => {
+    assert.deepStrictEqual(named(Policy.withOptions({} as any, { dryRun: true })), ["policy", "object"])
+  })
+  it("withRate: a token bucket takes any finite rate from 0; a smooth rate a positive one; others none", () => {
+    const bucket = perSecond(5, 1)
+    const smooth = Policy.smooth({ permits: 5, per: "1 second" })
+    assert.isFalse(bucket._tag === "Invalid" || smooth._tag === "Invalid")
+    if (bucket._tag === "Invalid" || smooth._tag === "Invalid") return
+    assert.strictEqual(Policy.withRate(bucket, 0)._tag, "TokenBucket")
+    for (const bad of [-1, NaN, Infinity]) {
+      assert.deepStrictEqual(named(Policy.withRate(bucket, bad)), ["rate", String(bad)])
+    }
+    assert.strictEqual(Policy.withRate(smooth, 0.5)._tag, "Smooth")
+    for (const bad of [0, -1, NaN, Infinity]) {
+      assert.deepStrictEqual(named(Policy.withRate(smooth, bad)), ["rate", String(bad)])
+    }
+    const window = Policy.fixedWindow({ limit: 5, window: "1 second" })
+    if (window._tag !== "Invalid") assert.deepStrictEqual(named(Policy.withRate(window, 5)), ["rate", "5"])
+  })
+  it("a refill without its tokens names them", () => {
+    assert.deepStrictEqual(
+      named(Policy.tokenBucket({ capacity: 5, refill: { per: "1 second" } } as any)),
+      ["refill.tokens", "undefined"]
+    )
+  })
+})
