@@ -612,6 +612,21 @@ describe("a bad field is named with its value and the rule it breaks", () => {
       ["limit", "-2"]
     )
     assert.isTrue(negative._tag === "Invalid" && negative.error.reason.length > 0)
+    // a long string is shown cut at 64 characters
+    const long = Policy.fixedWindow({ limit: "x".repeat(100) as any, window: "1 second" })
+    assert.strictEqual(long._tag === "Invalid" && long.error.value, JSON.stringify("x".repeat(64) + "…"))
+    const short = Policy.fixedWindow({ limit: "x".repeat(64) as any, window: "1 second" })
+    assert.strictEqual(short._tag === "Invalid" && short.error.value, JSON.stringify("x".repeat(64)))
+    // an adaptive rate whose capacity times its period overflows
+    const huge = Policy.adaptive({
+      capacity: 1e308,
+      rate: { tokens: 1, per: "1 hour" },
+      floor: 1,
+      ceiling: 2,
+      increase: 1,
+      decrease: 0.5
+    })
+    assert.strictEqual(huge._tag === "Invalid" && huge.error.field, "capacity")
     // parts of a combination are named by their place
     const part = Policy.all(perSecond(5, 1), Policy.fixedWindow({ limit: 0, window: "1 second" }))
     assert.strictEqual(part._tag === "Invalid" && part.error.field, "all[1].limit")
