@@ -690,3 +690,61 @@ describe("combinators refuse what is not a valid policy, naming where", () => {
     )
   })
 })
+
+describe("priority comes before a tenant's fair share", () => {
+  for (const [name, make] of makers.slice(0, 2)) {
+    it.effect(`a new tenant of lower priority waits behind a busy tenant of higher priority (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(1, 1) })
+        assert.isTrue(yield* limiter.acquire("k"))
+        const log: Array<string> = []
+        const join = (label: string, options: RateLimiter.WaitOptions) =>
+          Effect.andThen(
+            Effect.forkChild(Effect.andThen(limiter.wait("k", options), Effect.sync(() => log.push(label)))),
+            settle
+          )
+        // the busy tenant's stamps run ahead of the line's; the newcomer's is the line's own
+        for (const label of ["h1", "h2", "h3"]) yield* join(label, { tenant: "heavy", priority: 5 })
+        yield* join("low", { tenant: "light", priority: 0 })
+        for (let i = 0; i < 4; i++) {
+          yield* TestClock.adjust("1 second")
+          yield* settle
+        }
+        assert.deepStrictEqual(log, ["h1", "h2", "h3", "low"])
+      }))
+  }
+})
+
+describe("a waiter placed ahead by its priority is judged by the waiters ahead of it", () => {
+  for (const [name, make] of makers.slice(0, 2)) {
+    it.effect(`a high priority with a short maxWait joins a long line of low ones (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(1, 1) })
+        assert.isTrue(yield* limiter.acquire("k"))
+        for (let i = 0; i < 3; i++) yield* Effect.forkChild(limiter.wait("k"))
+        yield* settle
+        // 3 units in line, but none ahead of it: its turn is the next token, 1 s away
+        const urgent = yield* Effect.forkChild(
+          Effect.andThen(limiter.wait("k", { priority: 1, maxWait: "1500 millis" }), Clock.currentTimeMillis)
+        )
+        yield* settle
+        assert.isUndefined(urgent.pollUnsafe())
+        yield* TestClock.adjust("1 second")
+        yield* settle
+        assert.strictEqual(yield* Fiber.join(urgent), 1000)
+        // two more of that priority: the second has one unit ahead of it (not
+        // three behind), so its turn is 2 s away: past a maxWait of 1.5 s, in time for 2 s
+        yield* Effect.forkChild(limiter.wait("k", { priority: 1 }))
+        yield* settle
+        const late = yield* Effect.exit(limiter.wait("k", { priority: 1, maxWait: "1500 millis" }))
+        assert.isTrue(Exit.isFailure(late))
+        const second = yield* Effect.forkChild(
+          Effect.andThen(limiter.wait("k", { priority: 1, maxWait: "2 seconds" }), Clock.currentTimeMillis)
+        )
+        yield* settle
+        yield* TestClock.adjust("2 seconds")
+        yield* settle
+        assert.strictEqual(yield* Fiber.join(second), 3000)
+      }))
+  }
+})
