@@ -1,8 +1,21 @@
+import { spawnSync } from "node:child_process"
 import { defineConfig } from "vitest/config"
 import type { Reporter, TestModule } from "vitest/node"
 
-// Ends every run with one plain line, "tests: N passed, N failed", that any
-// CI can read whatever it knows about vitest.
+// What the tests that need a server look for; without it they are registered
+// and skipped, and the run ends by saying what to install.
+const installed = (commands: ReadonlyArray<string>, flag: string): boolean =>
+  commands.some((c) => spawnSync(c, [flag], { stdio: "ignore" }).status === 0)
+const missing = (): Array<string> => [
+  ...(process.env.REDIS_URL ? [] : ["a Redis server in REDIS_URL (e.g. REDIS_URL=redis://127.0.0.1:6379)"]),
+  ...(installed(["redis-server"], "--version") ? [] : ["redis-server"]),
+  ...(installed(["nginx", "/usr/sbin/nginx"], "-v") ? [] : ["nginx"]),
+  ...(installed(["openssl"], "version") ? [] : ["openssl"])
+]
+
+// Ends every run with one plain line, "tests: N passed, N failed, N skipped",
+// that any CI can read whatever it knows about vitest; before it, when tests
+// were skipped for want of a server, one line naming what to install.
 const summary: Reporter = {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>, unhandledErrors) {
     let passed = 0
@@ -18,6 +31,12 @@ const summary: Reporter = {
       if (module.state() === "failed" && module.children.size === 0) failed++
     }
     failed += unhandledErrors.length
+    const needs = skipped > 0 ? missing() : []
+    if (needs.length > 0) {
+      process.stdout.write(
+        `\n${skipped} tests skipped: the full suite needs ${needs.join(", ")} (.ci/run installs and starts them)`
+      )
+    }
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`)
   }
 }
@@ -27,6 +46,10 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/lua/setup.ts"],
     reporters: ["default", summary],
-    testTimeout: 60_000
+    testTimeout: 60_000,
+    // Vitest's default is one worker fewer than the cores: one, on two cores.
+    // Much of the suite waits on processes of its own (the service, npm,
+    // nginx, redis-server), so three files at a time keep two cores busy.
+    maxWorkers: 3
   }
 })

@@ -9,7 +9,7 @@ import { Duration, Effect, Option } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
-import { beyond, transcript, workload, workloadPolicies } from "./beyond.ts"
+import { beyond, focusedWorkload, type Step, transcript, workload, workloadPolicies } from "./beyond.ts"
 
 const modes: ReadonlyArray<
   [string, (options: RateLimiter.Options) => Effect.Effect<RateLimiter["Service"], unknown, any>]
@@ -33,18 +33,23 @@ for (const [name, make] of modes) {
 }
 
 describe("beyond the limit: random workloads", () => {
-  it.effect("in-process (both paths) and on MemoryStore, every operation decides the same", () =>
+  // The three share each algorithm's arithmetic (checked against independent
+  // models in test/algorithm); what they do not share is the path: the
+  // caller's fast path, the actor's batches and line, the store's ops. The
+  // Redis runs (test/redis/Beyond.test.ts) compare with the scripts.
+  const options: RateLimiter.Options = {
+    policy: (k) => workloadPolicies[Number(k.slice(1))],
+    idleTimeout: "365 days"
+  }
+  const run = (steps: ReadonlyArray<Step>, make: Effect.Effect<RateLimiter["Service"], unknown, any>) =>
+    Effect.scoped(Effect.gen(function*() {
+      yield* TestClock.setTime(1_760_000_000_000)
+      return yield* transcript(yield* make, steps, (ms) => TestClock.adjust(ms))
+    })).pipe(Effect.provide(TestClock.layer()))
+  const compare = (samples: ReadonlyArray<ReadonlyArray<Step>>) =>
     Effect.gen(function*() {
-      const options: RateLimiter.Options = {
-        policy: (k) => workloadPolicies[Number(k.slice(1))],
-        idleTimeout: "365 days"
-      }
-      const run = (steps: ReadonlyArray<any>, make: Effect.Effect<RateLimiter["Service"], unknown, any>) =>
-        Effect.scoped(Effect.gen(function*() {
-          yield* TestClock.setTime(1_760_000_000_000)
-          return yield* transcript(yield* make, steps, (ms) => TestClock.adjust(ms))
-        })).pipe(Effect.provide(TestClock.layer()))
-      for (const steps of fc.sample(workload, { numRuns: Number(process.env.BEYOND_RUNS ?? 150) })) {
+      const outcomes = new Set<string>()
+      for (const steps of samples) {
         const fast = yield* run(steps, RateLimiter.make({ ...options, fastPath: true }))
         const actor = yield* run(steps, RateLimiter.make({ ...options, fastPath: false }))
         const stored = yield* run(
@@ -56,8 +61,21 @@ describe("beyond the limit: random workloads", () => {
         )
         assert.deepStrictEqual(actor, fast, JSON.stringify(steps))
         assert.deepStrictEqual(stored, fast, JSON.stringify(steps))
+        for (const line of fast) outcomes.add(line.split("/")[0])
       }
-    }))
+      // the runs reached admissions, denials and typed failures alike
+      assert.includeMembers([...outcomes], ["true", "false"])
+    })
+
+  it.effect("in-process (both paths) and on MemoryStore, every operation decides the same", () =>
+    compare(fc.sample(workload, { numRuns: Number(process.env.BEYOND_RUNS ?? 150) })))
+
+  it.effect("long histories of one or two keys decide the same on every path", () =>
+    compare(
+      fc.sample(focusedWorkload(Number(process.env.BEYOND_LENGTH ?? 120)), {
+        numRuns: Math.ceil(Number(process.env.BEYOND_RUNS ?? 150) / 3)
+      })
+    ))
 })
 
 describe("beyond the limit: in-process only", () => {

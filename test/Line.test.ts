@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Clock, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 
@@ -230,7 +230,8 @@ describe("fair share of one key between tenants", () => {
       }
       const admitted = yield* Fiber.join(late)
       // the next token but one at most (the flooder's head may go first)
+      // and not before a token is there: the bucket was empty at the start
+      assert.isAtLeast(admitted - start, 100)
       assert.isAtMost(admitted - start, 200)
-      assert.isTrue(Duration.isDuration(Duration.millis(admitted)))
     }))
 })

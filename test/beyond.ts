@@ -340,6 +340,20 @@ const shapers = new Set([3, 6])
 /** Workloads of {@link Step}s. */
 export const workload = (() => {
   const key = fc.integer({ min: 0, max: workloadPolicies.length - 1 })
+  return workloadOn(key, 40)
+})()
+
+/**
+ * Long workloads on one or two keys: a key's history runs to dozens of
+ * operations (over all fourteen keys, a run of 40 gives each about three).
+ */
+export const focusedWorkload = (maxLength: number): fc.Arbitrary<ReadonlyArray<Step>> =>
+  fc.uniqueArray(fc.integer({ min: 0, max: workloadPolicies.length - 1 }), { minLength: 1, maxLength: 2 })
+    // (a shaper alone would leave acquire and wait nothing to draw)
+    .filter((keys) => keys.some((k) => !shapers.has(k)))
+    .chain((keys) => workloadOn(fc.constantFrom(...keys), maxLength))
+
+function workloadOn(key: fc.Arbitrary<number>, maxLength: number): fc.Arbitrary<ReadonlyArray<Step>> {
   const cost = fc.integer({ min: 0, max: 5 })
   const costed = (tag: Costed) => fc.record({ _tag: fc.constant(tag), key, cost })
   const step: fc.Arbitrary<Step> = fc.oneof(
@@ -382,8 +396,8 @@ export const workload = (() => {
       arbitrary: fc.record({ _tag: fc.constant("advance" as const), millis: fc.integer({ min: 0, max: 3000 }) })
     }
   )
-  return fc.array(step, { minLength: 1, maxLength: 40 })
-})()
+  return fc.array(step, { minLength: 1, maxLength })
+}
 
 const showDecision = (d: {
   readonly allowed: boolean

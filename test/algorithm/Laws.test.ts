@@ -540,6 +540,7 @@ describe("algorithm laws", () => {
 
       if (k.forgets) {
         it("forgetting a settled key changes no later decision", () => {
+          let compared = 0
           fc.assert(
             fc.property(
               start,
@@ -555,7 +556,22 @@ describe("algorithm laws", () => {
                   s = A.step(k.config as never, s as never, now, cost).state
                 }
                 const settled = A.settledAt(k.config as never, s as never)
-                if (!Number.isFinite(settled)) return
+                if (settled === Infinity) {
+                  // Never settles (units held, or no refill): forgetting it
+                  // would change a decision however long it waits, which is
+                  // why it is kept. A year on, it still stands apart from a
+                  // new key.
+                  const later = now + 365 * 86_400_000
+                  assert.notDeepEqual(
+                    [0, 1, k.costs].map((cost) => figures(A.step(k.config as never, s as never, later, cost))),
+                    [0, 1, k.costs].map((cost) =>
+                      figures(A.step(k.config as never, A.initial(k.config as never, later) as never, later, cost))
+                    ),
+                    "a key that never settles differs from a new one"
+                  )
+                  return
+                }
+                // -Infinity (unlimited): settled from the start
                 let t = Math.max(settled, now) + gap
                 let kept = s
                 let forgotten: unknown = A.initial(k.config as never, t)
@@ -563,6 +579,7 @@ describe("algorithm laws", () => {
                   const a = A.step(k.config as never, kept as never, t, cost)
                   const b = A.step(k.config as never, forgotten as never, t, cost)
                   assert.deepStrictEqual(figures(a), figures(b))
+                  compared++
                   kept = a.state
                   forgotten = b.state
                   t += delta
@@ -571,6 +588,9 @@ describe("algorithm laws", () => {
             ),
             { numRuns: 200 }
           )
+          // The law must be exercised, not skipped: for every kind, many
+          // steps after a forgetting were compared.
+          assert.isAtLeast(compared, 50, "steps compared after forgetting a settled key")
         })
       }
     })
@@ -660,9 +680,20 @@ describe("beyond the limit", () => {
               now += m.delta
               s = apply(k, s, now, m)
             }
+            const before = A.step(c, s, now, 0)
             const forced = A.force(c, s, now, cost)
             const within = A.step(c, forced, now, 0)
             assert.isTrue(within.remaining >= 0)
+            // Whether or not it runs into debt, a force takes every unit it is
+            // told to: what remains drops by the cost (to 0 at most). A burst
+            // forces its base limit only: the allowance beside it stays.
+            if (!Number.isFinite(before.remaining)) {
+              assert.isTrue(within.allowed, "nothing is ever out of an unlimited key")
+            } else if (A !== Burst.algorithm) {
+              assert.isAtMost(within.remaining, Math.max(0, before.remaining - cost), "a force takes its cost")
+            } else {
+              assert.isAtMost(within.remaining, before.remaining, "a force gives nothing back")
+            }
             if (within.allowed) return
             // the debt: when a request of no units is admitted again, exactly
             const debt = within.retryAfter

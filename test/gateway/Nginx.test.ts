@@ -25,7 +25,10 @@ const nginxBinary = (): string | undefined => {
 }
 const nginx = nginxBinary()
 // CI installs nginx (.ci/run): there, a missing nginx is a failure, not a skip.
-const runIt = nginx !== undefined || process.env.CI === "true" ? it.live : it.live.skip
+const runIt = nginx !== undefined || process.env.CI === "true"
+  ? it.live
+  : (name: string, self: Parameters<typeof it.live>[1]) =>
+    it.live.skip(`${name} (skipped: nginx is not installed; .ci/run installs it)`, self)
 
 // A tiny upstream: answers "app <path>" and counts what reached it.
 const upstream = Effect.acquireRelease(

@@ -95,8 +95,10 @@ const must = async (
 }
 
 const npm = (args: ReadonlyArray<string>, cwd: string) => must("npm", args, { cwd })
+// --prefer-offline: what npm's cache holds (from the repository's own `npm ci`)
+// is used without asking the registry again; the rest is fetched as usual.
 const install = (args: ReadonlyArray<string>, cwd: string) =>
-  npm(["install", "--no-audit", "--no-fund", "--loglevel", "info", ...args], cwd)
+  npm(["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel", "info", ...args], cwd)
 
 /** A Node of the given version from the `node` package on npm, installed once into node_modules/.cache. */
 const nodeBinary = async (version: string): Promise<string> => {
@@ -310,8 +312,6 @@ afterAll(() => {
   // The app's node_modules (effect, TypeScript, gRPC, ...): tens of thousands of files, which a busy
   // machine takes more than the default 10 s hook timeout to delete.
   if (work !== "") rmSync(work, { recursive: true, force: true })
-  // (removing the installed app's node_modules took over vitest's default
-  // 10 s for a hook while the whole suite ran on a loaded machine)
 }, 120_000)
 
 describe("the package, packed and installed into a fresh app", () => {

@@ -35,8 +35,12 @@ const call: fc.Arbitrary<Call> = fc.record({
   consume: fc.boolean()
 })
 
+// Mode "error": any store failure fails the test. The store's timeout is
+// generous, so that a busy machine does not turn a slow reply into one.
 const limiterOn = (store: Store.Store) =>
-  RateLimiter.make({ policy, fallback: { mode: "error" } }).pipe(Effect.provideService(Store.CurrentStore, store))
+  RateLimiter.make({ policy, fallback: { mode: "error", timeout: "10 seconds" } }).pipe(
+    Effect.provideService(Store.CurrentStore, store)
+  )
 
 describeRedis("calls over several keys on Redis", (it) => {
   it.effect("two limiters, random concurrent calls: no key exceeds its limit, no partial take survives", () =>
@@ -175,7 +179,7 @@ suite("calls over several keys on a Redis Cluster node", () => {
         const onStore = (store: Store.Store) =>
           RateLimiter.make({
             policy: Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 hour" } }),
-            fallback: { mode: "error" }
+            fallback: { mode: "error", timeout: "10 seconds" }
           }).pipe(Effect.provideService(Store.CurrentStore, store))
         const make = (options: RedisStore.Options) => Effect.provide(RedisStore.make(options), context)
         const limiter = yield* onStore(yield* make({ prefix: "c:", cluster: true }))

@@ -11,7 +11,7 @@ import * as fc from "fast-check"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
-import { beyond, type Step, transcript, workload, workloadPolicies } from "../beyond.ts"
+import { beyond, focusedWorkload, type Step, transcript, workload, workloadPolicies } from "../beyond.ts"
 import { cleanup, describeRedis, uniquePrefix } from "./redis.ts"
 
 for (const functions of [true, false]) {
@@ -53,7 +53,13 @@ for (const functions of [true, false]) {
             const limiter = yield* (store === undefined ? make : Effect.provideService(make, Store.CurrentStore, store))
             return yield* transcript(limiter, steps, (ms) => TestClock.adjust(ms))
           })).pipe(Effect.provide(TestClock.layer()))
-        for (const steps of fc.sample(workload, { numRuns: Number(process.env.BEYOND_RUNS ?? 40) })) {
+        const runs = Number(process.env.BEYOND_RUNS ?? 40)
+        // short runs over every key, and long histories of one or two keys
+        const samples = [
+          ...fc.sample(workload, { numRuns: runs }),
+          ...fc.sample(focusedWorkload(Number(process.env.BEYOND_LENGTH ?? 120)), { numRuns: Math.ceil(runs / 4) })
+        ]
+        for (const steps of samples) {
           const local = yield* run(steps, false)
           assert.deepStrictEqual(yield* run(steps, true), local, JSON.stringify(steps))
         }

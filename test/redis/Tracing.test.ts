@@ -5,7 +5,7 @@
  * the span: nothing could see it.)
  */
 import { assert } from "@effect/vitest"
-import { Effect, Tracer } from "effect"
+import { Effect, type Exit, Tracer } from "effect"
 import * as Engine from "../../src/internal/actor/Engine.ts"
 import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
@@ -19,15 +19,33 @@ describeRedis("RedisStore spans", (it) => {
   it.effect("one RedisStore.apply span per round trip, named after its script, with its keys", () =>
     Effect.gen(function*() {
       const started: Array<Tracer.Span> = []
+      // The callers are answered on the round trip's fiber, before its span
+      // ends: the test waits for the spans' ends themselves, not for a while.
+      let ended = 0
+      const waiting: Array<readonly [number, () => void]> = []
+      class Recorded extends Tracer.NativeSpan {
+        override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+          super.end(endTime, exit)
+          if (this.name !== "RedisStore.apply") return
+          ended++
+          for (const [n, resume] of waiting.splice(0)) {
+            if (ended >= n) resume()
+            else waiting.push([n, resume])
+          }
+        }
+      }
+      const spansEnded = (n: number) =>
+        Effect.callback<void>((resume) => {
+          if (ended >= n) resume(Effect.void)
+          else waiting.push([n, () => resume(Effect.void)])
+        })
       const tracer = Tracer.make({
         span: (options) => {
-          const span = new Tracer.NativeSpan(options)
+          const span = new Recorded(options)
           started.push(span)
           return span
         }
       })
-      // The callers are answered on the round trip's fiber, before its span ends.
-      const roundsDone = Effect.sleep("20 millis")
       const prefix = uniquePrefix("tracing")
       // one command out at a time, so what is called meanwhile waits and shares one
       const store = yield* Effect.map(RedisStore.make({ prefix, maxInFlight: 1 }), Engine.engineOf)
@@ -35,7 +53,7 @@ describeRedis("RedisStore spans", (it) => {
 
       const one = yield* traced(store.apply("a", policy, take))
       assert.strictEqual(one[0].allowed, true)
-      yield* roundsDone
+      yield* spansEnded(1)
       const spans = () => started.filter((s) => s.name === "RedisStore.apply")
       assert.strictEqual(spans().length, 1)
       assert.strictEqual(spans()[0].attributes.get("tollgate.script"), "token-bucket")
@@ -44,7 +62,7 @@ describeRedis("RedisStore spans", (it) => {
 
       // the first goes out at once; the next three wait and share one round trip
       yield* traced(Effect.forEach(["b", "c", "d", "e"], (key) => store.apply(key, policy, take), { concurrency: 4 }))
-      yield* roundsDone
+      yield* spansEnded(3)
       assert.deepStrictEqual(spans().slice(1).map((s) => s.attributes.get("tollgate.keys")), [1, 3])
       assert.isTrue(spans().every((s) => s.status._tag === "Ended"))
       yield* cleanup(prefix)

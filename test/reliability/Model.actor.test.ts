@@ -1,14 +1,16 @@
 /**
  * Model-based random testing with the fast path off (every request through the actor):
  * random commands against the reference model in model.ts. With Model.fast.test.ts,
- * over 100,000 commands per run of the suite. Replay a failure with
+ * over 100,000 commands per run in CI (test/size.ts: a quarter in a developer's
+ * run). Replay a failure with
  * TOLLGATE_SEED=<seed>; scale with TOLLGATE_MODEL_RUNS=<runs>.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { size } from "../size.ts"
 import { check } from "./model.ts"
 
-const runs = Number(process.env.TOLLGATE_MODEL_RUNS ?? 400)
+const runs = size("TOLLGATE_MODEL_RUNS", 100, 400)
 
 describe("model-based (fastPath: false)", () => {
   it.effect(`${runs} random runs of up to 200 commands agree with the reference model`, () =>
