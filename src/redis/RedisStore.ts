@@ -1007,7 +1007,7 @@ export const layer = (
     const closeTimeout = yield* bounded(options, "closeTimeout", 2000)
     // ioredis is an optional peer: loaded here, so `tollgate/redis` loads without it
     const io = yield* OptionalPackage.load(
-      "RedisStore.layer",
+      "the Redis store's own client (RedisStore.layer)",
       "ioredis",
       () => import("ioredis").then(Result.succeed, Result.fail)
     )

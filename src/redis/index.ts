@@ -1,9 +1,9 @@
 /**
  * tollgate on Redis: one limit shared by every process that points at the
- * same Redis. `RedisStore.layer` runs on a connection of its own and needs
- * nothing but `effect` (Node 20 and later); only its node-redis `client`
- * options need the optional peer dependencies `@effect/platform-node` and
- * `redis` (Node 22.19 or later).
+ * same Redis. `RedisStore.layer` runs on a client of its own and needs the
+ * optional peer dependency `ioredis` (Node 20 and later); `RedisStore.make`
+ * runs on the application's `Redis` service (for example
+ * `@effect/platform-node`'s `NodeRedis`, Node 22.19 or later).
  *
  * @since 0.2.0
  */

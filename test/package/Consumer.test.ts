@@ -200,7 +200,7 @@ const failure = async (layer) => {
 }
 console.log(JSON.stringify([
   await failure(Server.layer),
-  await failure(RedisStore.layer({ url: "redis://127.0.0.1:1", client: { name: "app" } })),
+  await failure(RedisStore.layer({ url: "redis://127.0.0.1:1", client: { connectionName: "app" } })),
   await failure(RlsServer.layer({ host: "127.0.0.1", port: 0 })),
   RlsServer.loadDefinition().stack,
   RlsConfig.parseYaml("domain: edge\\n", "edge.yaml").failure.reason
@@ -210,8 +210,8 @@ console.log(JSON.stringify([
 const WITHOUT_OPTIONAL_LINES = [
   "MissingPackage: the HTTP service needs @effect/platform-node, which is not installed: " +
   "npm install @effect/platform-node",
-  "MissingPackage: the Redis store on node-redis (RedisStore.layer's client options) needs @effect/platform-node, " +
-  "which is not installed: npm install @effect/platform-node",
+  "MissingPackage: the Redis store's own client (RedisStore.layer) needs ioredis, which is not installed: " +
+  "npm install ioredis",
   "MissingPackage: the Envoy rate limit service (gRPC) needs @grpc/grpc-js, which is not installed: " +
   "npm install @grpc/grpc-js",
   "MissingPackage: the rate limit service's definition (RlsServer.loadDefinition) needs @grpc/grpc-js and " +
@@ -219,7 +219,7 @@ const WITHOUT_OPTIONAL_LINES = [
   "reading envoyproxy/ratelimit's YAML needs yaml, which is not installed: npm install yaml"
 ]
 
-// tollgate/redis on its own connection: nothing but effect (REDIS_URL: a Redis to use).
+// tollgate/redis's own client: ioredis beside effect (REDIS_URL: a Redis to use).
 const REDIS_OWN = `import { Effect, Layer } from "effect"
 import { Policy, RateLimiter } from "tollgate"
 import { RedisStore } from "tollgate/redis"
@@ -413,21 +413,6 @@ describe("the package, packed and installed into a fresh app", () => {
     )
   }, 120_000)
 
-  it.skipIf(process.env.REDIS_URL === undefined)(
-    "tollgate/redis on its own connection needs nothing but effect, on Node 20 and 24 (REDIS_URL)",
-    async () => {
-      const nodes = new Set([await nodeBinary(NODE_20!), process.execPath])
-      for (const node of nodes) {
-        const result = await must(node, ["--input-type=module", "-e", REDIS_OWN], {
-          cwd: app,
-          env: { REDIS_URL: process.env.REDIS_URL! }
-        })
-        assert.strictEqual(result.stdout, "true true true false\n", `on ${node}`)
-      }
-    },
-    120_000
-  )
-
   it("publint and attw (profile esm-only: the package is ES modules only) report the tarball clean", async () => {
     const bin = (name: string) => join(root, "node_modules", ".bin", name)
     const publint = await must(bin("publint"), ["run", "--strict", tarball], { cwd: work })
@@ -436,7 +421,7 @@ describe("the package, packed and installed into a fresh app", () => {
     assert.notMatch(attw.output, /\n(node16 \(from ESM\)|bundler): (?!🟢)/u, attw.output)
   }, 300_000)
 
-  describe("with the service's packages installed (@effect/platform-node and redis, gRPC, yaml)", () => {
+  describe("with the service's packages installed (@effect/platform-node and redis, ioredis, gRPC, yaml)", () => {
     beforeAll(async () => {
       await install([
         `@effect/platform-node@${devVersion("@effect/platform-node")}`,
@@ -445,6 +430,21 @@ describe("the package, packed and installed into a fresh app", () => {
         `typescript@${TYPESCRIPT_5}`
       ], app)
     }, 300_000)
+
+    it.skipIf(process.env.REDIS_URL === undefined)(
+      "tollgate/redis: RedisStore.layer runs on ioredis, on Node 20 and 24 (REDIS_URL)",
+      async () => {
+        const nodes = new Set([await nodeBinary(NODE_20!), process.execPath])
+        for (const node of nodes) {
+          const result = await must(node, ["--input-type=module", "-e", REDIS_OWN], {
+            cwd: app,
+            env: { REDIS_URL: process.env.REDIS_URL! }
+          })
+          assert.strictEqual(result.stdout, "true true true false\n", `on ${node}`)
+        }
+      },
+      120_000
+    )
 
     it(
       "npx tollgate with Envoy's rate limit service configured, without its packages, exits 1 with one line",

@@ -390,7 +390,9 @@ export const removeCancelled = (line: Line): boolean => {
  * beyond their `maxWait`) give up: they took nothing. Each is answered
  * `RateLimitExceeded` and leaves the line; its `retryAfter` is `retry` of
  * the cost ahead of it (Infinity when not given). Returns whether the head
- * changed.
+ * changed. With `before`, only waiters whose deadline is before `now` go: a
+ * turn that comes exactly at the deadline is still waited for (`maxWait` is
+ * inclusive), so a caller about to ask for the head's turn keeps those.
  *
  * @since 0.2.0
  */
@@ -398,15 +400,16 @@ export const expire = (
   line: Line,
   now: number,
   answer: (request: Request.Request, answer: Request.Answer) => void,
-  retry?: (queued: number, cost: number) => number
+  retry?: (queued: number, cost: number) => number,
+  before = false
 ): boolean => {
-  if (line.nextDeadline > now) return false
+  if (before ? line.nextDeadline >= now : line.nextDeadline > now) return false
   const { key, recorder } = line.owner
   let next = Infinity
   let queued = 0
   for (const w of line.waiters) {
     if (w.cancelled) continue
-    if (w.deadline <= now) {
+    if (before ? w.deadline < now : w.deadline <= now) {
       w.cancelled = true
       recorder.denied++
       const after = retry === undefined ? Infinity : retry(queued, w.cost)

@@ -458,10 +458,14 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
   const admitLine = Effect.fnUntraced(function*(limiter: Bucket.Limiter, bucket: Bucket.Bucket, line: Line.Line) {
     while (line.waiters.length > 0) {
       dropCancelled(line)
-      if (Line.expire(line, limiter.clock.currentTimeMillisUnsafe(), Request.reply)) line.wakeAt = 0
-      if (line.waiters.length === 0) return
       const now = limiter.clock.currentTimeMillisUnsafe()
-      if (now < line.wakeAt) return
+      // a waiter whose deadline is now is still asked for: maxWait is inclusive
+      if (Line.expire(line, now, Request.reply, undefined, now >= line.wakeAt)) line.wakeAt = 0
+      if (line.waiters.length === 0) return
+      if (now < line.wakeAt) {
+        if (Line.expire(line, now, Request.reply)) line.wakeAt = 0
+        return
+      }
       const head = line.waiters[0]
       // Only an admission changes the key: a head that is refused logs nothing.
       const result = yield* call(limiter, bucket, [{ kind: OpKind.Admit, cost: head.cost, queued: 0 }])
@@ -490,7 +494,11 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
         // release wakes nobody here; this process's own wakes the head at once).
         const retry = reply.retryAfter === Infinity ? releasePollMillis : reply.retryAfter
         line.wakeAt = limiter.clock.currentTimeMillisUnsafe() + Math.max(1, retry)
-        return
+        // refused: a waiter whose deadline is now cannot have its turn in time
+        // (the new head, if the head went, asks at once)
+        if (!Line.expire(line, limiter.clock.currentTimeMillisUnsafe(), Request.reply)) return
+        line.wakeAt = 0
+        continue
       }
       Line.shift(line)
       limiter.recorder.allowed++
