@@ -12,10 +12,11 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import { type InvalidPolicy, type InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
 import type * as Policy from "../../Policy.ts"
 import type { Store } from "../../Store.ts"
+import * as Block from "../algorithm/Block.ts"
 import * as Bucket from "../actor/Bucket.ts"
 import * as Limiter from "../actor/Limiter.ts"
 import type * as Remote from "../actor/Remote.ts"
@@ -76,7 +77,33 @@ export interface Supervisor {
   /** One full pass of the sweep, now (it also runs by itself). */
   readonly sweep: Effect.Effect<number>
   readonly stats: Effect.Effect<Stats>
+  /**
+   * For a cluster's hand-off (`tollgate/cluster`): every key whose state is
+   * worth keeping (not settled), with how long it stays blocked (ms, 0: not).
+   * Read it only while nothing is queued, waiting or held.
+   */
+  readonly snapshot: () => Array<Handover>
+  /** For a cluster's hand-off: `key` starts from a handed-over state (before any request for it). */
+  readonly restore: (key: string, state: unknown) => InvalidPolicy | undefined
 }
+
+/** A key's state, handed from one owner to the next (see `Supervisor.snapshot`). @since 0.3.0 */
+export interface Handover {
+  readonly key: string
+  readonly state: unknown
+  readonly blockedFor: number
+}
+
+/**
+ * Told of each supervisor made in its context: how a cluster's owner reaches
+ * the limiter it runs (`RateLimiter.make`) for its hand-off.
+ *
+ * @since 0.3.0
+ */
+export const OnMake = Context.Reference<((supervisor: Supervisor) => void) | undefined>(
+  "tollgate/internal/Supervisor/OnMake",
+  { defaultValue: () => undefined }
+)
 
 const shutdownExit = Effect.fail(new LimiterShutdown())
 
@@ -249,6 +276,27 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const stats = Effect.sync(() => snapshot(buckets.size, overrides.size))
 
+  const handovers = (): Array<Handover> => {
+    const now = limiter.clock.currentTimeMillisUnsafe()
+    const out: Array<Handover> = []
+    for (const [key, bucket] of buckets) {
+      if (Bucket.settled(limiter, bucket, now)) continue
+      out.push({ key, state: Bucket.read(bucket), blockedFor: Math.max(0, Block.until(bucket.policy.rule) - now) })
+    }
+    return out
+  }
+  const restore = (key: string, state: unknown): InvalidPolicy | undefined => {
+    let bucket = buckets.get(key)
+    if (bucket === undefined) {
+      const policy = overrides.get(key) ?? options.policyFor(key)
+      if (policy._tag === "InvalidPolicy") return policy
+      buckets.set(key, bucket = Bucket.make(limiter, key, policy))
+      recorder.live++
+      recorder.started++
+    }
+    Bucket.write(bucket, state)
+  }
+
   const supervisor: Supervisor = {
     submit: (key, kind, cost, maxWait, payload) => Effect.suspend(() => submit(key, kind, cost, maxWait, payload)),
     submitUnsafe: submit,
@@ -257,7 +305,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     limiter,
     policyOf: (key: string) => overrides.get(key) ?? options.policyFor(key),
     sweep,
-    stats
+    stats,
+    snapshot: handovers,
+    restore
   }
+  const onMake = yield* OnMake
+  onMake?.(supervisor)
   return supervisor
 })
