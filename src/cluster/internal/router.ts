@@ -1,0 +1,398 @@
+/**
+ * The caller's side: every operation goes to the owner of its key's shard.
+ *
+ * - **On this runner**: straight to the partition, no message.
+ * - **Elsewhere**: into the queue of its destination, the runner that owns
+ *   the shard as far as this router knows (learnt from replies: each reply
+ *   names its runner and, when this router's view of it is out of date,
+ *   every shard it serves). A queue sends a round (one `Batch` message with
+ *   all it holds) straight away while fewer than `maxInFlight` of its rounds
+ *   are out; what arrives meanwhile goes in the next round (coalescing, as
+ *   the Redis store's rounds do). A shard whose owner is not known yet has a
+ *   queue of its own, sent to its own entity.
+ * - **Moves**: an operation answered `Moved` (its shard is being handed
+ *   over) or `NotHere` (it went to a runner that does not own it) is sent
+ *   again to the shard's next owner; while a shard is moving, its
+ *   operations wait up to `handoffMillis` for the next owner instead of
+ *   falling back.
+ * - **Deadlines**: an operation not answered within `timeoutMillis` (a
+ *   waiter: its `maxWait` plus that) is answered by the fallback, and its
+ *   shard is skipped for `retryMillis`, so that while a crashed runner's
+ *   shards have no owner no call waits for their locks to expire.
+ *
+ * @since 0.3.0
+ */
+import { Clock, Effect, Exit, Fiber, Option } from "effect"
+import { Overloaded, type RateLimitExceeded } from "../../Errors.ts"
+import type { RateLimiter } from "../../RateLimiter.ts"
+import type { Owner } from "./owner.ts"
+import {
+  type BatchReply,
+  decodeValue,
+  type Failure,
+  type Kind,
+  type Op,
+  type Result,
+  Tag,
+  type WaitRequest,
+  type WaitResult
+} from "./protocol.ts"
+
+/**
+ * What answers when the owner does not.
+ *
+ * @since 0.3.0
+ */
+export interface Fallback {
+  readonly decide: (op: Op, reason: string) => Effect.Effect<unknown, RateLimiter.CallError>
+  readonly wait: (
+    req: WaitRequest,
+    maxWait: number,
+    reason: string
+  ) => Effect.Effect<WaitResult, RateLimiter.CallError | RateLimitExceeded>
+}
+
+/**
+ * What the router needs.
+ *
+ * @since 0.3.0
+ */
+export interface Options {
+  readonly owner: Owner
+  readonly batch: (entityId: string, ops: ReadonlyArray<Op>, version: number) => Effect.Effect<BatchReply, unknown>
+  readonly waitCall: (entityId: string, req: WaitRequest) => Effect.Effect<WaitResult, unknown>
+  /** An entity id on a shard (its partition's). */
+  readonly entityIdOf: (shard: number) => string
+  readonly timeoutMillis: number
+  readonly retryMillis: number
+  readonly handoffMillis: number
+  readonly maxInFlight: number
+  readonly maxBatch: number
+  readonly fallback: Fallback
+}
+
+/**
+ * Counts of the router's work.
+ *
+ * @since 0.3.0
+ */
+export interface Counts {
+  /** Rounds sent (messages). */
+  calls: number
+  /** Operations they carried. */
+  ops: number
+  /** Operations that hit their deadline. */
+  failures: number
+  /** Answers the fallback gave. */
+  degraded: number
+}
+
+interface Item {
+  readonly op: Op
+  readonly resume: (result: Result | undefined) => void
+  deadline: number
+  tries: number
+  done: boolean
+}
+
+interface Queue {
+  readonly key: string
+  readonly items: Array<Item>
+  out: number
+}
+
+/** How long an operation told Moved waits before it is sent again (ms). */
+const movedPause = 20
+
+/**
+ * The router's interface.
+ *
+ * @since 0.3.0
+ */
+export interface Router {
+  readonly decide: (op: Op) => Effect.Effect<unknown, RateLimiter.CallError>
+  readonly wait: (
+    req: WaitRequest,
+    maxWait: number
+  ) => Effect.Effect<WaitResult, RateLimiter.CallError | RateLimitExceeded>
+  readonly counts: Counts
+}
+
+/**
+ * Makes the router, in the current scope (its rounds run in it).
+ *
+ * @since 0.3.0
+ */
+export const make = Effect.fnUntraced(function*(options: Options) {
+  const clock = yield* Clock.Clock
+  const now = () => clock.currentTimeMillisUnsafe()
+  const context = yield* Effect.context<never>()
+  const runFork = Effect.runForkWith(context)
+  const scope = yield* Effect.scope
+  const fibers = new Set<Fiber.Fiber<unknown, unknown>>()
+  yield* Effect.addFinalizer(() => Fiber.interruptAll(fibers))
+  const fork = <A, E>(effect: Effect.Effect<A, E>) => {
+    const fiber = runFork(effect)
+    fibers.add(fiber)
+    fiber.addObserver(() => fibers.delete(fiber))
+    return fiber
+  }
+  void scope
+
+  const counts: Counts = { calls: 0, ops: 0, failures: 0, degraded: 0 }
+  /** shard -> the runner serving it, as last heard */
+  const owners = new Map<number, string>()
+  /** runner -> the version of its shards this router knows */
+  const versions = new Map<string, number>()
+  const queues = new Map<string, Queue>()
+  /** shard -> until when it is being handed over (ms) */
+  const moving = new Map<number, number>()
+  /** shard -> until when it is skipped (its owner did not answer) */
+  const down = new Map<number, number>()
+
+  const isDown = (shard: number, t: number): boolean => {
+    const until = down.get(shard)
+    if (until === undefined) return false
+    if (t < until) return true
+    down.delete(shard)
+    return false
+  }
+  const movingUntil = (shard: number, t: number): number => {
+    const until = moving.get(shard)
+    if (until === undefined) return 0
+    if (t < until) return until
+    moving.delete(shard)
+    return 0
+  }
+
+  const queueOf = (shard: number): Queue => {
+    const runner = owners.get(shard)
+    const key = runner ?? `#${shard}`
+    let q = queues.get(key)
+    if (q === undefined) queues.set(key, q = { key, items: [], out: 0 })
+    return q
+  }
+
+  const learn = (reply: BatchReply) => {
+    const runner = reply.owner
+    if (reply.open !== undefined) {
+      for (const [shard, r] of owners) if (r === runner) owners.delete(shard)
+      for (const shard of reply.open) owners.set(shard, runner)
+    }
+    versions.set(runner, reply.v)
+  }
+
+  const expire = (item: Item) => {
+    if (item.done) return
+    item.done = true
+    counts.failures++
+    item.resume(undefined)
+  }
+
+  const enqueue = (item: Item): void => {
+    const q = queueOf(item.op.s)
+    q.items.push(item)
+    if (q.out < options.maxInFlight) send(q)
+  }
+
+  const again = (item: Item, pause: boolean): void => {
+    if (item.done) return
+    item.tries++
+    if (!pause && item.tries < 4) return enqueue(item)
+    fork(Effect.andThen(Effect.sleep(movedPause), Effect.sync(() => enqueue(item))))
+  }
+
+  const send = (q: Queue): void => {
+    const t = now()
+    const items: Array<Item> = []
+    while (q.items.length > 0 && items.length < options.maxBatch) {
+      const item = q.items.shift()!
+      if (item.done) continue
+      if (item.deadline <= t) {
+        expire(item)
+        continue
+      }
+      items.push(item)
+    }
+    if (items.length === 0) return
+    q.out++
+    counts.calls++
+    counts.ops += items.length
+    const ops = items.map((i) => i.op)
+    const first = items[0].op.s
+    const runner = owners.get(first)
+    const known = runner === undefined ? 0 : versions.get(runner) ?? 0
+    let soonest = Infinity
+    for (const i of items) if (i.deadline < soonest) soonest = i.deadline
+    const round = options.batch(options.entityIdOf(first), ops, known).pipe(
+      Effect.timeoutOption(Math.max(0, soonest - t))
+    )
+    const fiber = fork(round)
+    fiber.addObserver((exit) => {
+      q.out--
+      answer(items, exit)
+      if (q.items.length > 0 && q.out < options.maxInFlight) send(q)
+      else if (q.items.length === 0 && q.out === 0 && q.key.startsWith("#")) queues.delete(q.key)
+    })
+  }
+
+  const answer = (items: ReadonlyArray<Item>, exit: Exit.Exit<Option.Option<BatchReply>, unknown>): void => {
+    const t = now()
+    if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
+      const reply = exit.value.value
+      learn(reply)
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]
+        const result = reply.results[i]
+        if (item.done) continue
+        if (result.t === Tag.Moved) {
+          owners.delete(item.op.s)
+          const until = t + options.handoffMillis
+          moving.set(item.op.s, until)
+          if (until > item.deadline) item.deadline = until
+          again(item, true)
+        } else if (result.t === Tag.NotHere) {
+          if (owners.get(item.op.s) === reply.owner) owners.delete(item.op.s)
+          again(item, false)
+        } else {
+          item.done = true
+          owners.set(item.op.s, reply.owner)
+          item.resume(result)
+        }
+      }
+      return
+    }
+    // No answer: the deadline passed, or the message failed (its runner
+    // died with it out, its mailbox was full).
+    const mailboxFull = Exit.isFailure(exit) && exit.cause.reasons.some((r) =>
+      r._tag === "Fail" && (r.error as { readonly _tag?: unknown })?._tag === "MailboxFull"
+    )
+    for (const item of items) {
+      if (item.done) continue
+      if (mailboxFull) {
+        item.done = true
+        item.resume({
+          t: Tag.Failed,
+          e: new Overloaded({ key: item.op.key, reason: "mailbox", capacity: 0 })
+        })
+        continue
+      }
+      owners.delete(item.op.s)
+      if (item.deadline <= t) {
+        if (movingUntil(item.op.s, t) === 0) down.set(item.op.s, t + options.retryMillis)
+        expire(item)
+      } else again(item, true)
+    }
+  }
+
+  const remote = (op: Op, t: number): Effect.Effect<unknown, RateLimiter.CallError> =>
+    Effect.flatMap(
+      Effect.callback<Result | undefined>((resume) => {
+        const item: Item = {
+          op,
+          resume: (r) => resume(Effect.succeed(r)),
+          deadline: Math.max(t + options.timeoutMillis, movingUntil(op.s, t)),
+          tries: 0,
+          done: false
+        }
+        enqueue(item)
+        return Effect.sync(() => {
+          item.done = true
+        })
+      }),
+      (result) => settle(op, result, "did not answer in time")
+    )
+
+  const settle = (
+    op: Op,
+    result: Result | undefined,
+    reason: string
+  ): Effect.Effect<unknown, RateLimiter.CallError> => {
+    if (result === undefined) {
+      counts.degraded++
+      return options.fallback.decide(op, `the owner of shard ${op.s} ${reason}`)
+    }
+    // a decide-now operation never ends with RateLimitExceeded
+    if (result.t === Tag.Failed) return Effect.fail(result.e as RateLimiter.CallError)
+    return Effect.succeed(decodeValue(op.k as Kind, result))
+  }
+
+  const decide = (op: Op): Effect.Effect<unknown, RateLimiter.CallError> =>
+    Effect.suspend(() => {
+      const t = now()
+      const p = options.owner.local(op.s)
+      if (p !== undefined) {
+        return Effect.flatMap(options.owner.run(p, op), (result) =>
+          result.t === Tag.Moved || result.t === Tag.NotHere
+            ? remote(op, t)
+            : settle(op, result, ""))
+      }
+      if (isDown(op.s, t)) {
+        counts.degraded++
+        return options.fallback.decide(op, `the owner of shard ${op.s} did not answer lately`)
+      }
+      return remote(op, t)
+    })
+
+  const wait = (
+    req: WaitRequest,
+    maxWait: number
+  ): Effect.Effect<WaitResult, RateLimiter.CallError | RateLimitExceeded> =>
+    Effect.gen(function*() {
+      const start = now()
+      let deadline = maxWait + options.timeoutMillis + start
+      let current = req
+      while (true) {
+        const t = now()
+        const p = options.owner.local(current.s)
+        let result: WaitResult | undefined
+        if (p !== undefined) {
+          result = yield* options.owner.wait(current)
+        } else {
+          if (!current.resume && isDown(current.s, t)) break
+          const until = movingUntil(current.s, t)
+          if (until > deadline) deadline = until
+          const exit = yield* Effect.exit(
+            options.waitCall(options.entityIdOf(current.s), current).pipe(
+              Effect.timeoutOption(Math.max(0, deadline - t))
+            )
+          )
+          if (Exit.isSuccess(exit)) {
+            if (Option.isNone(exit.value)) {
+              if (movingUntil(current.s, now()) === 0) down.set(current.s, now() + options.retryMillis)
+              counts.failures++
+              break
+            }
+            result = exit.value.value
+          } else if (
+            exit.cause.reasons.some((r) =>
+              r._tag === "Fail" && (r.error as { readonly _tag?: unknown })?._tag === "MailboxFull"
+            )
+          ) {
+            return yield* new Overloaded({ key: current.key, reason: "waiters", capacity: 0 })
+          }
+          // otherwise its runner stopped with it out, or interrupted it
+          // while handing the shard over: ask the next owner for the place
+        }
+        if (result !== undefined && result.t !== Tag.Moved) {
+          if (result.t === Tag.Failed) return yield* Effect.fail(result.e as Failure)
+          return result
+        }
+        const until = now() + options.handoffMillis
+        moving.set(current.s, until)
+        owners.delete(current.s)
+        if (until > deadline) deadline = until
+        current = current.resume ? current : { ...current, resume: true }
+        yield* Effect.sleep(movedPause)
+      }
+      counts.degraded++
+      return yield* options.fallback.wait(
+        current,
+        Math.max(0, start + maxWait - now()),
+        `the owner of shard ${current.s} did not answer in time`
+      )
+    })
+
+  const router: Router = { decide, wait, counts }
+  return router
+})
