@@ -280,7 +280,9 @@ export const make: (
     fallback: undefined,
     policy: (key) => {
       const p = policyFor(key)
-      return p._tag === "InvalidPolicy" ? Policy.tokenBucket({ capacity: Number.NaN, refill: { tokens: 1, per: 1 } }) : Policy.share(p, share)
+      return p._tag === "InvalidPolicy"
+        ? Policy.tokenBucket({ capacity: Number.NaN, refill: { tokens: 1, per: 1 } })
+        : Policy.share(p, share)
     }
   })
 

@@ -7,7 +7,15 @@
  */
 
 const special = (n: number): string | undefined =>
-  Number.isNaN(n) ? "NaN" : n === Infinity ? "Infinity" : n === -Infinity ? "-Infinity" : Object.is(n, -0) ? "-0" : undefined
+  Number.isNaN(n)
+    ? "NaN"
+    : n === Infinity
+    ? "Infinity"
+    : n === -Infinity
+    ? "-Infinity"
+    : Object.is(n, -0)
+    ? "-0"
+    : undefined
 
 /**
  * Writes `value` as JSON, doubles kept.

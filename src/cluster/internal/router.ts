@@ -98,7 +98,9 @@ interface Item {
 interface Queue {
   readonly key: string
   readonly items: Array<Item>
+  /** Rounds out, and one about to start (it takes what is queued when it starts). */
   out: number
+  starting: boolean
 }
 
 /** How long an operation told Moved waits before it is sent again (ms). */
@@ -139,6 +141,34 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   }
   void scope
 
+  // `effect`, or None once `millis` have passed. Unlike `Effect.timeout`, it
+  // does not wait for `effect` to stop: a message to a shard whose entity is
+  // still starting cannot be interrupted until it has, and a caller's
+  // deadline must not wait for that.
+  const within = <A, E>(effect: Effect.Effect<A, E>, millis: number): Effect.Effect<Option.Option<A>, E> =>
+    Effect.callback<Option.Option<A>, E>((resume) => {
+      let done = false
+      const fiber = runFork(effect)
+      const timer = runFork(Effect.sleep(millis))
+      fiber.addObserver((exit) => {
+        if (done) return
+        done = true
+        timer.interruptUnsafe()
+        resume(Exit.isSuccess(exit) ? Effect.succeed(Option.some(exit.value)) : Effect.failCause(exit.cause))
+      })
+      timer.addObserver((exit) => {
+        if (done || !Exit.isSuccess(exit)) return
+        done = true
+        fiber.interruptUnsafe()
+        resume(Effect.succeed(Option.none()))
+      })
+      return Effect.sync(() => {
+        done = true
+        fiber.interruptUnsafe()
+        timer.interruptUnsafe()
+      })
+    })
+
   const counts: Counts = { calls: 0, ops: 0, failures: 0, degraded: 0 }
   /** shard -> the runner serving it, as last heard */
   const owners = new Map<number, string>()
@@ -169,7 +199,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     const runner = owners.get(shard)
     const key = runner ?? `#${shard}`
     let q = queues.get(key)
-    if (q === undefined) queues.set(key, q = { key, items: [], out: 0 })
+    if (q === undefined) queues.set(key, q = { key, items: [], out: 0, starting: false })
     return q
   }
 
@@ -192,7 +222,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const enqueue = (item: Item): void => {
     const q = queueOf(item.op.s)
     q.items.push(item)
-    if (q.out < options.maxInFlight) send(q)
+    if (!q.starting && q.out < options.maxInFlight) send(q)
   }
 
   const again = (item: Item, pause: boolean): void => {
@@ -202,36 +232,49 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     fork(Effect.andThen(Effect.sleep(movedPause), Effect.sync(() => enqueue(item))))
   }
 
+  // A round starts on the fiber's first turn, with everything queued by
+  // then: calls made in the same tick go together, and a lone call waits
+  // for nothing.
   const send = (q: Queue): void => {
-    const t = now()
-    const items: Array<Item> = []
-    while (q.items.length > 0 && items.length < options.maxBatch) {
-      const item = q.items.shift()!
-      if (item.done) continue
-      if (item.deadline <= t) {
-        expire(item)
-        continue
-      }
-      items.push(item)
-    }
-    if (items.length === 0) return
     q.out++
-    counts.calls++
-    counts.ops += items.length
-    const ops = items.map((i) => i.op)
-    const first = items[0].op.s
-    const runner = owners.get(first)
-    const known = runner === undefined ? 0 : versions.get(runner) ?? 0
-    let soonest = Infinity
-    for (const i of items) if (i.deadline < soonest) soonest = i.deadline
-    const round = options.batch(options.entityIdOf(first), ops, known).pipe(
-      Effect.timeoutOption(Math.max(0, soonest - t))
-    )
-    const fiber = fork(round)
+    q.starting = true
+    const round = Effect.suspend(() => {
+      q.starting = false
+      const t = now()
+      const items: Array<Item> = []
+      while (q.items.length > 0 && items.length < options.maxBatch) {
+        const item = q.items.shift()!
+        if (item.done) continue
+        if (item.deadline <= t) {
+          expire(item)
+          continue
+        }
+        items.push(item)
+      }
+      if (items.length === 0) return Effect.succeed([items, Exit.succeed(Option.none())] as const)
+      counts.calls++
+      counts.ops += items.length
+      const ops = items.map((i) => i.op)
+      const first = items[0].op.s
+      const runner = owners.get(first)
+      const known = runner === undefined ? 0 : versions.get(runner) ?? 0
+      let soonest = Infinity
+      for (const i of items) if (i.deadline < soonest) soonest = i.deadline
+      return Effect.map(
+        Effect.exit(within(options.batch(options.entityIdOf(first), ops, known), Math.max(0, soonest - t))),
+        (exit) => [items, exit] as const
+      )
+    })
+    // (runFork starts a fiber at once: yield first, so that the calls made in
+    // this tick are queued by the time the round takes them)
+    const fiber = fork(Effect.andThen(Effect.yieldNow, round))
     fiber.addObserver((exit) => {
       q.out--
-      answer(items, exit)
-      if (q.items.length > 0 && q.out < options.maxInFlight) send(q)
+      if (Exit.isSuccess(exit)) {
+        const [items, result] = exit.value
+        if (items.length > 0) answer(items, result)
+      } else q.starting = false
+      if (q.items.length > 0 && !q.starting && q.out < options.maxInFlight) send(q)
       else if (q.items.length === 0 && q.out === 0 && q.key.startsWith("#")) queues.delete(q.key)
     })
   }
@@ -264,9 +307,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     }
     // No answer: the deadline passed, or the message failed (its runner
     // died with it out, its mailbox was full).
-    const mailboxFull = Exit.isFailure(exit) && exit.cause.reasons.some((r) =>
-      r._tag === "Fail" && (r.error as { readonly _tag?: unknown })?._tag === "MailboxFull"
-    )
+    const mailboxFull = Exit.isFailure(exit) &&
+      exit.cause.reasons.some((r) =>
+        r._tag === "Fail" && (r.error as { readonly _tag?: unknown })?._tag === "MailboxFull"
+      )
     for (const item of items) {
       if (item.done) continue
       if (mailboxFull) {
@@ -353,9 +397,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           const until = movingUntil(current.s, t)
           if (until > deadline) deadline = until
           const exit = yield* Effect.exit(
-            options.waitCall(options.entityIdOf(current.s), current).pipe(
-              Effect.timeoutOption(Math.max(0, deadline - t))
-            )
+            within(options.waitCall(options.entityIdOf(current.s), current), Math.max(0, deadline - t))
           )
           if (Exit.isSuccess(exit)) {
             if (Option.isNone(exit.value)) {

@@ -16,11 +16,11 @@ import { Context, Effect } from "effect"
 import { type InvalidPolicy, type InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
 import type * as Policy from "../../Policy.ts"
 import type { Store } from "../../Store.ts"
-import * as Block from "../algorithm/Block.ts"
 import * as Bucket from "../actor/Bucket.ts"
 import * as Limiter from "../actor/Limiter.ts"
 import type * as Remote from "../actor/Remote.ts"
 import * as Request from "../actor/Request.ts"
+import * as Block from "../algorithm/Block.ts"
 
 /** What the supervisor needs; `RateLimiter` validates it. @since 0.1.0 */
 export interface Options {
