@@ -186,34 +186,37 @@ export const layerSql: Layer.Layer<ClusterStorage, StoreUnavailable, SqlClient.S
       PRIMARY KEY (limiter, key)
     )`.pipe(Effect.mapError(unavailable("creating tollgate_cluster_keys")))
 
+    // One statement (no transaction held across round trips): the row as it
+    // was (the statement's snapshot) beside the row as it is now claimed.
     const claim = (name: string, shard: number, owner: string) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<{ epoch: string | number; state: string; handoff: string | null }>`
-          SELECT epoch, state, handoff FROM tollgate_cluster_shards
-          WHERE limiter = ${name} AND shard = ${shard} FOR UPDATE`
-        const found = rows[0]
-        const epoch = found === undefined ? 1 : Number(found.epoch) + 1
-        if (found === undefined) {
-          yield* sql`INSERT INTO tollgate_cluster_shards (limiter, shard, epoch, state, owner, handoff)
-            VALUES (${name}, ${shard}, ${epoch}, 'owned', ${owner}, NULL)`
-        } else {
-          yield* sql`UPDATE tollgate_cluster_shards SET epoch = ${epoch}, state = 'owned', owner = ${owner},
-            handoff = NULL WHERE limiter = ${name} AND shard = ${shard}`
-        }
+      Effect.gen(function*() {
+        const rows = yield* sql<{ epoch: string | number; previous: string | null; handoff: string | null }>`
+          WITH prev AS (
+            SELECT state, handoff FROM tollgate_cluster_shards WHERE limiter = ${name} AND shard = ${shard}
+          ), claimed AS (
+            INSERT INTO tollgate_cluster_shards (limiter, shard, epoch, state, owner, handoff)
+            VALUES (${name}, ${shard}, 1, 'owned', ${owner}, NULL)
+            ON CONFLICT (limiter, shard) DO UPDATE SET epoch = tollgate_cluster_shards.epoch + 1,
+              state = 'owned', owner = EXCLUDED.owner, handoff = NULL
+            RETURNING epoch
+          )
+          SELECT claimed.epoch AS epoch, prev.state AS previous, prev.handoff AS handoff
+          FROM claimed LEFT JOIN prev ON true`
+        const row = rows[0]
         const keys = yield* sql<{ key: string; record: string }>`
           SELECT key, record FROM tollgate_cluster_keys WHERE limiter = ${name} AND shard = ${shard}`
-        const previous: Claim["previous"] = found === undefined
+        const previous: Claim["previous"] = row.previous === null
           ? "none"
-          : found.state === "released"
+          : row.previous === "released"
           ? "released"
           : "owned"
         return {
-          epoch,
+          epoch: Number(row.epoch),
           previous,
-          handoff: previous === "released" && found?.handoff !== null ? found?.handoff : undefined,
+          handoff: previous === "released" && row.handoff !== null ? row.handoff : undefined,
           keys: keys.map((k) => ({ key: k.key, record: k.record }))
         } satisfies Claim
-      })).pipe(Effect.mapError(unavailable(`claiming shard ${shard}`)))
+      }).pipe(Effect.mapError(unavailable(`claiming shard ${shard}`)))
 
     const release = (name: string, shard: number, epoch: number, handoff: string) =>
       sql<{ shard: number }>`UPDATE tollgate_cluster_shards SET state = 'released', handoff = ${handoff}

@@ -311,9 +311,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         if (!setsRecord(op.k)) return Effect.succeed(result)
         const record = nextRecord(p, op)
         if (record === undefined) return Effect.succeed(result)
+        // (not interrupted halfway: a statement cut off can wedge its connection)
         return saveRecord(p, op.key, record).pipe(
           Effect.as(result),
-          Effect.catch((e) => Effect.succeed(failed(e)))
+          Effect.catch((e) => Effect.succeed(failed(e))),
+          Effect.uninterruptible
         )
       }
     })
@@ -510,6 +512,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   // --- Opening and closing ------------------------------------------------
 
+  // Opening runs on a fiber of its own: the entity's start that asked for
+  // it may be interrupted (its first message gave up), the opening goes on,
+  // and the next start finds it opening or open. While the shard is still
+  // this runner's, a failed opening (the storage did not answer) is tried
+  // again; once it is not, the partition is closed without serving.
   const open = (shard: number): Effect.Effect<Partition> =>
     Effect.suspend(() => {
       const found = partitions.get(shard)
@@ -523,14 +530,23 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         p.opened.openUnsafe()
         return Effect.succeed(p)
       }
-      return Effect.as(
-        openPartition(p).pipe(
-          Effect.tapCause((cause) => Effect.logWarning(`tollgate cluster: could not open shard ${shard}`, cause)),
-          Effect.retry(Schedule.spaced(250)),
-          Effect.orDie
-        ),
-        p
-      )
+      const attempt: Effect.Effect<void> = Effect.suspend(() => {
+        if (shuttingDown || !sharding.hasShardId(p.shardId)) {
+          p.status = "closed"
+          p.opened.openUnsafe()
+          return Effect.void
+        }
+        return openPartition(p).pipe(
+          Effect.catchCause((cause) =>
+            Effect.logWarning(`tollgate cluster: could not open shard ${shard}; trying again`, cause).pipe(
+              Effect.andThen(Effect.sleep(250)),
+              Effect.andThen(attempt)
+            )
+          )
+        )
+      })
+      runFork(attempt)
+      return Effect.as(p.opened.await, p)
     })
 
   const openPartition = Effect.fnUntraced(function*(p: Partition) {
