@@ -341,6 +341,10 @@ export const make: (
       }),
       { concurrency: "unbounded", maxIdleTime: Duration.infinity, mailboxCapacity: "unbounded" }
     )
+    // Runs first when the runner stops (finalizers run last-added-first): every
+    // partition is handed over while the cluster still delivers messages
+    // here, so callers meanwhile are told Moved and wait for the next owners.
+    yield* Effect.addFinalizer(() => hosted.closeAll)
   }
 
   const router = yield* Router.make({

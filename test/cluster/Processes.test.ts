@@ -180,6 +180,7 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
         const totalKeys = Array.from({ length: 60 }, (_, i) => `total:${i}`)
         const lineKeys = Array.from({ length: 6 }, (_, i) => `line:${i}`)
         yield* warm(cluster, [...totalKeys, ...lineKeys])
+        const warmed = yield* cluster.stats
         // each total key: 30 per hour; 100 calls each, spread over the moves
         const admitted = new Map<string, number>(totalKeys.map((k) => [k, 0]))
         const load = Effect.forEach(
@@ -224,7 +225,7 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
           assert.deepStrictEqual(got, Array.from({ length: 16 }, (_, i) => i), `${key}: ${got.join(",")}`)
         }
         const stats = yield* cluster.stats
-        assert.strictEqual(stats.degraded, 0)
+        assert.strictEqual(stats.degraded - warmed.degraded, 0)
         // shards were handed over: claimed again from a hand-over
         const moved = yield* handedOver(db)
         assert.isAbove(moved, 0)

@@ -193,6 +193,8 @@ export interface Owner {
   readonly open: (shard: number) => Effect.Effect<Partition>
   /** Hands `shard`'s partition over (its entity stops here). */
   readonly close: (shard: number) => Effect.Effect<void>
+  /** Hands every partition over and opens no more: the runner is stopping. */
+  readonly closeAll: Effect.Effect<void>
   /** Every partition's limiter's counts, added up. */
   readonly stats: Effect.Effect<RateLimiter.Stats>
   /** This runner's address, as replies name it (known once a shard's entity starts here). */
@@ -702,13 +704,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     Effect.forkIn(scope)
   )
 
-  // Closing the owner hands every partition over while their locks are held.
-  yield* Effect.addFinalizer(() =>
-    Effect.suspend(() => {
-      shuttingDown = true
-      return Effect.all(Array.from(partitions.keys(), close), { concurrency: "unbounded", discard: true })
-    })
-  )
+  // Stopping hands every partition over while their locks are held (and
+  // the runner still answers: calls meanwhile are told Moved).
+  const closeAll = Effect.suspend(() => {
+    shuttingDown = true
+    changed()
+    return Effect.all(Array.from(partitions.keys(), close), { concurrency: "unbounded", discard: true })
+  })
+  yield* Effect.addFinalizer(() => closeAll)
 
   const stats = Effect.suspend(() => {
     const each = Array.from(partitions.values()).flatMap((p) =>
@@ -731,6 +734,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     wait,
     open,
     close,
+    closeAll,
     stats,
     runnerIs: (address) => {
       runner = address

@@ -101,6 +101,8 @@ interface Queue {
   /** Rounds out, and one about to start (it takes what is queued when it starts). */
   out: number
   starting: boolean
+  /** When a round to it was last answered. */
+  answered: number
 }
 
 /** How long an operation told Moved waits before it is sent again (ms). */
@@ -199,14 +201,22 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     const runner = owners.get(shard)
     const key = runner ?? `#${shard}`
     let q = queues.get(key)
-    if (q === undefined) queues.set(key, q = { key, items: [], out: 0, starting: false })
+    if (q === undefined) queues.set(key, q = { key, items: [], out: 0, starting: false, answered: 0 })
     return q
   }
 
-  const learn = (reply: BatchReply) => {
+  // A runner's shards, when its reply says they changed. One it served and
+  // no longer does is being handed over (a runner closes a partition only
+  // when its shard leaves it): calls for it wait for the next owner.
+  const learn = (reply: BatchReply, t: number) => {
     const runner = reply.owner
     if (reply.open !== undefined) {
-      for (const [shard, r] of owners) if (r === runner) owners.delete(shard)
+      const open = new Set(reply.open)
+      for (const [shard, r] of owners) {
+        if (r !== runner) continue
+        owners.delete(shard)
+        if (!open.has(shard)) moving.set(shard, t + options.handoffMillis)
+      }
       for (const shard of reply.open) owners.set(shard, runner)
     }
     versions.set(runner, reply.v)
@@ -235,6 +245,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // A round starts on the fiber's first turn, with everything queued by
   // then: calls made in the same tick go together, and a lone call waits
   // for nothing.
+  //
+  // A round goes to the entity of one of its shards (its gateway), and
+  // waits while that shard has no owner. A gateway moving to another runner
+  // can stall a round whose other shards are fine; the runner itself still
+  // answers other rounds. So a round out for half the timeout gives its slot
+  // up (the next round goes through another gateway), and one out at its
+  // deadline falls back only if its runner has answered nothing since it
+  // was sent (it is down); otherwise its gateway is moving, and it waits for
+  // the gateway's next owner (up to `handoffMillis`), which sends back what
+  // it does not own.
   const send = (q: Queue): void => {
     q.out++
     q.starting = true
@@ -251,39 +271,89 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         }
         items.push(item)
       }
-      if (items.length === 0) return Effect.succeed([items, Exit.succeed(Option.none())] as const)
+      if (items.length === 0) {
+        released(q)
+        return Effect.void
+      }
       counts.calls++
       counts.ops += items.length
       const ops = items.map((i) => i.op)
-      const first = items[0].op.s
-      const runner = owners.get(first)
+      let gateway = items[0].op.s
+      for (const i of items) {
+        if (movingUntil(i.op.s, t) === 0) {
+          gateway = i.op.s
+          break
+        }
+      }
+      const runner = owners.get(gateway)
       const known = runner === undefined ? 0 : versions.get(runner) ?? 0
       let soonest = Infinity
       for (const i of items) if (i.deadline < soonest) soonest = i.deadline
-      return Effect.map(
-        Effect.exit(within(options.batch(options.entityIdOf(first), ops, known), Math.max(0, soonest - t))),
-        (exit) => [items, exit] as const
-      )
+      return Effect.callback<void>((resume) => {
+        let finished = false
+        let stalled = false
+        let extended = false
+        const rpc = runFork(options.batch(options.entityIdOf(gateway), ops, known))
+        let timer: Fiber.Fiber<void> | undefined
+        const arm = (at: number) => {
+          timer = runFork(Effect.sleep(Math.max(0, at - now())))
+          timer.addObserver((exit) => {
+            if (finished || !Exit.isSuccess(exit)) return
+            const at = now()
+            if (!stalled && at < soonest) {
+              stalled = true
+              released(q)
+              return arm(soonest)
+            }
+            if (!extended && (q.answered > t || movingUntil(gateway, at) > 0)) {
+              extended = true
+              const until = Math.max(t + options.handoffMillis, movingUntil(gateway, at))
+              moving.set(gateway, until)
+              for (const i of items) if (i.deadline < until) i.deadline = until
+              return arm(until)
+            }
+            finished = true
+            rpc.interruptUnsafe()
+            done(Exit.succeed(Option.none()))
+          })
+        }
+        const done = (exit: Exit.Exit<Option.Option<BatchReply>, unknown>) => {
+          timer?.interruptUnsafe()
+          if (Exit.isSuccess(exit) && Option.isSome(exit.value)) q.answered = now()
+          if (!stalled) released(q)
+          answer(items, exit)
+          resume(Effect.void)
+        }
+        rpc.addObserver((exit) => {
+          if (finished) return
+          finished = true
+          done(Exit.isSuccess(exit) ? Exit.succeed(Option.some(exit.value)) : Exit.failCause(exit.cause))
+        })
+        arm(Math.min(soonest, t + options.timeoutMillis / 2))
+        return Effect.sync(() => {
+          finished = true
+          rpc.interruptUnsafe()
+          timer?.interruptUnsafe()
+        })
+      })
     })
     // (runFork starts a fiber at once: yield first, so that the calls made in
     // this tick are queued by the time the round takes them)
-    const fiber = fork(Effect.andThen(Effect.yieldNow, round))
-    fiber.addObserver((exit) => {
-      q.out--
-      if (Exit.isSuccess(exit)) {
-        const [items, result] = exit.value
-        if (items.length > 0) answer(items, result)
-      } else q.starting = false
-      if (q.items.length > 0 && !q.starting && q.out < options.maxInFlight) send(q)
-      else if (q.items.length === 0 && q.out === 0 && q.key.startsWith("#")) queues.delete(q.key)
-    })
+    fork(Effect.andThen(Effect.yieldNow, round))
+  }
+
+  // A round no longer holds its slot: the next goes out if anything waits.
+  const released = (q: Queue): void => {
+    q.out--
+    if (q.items.length > 0 && !q.starting && q.out < options.maxInFlight) send(q)
+    else if (q.items.length === 0 && q.out === 0 && q.key.startsWith("#")) queues.delete(q.key)
   }
 
   const answer = (items: ReadonlyArray<Item>, exit: Exit.Exit<Option.Option<BatchReply>, unknown>): void => {
     const t = now()
     if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
       const reply = exit.value.value
-      learn(reply)
+      learn(reply, t)
       for (let i = 0; i < items.length; i++) {
         const item = items[i]
         const result = reply.results[i]
@@ -295,7 +365,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           if (until > item.deadline) item.deadline = until
           again(item, true)
         } else if (result.t === Tag.NotHere) {
-          if (owners.get(item.op.s) === reply.owner) owners.delete(item.op.s)
+          // It left the runner that served it: it is moving (otherwise this
+          // router's map of it was only out of date).
+          if (owners.get(item.op.s) === reply.owner) {
+            owners.delete(item.op.s)
+            const until = t + options.handoffMillis
+            moving.set(item.op.s, until)
+            if (until > item.deadline) item.deadline = until
+          }
           again(item, false)
         } else {
           item.done = true
