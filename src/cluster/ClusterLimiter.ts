@@ -36,6 +36,7 @@ import { Duration, Effect, Layer, Option, Predicate, Result, Schema, type Scope 
 import { Entity, EntityId, Sharding } from "effect/cluster"
 import type { Decision } from "../Decision.ts"
 import { InvalidPolicy, InvalidRequest, RateLimitExceeded } from "../Errors.ts"
+import * as Recorder from "../internal/Recorder.ts"
 import * as Rules from "../internal/Rules.ts"
 import * as Policy from "../Policy.ts"
 import { RateLimiter } from "../RateLimiter.ts"
@@ -359,6 +360,47 @@ export const make: (
     maxBatch: options.maxBatch ?? 1024,
     fallback: makeFallback(fallback?.mode ?? "local", local, named, policyFor, retryMillis)
   })
+
+  // The limiter's metrics (labelled with its name), as in process: its
+  // partitions' counts on this runner added up, and its rounds as the store's.
+  const sum = (f: (r: Recorder.Recorder) => number) => {
+    let n = 0
+    for (const r of owner.recorders()) n += f(r)
+    return n
+  }
+  const aggregate: Recorder.Recorder = {
+    get allowed() {
+      return sum((r) => r.allowed)
+    },
+    get denied() {
+      return sum((r) => r.denied)
+    },
+    get overloaded() {
+      return sum((r) => r.overloaded)
+    },
+    get started() {
+      return sum((r) => r.started)
+    },
+    get reaped() {
+      return sum((r) => r.reaped)
+    },
+    get live() {
+      return sum((r) => r.live)
+    },
+    get actors() {
+      return sum((r) => r.actors)
+    },
+    get queued() {
+      return sum((r) => r.queued)
+    },
+    get waiting() {
+      return sum((r) => r.waiting)
+    },
+    get dryRun() {
+      return sum((r) => r.dryRun)
+    }
+  }
+  yield* Recorder.register(aggregate, name, router.counts)
 
   const maxKeyLength = limiterOptions.maxKeyLength ?? 512
   const checkKey = (key: string, field = "key"): InvalidRequest | undefined => {

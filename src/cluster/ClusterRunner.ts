@@ -11,7 +11,7 @@
  *
  * @since 0.3.0
  */
-import { Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Cause, Duration, Effect, Layer, Option, Predicate, Redacted } from "effect"
 import {
   MessageStorage,
   RunnerAddress,
@@ -26,6 +26,12 @@ import {
 import { RpcSerialization } from "effect/rpc"
 import { StoreUnavailable } from "../Store.ts"
 import * as ClusterStorage from "./ClusterStorage.ts"
+
+const reasonOf = (error: unknown): string => {
+  const cause = Predicate.hasProperty(error, "cause") && error.cause !== undefined ? error.cause : error
+  const message = Predicate.isError(cause) ? cause.message : String(cause)
+  return message === "" ? String(cause) : message
+}
 
 /**
  * What tollgate sets on the cluster's `ShardingConfig` unless told
@@ -137,15 +143,29 @@ export const layerPostgres = (
             )
           )
         )
-    const sharding = transport.pipe(
-      // tollgate's messages are volatile: no message storage
-      Layer.provide(MessageStorage.layerNoop),
-      Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
-      Layer.provide(config),
-      Layer.provide(RpcSerialization.layerSchemaBinary()),
-      Layer.orDie
+    const runtime = Layer.mergeAll(
+      transport.pipe(
+        // tollgate's messages are volatile: no message storage
+        Layer.provide(MessageStorage.layerNoop),
+        Layer.provide(SqlRunnerStorage.layer),
+        Layer.provide(config),
+        Layer.provide(RpcSerialization.layerSchemaBinary())
+      ),
+      ClusterStorage.layerSql
+    ).pipe(Layer.provide(Pg))
+    // What stops a runner from starting (its port taken, its tables not
+    // made), as one typed error.
+    return Layer.effectContext(
+      Layer.build(runtime).pipe(
+        Effect.catchCause((cause) =>
+          Effect.fail(
+            Cause.hasFails(cause) && Cause.squash(cause) instanceof StoreUnavailable
+              ? Cause.squash(cause) as StoreUnavailable
+              : new StoreUnavailable({ store: "cluster", reason: `cannot start: ${reasonOf(Cause.squash(cause))}` })
+          )
+        )
+      )
     )
-    return Layer.mergeAll(sharding, ClusterStorage.layerSql).pipe(Layer.provide(Pg))
   }))
 
 /**

@@ -427,7 +427,7 @@ export class Tollgate extends Context.Service<Tollgate, {
       }
       let current = inForce(initial)
       const missing = Policy.tokenBucket({ capacity: 1, refill: { tokens: -1, per: "1 second" } })
-      const limiter = yield* RateLimiter.make({
+      const limiter = yield* ServiceStore.makeLimiter({
         policy: (key) => versions.get(key.slice(0, key.indexOf(SEPARATOR))) ?? missing,
         idleTimeout: initial.limiter.idleTimeout,
         mailboxCapacity: initial.limiter.mailboxCapacity,
@@ -437,13 +437,15 @@ export class Tollgate extends Context.Service<Tollgate, {
         maxKeyLength: Math.max(initial.limits.maxKeyLength, 140) + 80,
         name: "service",
         fallback: Option.match(initial.redis, {
-          onNone: () => undefined,
+          onNone: () => Option.getOrUndefined(Option.map(initial.cluster, (cluster) => cluster.fallback)),
           onSome: (redis) => redis.fallback
-        })
+        }),
+        handoffTimeout: Option.getOrUndefined(Option.map(initial.cluster, (cluster) => cluster.handoffTimeout))
       })
-      // A shared store's fallback flags its decisions, and only `consume`
-      // carries the flag; in-process, `acquire` keeps its faster path.
-      const shared = (yield* CurrentStore) !== undefined
+      // A shared store's (or a cluster's) fallback flags its decisions, and
+      // only `consume` carries the flag; in-process, `acquire` keeps its
+      // faster path.
+      const shared = (yield* CurrentStore) !== undefined || (yield* ServiceStore.CurrentCluster) !== undefined
 
       const route = <A, E>(
         request: Request,
@@ -636,7 +638,7 @@ export class Tollgate extends Context.Service<Tollgate, {
    */
   static readonly layer: Layer.Layer<
     Tollgate,
-    InvalidPolicy | ServiceConfig.InvalidConfig | ServiceStore.RedisUnavailable,
+    InvalidPolicy | ServiceConfig.InvalidConfig | ServiceStore.RedisUnavailable | ServiceStore.ClusterUnavailable,
     ServiceConfig.ServiceConfig
   > = Layer.effect(Tollgate, Tollgate.make).pipe(Layer.provide(ServiceStore.layer))
 }

@@ -42,6 +42,7 @@ import {
 } from "effect"
 import { ShardId, type Sharding } from "effect/cluster"
 import type { InvalidPolicy } from "../../Errors.ts"
+import { Recorder } from "../../internal/Recorder.ts"
 import * as Supervisor from "../../internal/supervisor/Supervisor.ts"
 import type * as Policy from "../../Policy.ts"
 import { RateLimiter } from "../../RateLimiter.ts"
@@ -197,6 +198,8 @@ export interface Owner {
   readonly closeAll: Effect.Effect<void>
   /** Every partition's limiter's counts, added up. */
   readonly stats: Effect.Effect<RateLimiter.Stats>
+  /** Each open partition's limiter's counters (what the limiter's metrics add up). */
+  readonly recorders: () => Array<Recorder>
   /** This runner's address, as replies name it (known once a shard's entity starts here). */
   readonly runnerIs: (address: string) => void
 }
@@ -233,6 +236,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const runFork = Effect.runForkWith(context)
   const partitions = new Map<number, Partition>()
   const opening = new Map<number, Fiber.Fiber<void, unknown>>()
+  // The counts of partitions handed over (counters only go up).
+  const retired = new Recorder()
   let shuttingDown = false
   let runner = ""
   let version = 1
@@ -676,6 +681,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       p.status = "closed"
       changed()
       if (partitions.get(p.shard) === p) partitions.delete(p.shard)
+      const counted = p.supervisor!.limiter.recorder
+      retired.allowed += counted.allowed
+      retired.denied += counted.denied
+      retired.overloaded += counted.overloaded
+      retired.started += counted.started
+      retired.reaped += counted.reaped
+      retired.dryRun += counted.dryRun
       yield* Scope.close(p.scope!, Exit.void)
     })
 
@@ -736,6 +748,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     close,
     closeAll,
     stats,
+    recorders: () => {
+      const out: Array<Recorder> = [retired]
+      for (const p of partitions.values()) if (p.supervisor !== undefined) out.push(p.supervisor.limiter.recorder)
+      return out
+    },
     runnerIs: (address) => {
       runner = address
     }
