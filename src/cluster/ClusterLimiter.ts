@@ -107,7 +107,7 @@ const show = (value: unknown): string =>
  * ClusterLimiter.hashPart("user:42") // "user:42"
  * ```
  *
- * @category utils
+ * @category routing
  * @since 0.3.0
  */
 export const hashPart = (key: string): string => {

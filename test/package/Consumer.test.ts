@@ -215,7 +215,8 @@ describe("the package, packed and installed into a fresh app", () => {
         "server/index",
         "server/main",
         "envoy/index",
-        "persistence/index"
+        "persistence/index",
+        "cluster/index"
       ]
     ) {
       assert.include(files, `dist/${entry}.js`)
@@ -287,7 +288,7 @@ describe("the package, packed and installed into a fresh app", () => {
     }, 300_000)
 
     it(
-      "tollgate/http, tollgate/redis, tollgate/server, tollgate/envoy and tollgate/persistence import (Node 24)",
+      "tollgate/http, tollgate/redis, tollgate/server, tollgate/envoy, tollgate/persistence and tollgate/cluster import (Node 24)",
       async () => {
         const script = `
         const http = await import("tollgate/http")
@@ -295,16 +296,19 @@ describe("the package, packed and installed into a fresh app", () => {
         const server = await import("tollgate/server")
         const envoy = await import("tollgate/envoy")
         const persistence = await import("tollgate/persistence")
+        // (without @effect/sql-pg: only ClusterRunner.layerPostgres loads it, when built)
+        const cluster = await import("tollgate/cluster")
         console.log(
           typeof http.RateLimitMiddleware.make,
           typeof redis.RedisStore.layer,
           typeof server.Server.layer,
           typeof envoy.RlsServer.protoDirectory(),
-          typeof persistence.RateLimiterStore.layer
+          typeof persistence.RateLimiterStore.layer,
+          typeof cluster.ClusterLimiter.layer
         )
       `
         const result = await must(process.execPath, ["--input-type=module", "-e", script], { cwd: app })
-        assert.strictEqual(result.stdout, "function function object string function\n")
+        assert.strictEqual(result.stdout, "function function object string function function\n")
         const internal = await run(process.execPath, [
           "--input-type=module",
           "-e",
