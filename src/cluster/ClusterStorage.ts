@@ -18,7 +18,7 @@
  *
  * @since 0.3.0
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { StoreUnavailable } from "../Store.ts"
 
@@ -169,22 +169,29 @@ export const layerSql: Layer.Layer<ClusterStorage, StoreUnavailable, SqlClient.S
   ClusterStorage,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE IF NOT EXISTS tollgate_cluster_shards (
-      limiter TEXT NOT NULL,
-      shard INTEGER NOT NULL,
-      epoch BIGINT NOT NULL,
-      state TEXT NOT NULL,
-      owner TEXT NOT NULL,
-      handoff TEXT,
-      PRIMARY KEY (limiter, shard)
-    )`.pipe(Effect.mapError(unavailable("creating tollgate_cluster_shards")))
-    yield* sql`CREATE TABLE IF NOT EXISTS tollgate_cluster_keys (
-      limiter TEXT NOT NULL,
-      key TEXT NOT NULL,
-      shard INTEGER NOT NULL,
-      record TEXT NOT NULL,
-      PRIMARY KEY (limiter, key)
-    )`.pipe(Effect.mapError(unavailable("creating tollgate_cluster_keys")))
+    // Runners that start together race to make the tables (Postgres can
+    // fail one of two concurrent CREATE TABLE IF NOT EXISTS): a few tries.
+    yield* Effect.gen(function*() {
+      yield* sql`CREATE TABLE IF NOT EXISTS tollgate_cluster_shards (
+        limiter TEXT NOT NULL,
+        shard INTEGER NOT NULL,
+        epoch BIGINT NOT NULL,
+        state TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        handoff TEXT,
+        PRIMARY KEY (limiter, shard)
+      )`
+      yield* sql`CREATE TABLE IF NOT EXISTS tollgate_cluster_keys (
+        limiter TEXT NOT NULL,
+        key TEXT NOT NULL,
+        shard INTEGER NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (limiter, key)
+      )`
+    }).pipe(
+      Effect.retry({ times: 5, schedule: Schedule.spaced("100 millis") }),
+      Effect.mapError(unavailable("creating tollgate's cluster tables"))
+    )
 
     // One statement (no transaction held across round trips): the row as it
     // was (the statement's snapshot) beside the row as it is now claimed.
