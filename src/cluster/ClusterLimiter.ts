@@ -44,7 +44,7 @@ import { StoreUnavailable } from "../Store.ts"
 import { ClusterStorage } from "./ClusterStorage.ts"
 import { apply } from "./internal/apply.ts"
 import * as Owner from "./internal/owner.ts"
-import { Kind, type Op, partition, Tag, type WaitRequest, type WaitResult } from "./internal/protocol.ts"
+import { Kind, type Op, pack, partition, Tag, type WaitRequest, type WaitResult } from "./internal/protocol.ts"
 import * as Router from "./internal/router.ts"
 
 /**
@@ -335,7 +335,7 @@ export const make: (
         yield* hosted.open(shard)
         yield* Effect.addFinalizer(() => hosted.close(shard))
         return entity.of({
-          Batch: ({ payload }) => hosted.batch(payload.ops, payload.v),
+          Batch: ({ payload }) => hosted.batch(payload),
           Wait: ({ payload }) => hosted.wait(payload),
           Open: () => Effect.void
         })
@@ -350,7 +350,7 @@ export const make: (
 
   const router = yield* Router.make({
     owner,
-    batch: (id, ops, v) => client(id).Batch({ ops, v }),
+    batch: (id, ops, v) => client(id).Batch(pack(ops, v)),
     waitCall: (id, req) => client(id).Wait(req),
     entityIdOf,
     timeoutMillis,
@@ -503,6 +503,8 @@ export const make: (
       RateLimiter.CallError
     >
   const cost = (n: number | undefined) => n === undefined ? {} : { n }
+  // (a cost of 1 is the default, as in process)
+  const acquireOne = { n: 1 }
   const window = (d: Duration.Input | undefined) => d === undefined ? {} : { d: wireDuration(d)! }
   const decision = (e: Effect.Effect<unknown, RateLimiter.CallError>) =>
     e as Effect.Effect<Decision, RateLimiter.CallError>
@@ -510,12 +512,12 @@ export const make: (
   return RateLimiter.of({
     acquire: (key, o) =>
       (Predicate.isString(key)
-        ? one(Kind.Acquire, key, { ...cost(o?.cost), ...window(o?.duration) })
+        ? one(Kind.Acquire, key, o === undefined ? acquireOne : { n: o.cost ?? 1, ...window(o.duration) })
         : many(Kind.AcquireAll, key, cost(o?.cost))) as Effect.Effect<boolean, RateLimiter.CallError>,
     consume: (key, o) =>
       decision(
         Predicate.isString(key)
-          ? one(Kind.Consume, key, { ...cost(o?.cost), ...window(o?.duration) })
+          ? one(Kind.Consume, key, o === undefined ? acquireOne : { n: o.cost ?? 1, ...window(o.duration) })
           : many(Kind.ConsumeAll, key, cost(o?.cost))
       ),
     peek: (key, o) => decision(one(Kind.Peek, key, cost(o?.cost))),

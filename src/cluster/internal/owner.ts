@@ -41,7 +41,7 @@ import {
   Scope
 } from "effect"
 import { ShardId, type Sharding } from "effect/cluster"
-import type { InvalidPolicy } from "../../Errors.ts"
+import { BucketFailed, type InvalidPolicy } from "../../Errors.ts"
 import { Recorder } from "../../internal/Recorder.ts"
 import * as Supervisor from "../../internal/supervisor/Supervisor.ts"
 import type * as Policy from "../../Policy.ts"
@@ -52,12 +52,15 @@ import { apply, type Named } from "./apply.ts"
 import * as Codec from "./codec.ts"
 import {
   type BatchReply,
+  type BatchRequest,
   encodeValue,
   type Failure,
   Kind,
   type Op,
+  packResults,
   type Result,
   Tag,
+  unpack,
   type WaitRequest,
   type WaitResult
 } from "./protocol.ts"
@@ -188,7 +191,7 @@ export interface Owner {
   readonly local: (shard: number) => Partition | undefined
   /** Serves one operation on an open partition. */
   readonly run: (partition: Partition, op: Op) => Effect.Effect<Result>
-  readonly batch: (ops: ReadonlyArray<Op>, version: number) => Effect.Effect<BatchReply>
+  readonly batch: (batch: BatchRequest) => Effect.Effect<BatchReply>
   readonly wait: (req: WaitRequest) => Effect.Effect<WaitResult>
   /** Opens `shard`'s partition (its entity started here). */
   readonly open: (shard: number) => Effect.Effect<Partition>
@@ -209,6 +212,16 @@ const notHere: Result = { t: Tag.NotHere }
 const waitMoved: WaitResult = { t: Tag.Moved }
 
 const failed = (e: unknown): Result => ({ t: Tag.Failed, e: e as Failure })
+const answeredTrue: Result = { t: Tag.Ok, b: true }
+const answeredFalse: Result = { t: Tag.Ok, b: false }
+const failedExit = (exit: Exit.Exit<unknown, unknown>): Result => {
+  const reason = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail") : undefined
+  return reason === undefined ? { t: Tag.Failed, e: new BucketFailed({ key: "", defect: "no answer" }) } : failed(reason.error)
+}
+// `{ cost }` objects for the usual costs, made once
+const costs: Array<{ readonly cost: number }> = []
+const costOf = (n: number | undefined): { readonly cost?: number } | undefined =>
+  n === undefined ? undefined : Number.isInteger(n) && n >= 0 && n < 64 ? (costs[n] ??= { cost: n }) : { cost: n }
 
 // Operations that set a key by hand, and so its record.
 const setsRecord = (k: number): boolean =>
@@ -371,8 +384,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       )
     })
 
-  const batch = (ops: ReadonlyArray<Op>, known: number): Effect.Effect<BatchReply> =>
+  // A batch: each operation in order, on its shard's partition (opened
+  // first if this runner owns it). Not interruptible: its operations are
+  // decided, or not, as a whole message; the partitions' in-flight counts
+  // are kept without a finalizer per operation.
+  const batch = (request: BatchRequest): Effect.Effect<BatchReply> =>
     Effect.gen(function*() {
+      const ops = unpack(request)
       const results: Array<Result> = []
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i]
@@ -380,16 +398,26 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         if (p === undefined || p.status !== "open") {
           const found = yield* partitionFor(op.s)
           if (!(found instanceof Partition)) {
-            results[i] = found
+            results.push(found)
             continue
           }
           p = found
         }
-        results[i] = yield* run(p, op)
+        if (p.status !== "open") {
+          results.push(moved)
+          continue
+        }
+        enter(p)
+        // the common case, without the general path's wrappers
+        if (op.k === Kind.Acquire && p.coldSince === undefined) {
+          const exit = yield* Effect.exit(p.limiter!.acquire(op.key, costOf(op.n)))
+          results.push(Exit.isSuccess(exit) ? (exit.value ? answeredTrue : answeredFalse) : failedExit(exit))
+        } else {
+          results.push(yield* runOp(p, op))
+        }
+        leave(p)
       }
-      return known === version
-        ? { results, owner: runner, v: version }
-        : { results, owner: runner, v: version, open: openShards() }
+      return packResults(results, runner, version, request.v === version ? undefined : openShards())
     }).pipe(Effect.uninterruptible)
 
   // --- The line --------------------------------------------------------------

@@ -195,14 +195,47 @@ export const WaitResult = Schema.Struct({
 export type WaitResult = typeof WaitResult.Type
 
 /**
- * A batch's reply: each operation's result in order, the runner that served
- * it and its ownership version, with the shards it owns when the caller's
- * version was not the current one.
+ * A batch of operations, by columns: kind, shard, key and number of each
+ * (what most operations are, an acquire or a consume of a cost), and, for
+ * the few with more (several keys, a duration, a name), the whole operation
+ * in `x` with its position (its kind in `k` is then -1). Columns of numbers
+ * and strings cost the binary codec a sixth of what an array of structures
+ * with optional fields does (bench/cluster, 25 operations a batch).
+ *
+ * @since 0.3.0
+ */
+export const BatchRequest = Schema.Struct({
+  k: Schema.Array(Schema.Number),
+  s: Schema.Array(Schema.Number),
+  key: Schema.Array(Schema.String),
+  n: Schema.Array(Schema.Number),
+  x: Schema.Array(Schema.Struct({ i: Schema.Number, op: Op })),
+  v: Schema.Number
+})
+
+/** @since 0.3.0 */
+export type BatchRequest = typeof BatchRequest.Type
+
+/**
+ * An operation's result in a batch's reply, when it says it all: answered
+ * with nothing, `true` or `false`, `Moved` or `NotHere`; `Full` when the
+ * result is in `x` (a decision, an error).
+ *
+ * @since 0.3.0
+ */
+export const Code = { Void: 0, True: 1, False: 2, Moved: 3, NotHere: 4, Full: 5 } as const
+
+/**
+ * A batch's reply: each operation's result code in order (the full result,
+ * when there is more to it, in `x`), the runner that served it and its
+ * ownership version, with the shards it serves when the caller's version
+ * was not the current one.
  *
  * @since 0.3.0
  */
 export const BatchReply = Schema.Struct({
-  results: Schema.Array(Result),
+  c: Schema.Array(Schema.Number),
+  x: Schema.Array(Schema.Struct({ i: Schema.Number, r: Result })),
   owner: Schema.String,
   v: Schema.Number,
   open: Schema.optional(Schema.Array(Schema.Number))
@@ -211,6 +244,108 @@ export const BatchReply = Schema.Struct({
 /** @since 0.3.0 */
 export type BatchReply = typeof BatchReply.Type
 
+const simple = (op: Op): boolean =>
+  op.n !== undefined && op.keys === undefined && op.d === undefined && op.p === undefined && op.c === undefined &&
+  op.f === undefined
+
+/**
+ * Operations as a batch's columns.
+ *
+ * @since 0.3.0
+ */
+export const pack = (ops: ReadonlyArray<Op>, v: number): BatchRequest => {
+  const k: Array<number> = []
+  const s: Array<number> = []
+  const key: Array<string> = []
+  const n: Array<number> = []
+  const x: Array<{ readonly i: number; readonly op: Op }> = []
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i]
+    if (simple(op)) {
+      k.push(op.k)
+      n.push(op.n!)
+    } else {
+      k.push(-1)
+      n.push(0)
+      x.push({ i, op })
+    }
+    s.push(op.s)
+    key.push(op.key)
+  }
+  return { k, s, key, n, x, v }
+}
+
+/**
+ * The operations of a batch, back from its columns.
+ *
+ * @since 0.3.0
+ */
+export const unpack = (batch: BatchRequest): Array<Op> => {
+  const ops: Array<Op> = []
+  for (let i = 0; i < batch.k.length; i++) {
+    ops.push(batch.k[i] === -1 ? undefined! : { k: batch.k[i], s: batch.s[i], key: batch.key[i], n: batch.n[i] })
+  }
+  for (const { i, op } of batch.x) ops[i] = op
+  return ops
+}
+
+const resultOk: Result = { t: Tag.Ok }
+const resultTrue: Result = { t: Tag.Ok, b: true }
+const resultFalse: Result = { t: Tag.Ok, b: false }
+const resultMoved: Result = { t: Tag.Moved }
+const resultNotHere: Result = { t: Tag.NotHere }
+
+/**
+ * Results as a batch's reply.
+ *
+ * @since 0.3.0
+ */
+export const packResults = (
+  results: ReadonlyArray<Result>,
+  owner: string,
+  v: number,
+  open: ReadonlyArray<number> | undefined
+): BatchReply => {
+  const c: Array<number> = []
+  const x: Array<{ readonly i: number; readonly r: Result }> = []
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i]
+    if (r.t === Tag.Moved) c.push(Code.Moved)
+    else if (r.t === Tag.NotHere) c.push(Code.NotHere)
+    else if (r.t === Tag.Ok && r.d === undefined && r.n === undefined) {
+      c.push(r.b === undefined ? Code.Void : r.b ? Code.True : Code.False)
+    } else {
+      c.push(Code.Full)
+      x.push({ i, r })
+    }
+  }
+  return open === undefined ? { c, x, owner, v } : { c, x, owner, v, open }
+}
+
+/**
+ * The results of a batch's reply, in order.
+ *
+ * @since 0.3.0
+ */
+export const unpackResults = (reply: BatchReply): Array<Result> => {
+  const out: Array<Result> = []
+  for (const code of reply.c) {
+    out.push(
+      code === Code.True
+        ? resultTrue
+        : code === Code.False
+        ? resultFalse
+        : code === Code.Void
+        ? resultOk
+        : code === Code.Moved
+        ? resultMoved
+        : resultNotHere
+    )
+  }
+  for (const { i, r } of reply.x) out[i] = r
+  return out
+}
+
 /**
  * The partition entity of a limiter named `name`: one per shard.
  *
@@ -218,7 +353,7 @@ export type BatchReply = typeof BatchReply.Type
  */
 export const partition = (name: string) =>
   Entity.make(`tollgate/${name}`, [
-    Rpc.make("Batch", { payload: { ops: Schema.Array(Op), v: Schema.Number }, success: BatchReply }),
+    Rpc.make("Batch", { payload: BatchRequest, success: BatchReply }),
     Rpc.make("Wait", { payload: WaitRequest, success: WaitResult }),
     Rpc.make("Open", {})
   ])

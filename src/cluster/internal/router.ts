@@ -34,6 +34,7 @@ import {
   type Op,
   type Result,
   Tag,
+  unpackResults,
   type WaitRequest,
   type WaitResult
 } from "./protocol.ts"
@@ -354,9 +355,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     if (Exit.isSuccess(exit) && Option.isSome(exit.value)) {
       const reply = exit.value.value
       learn(reply, t)
+      const results = unpackResults(reply)
       for (let i = 0; i < items.length; i++) {
         const item = items[i]
-        const result = reply.results[i]
+        const result = results[i]
         if (item.done) continue
         if (result.t === Tag.Moved) {
           owners.delete(item.op.s)
