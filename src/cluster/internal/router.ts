@@ -338,9 +338,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         })
       })
     })
-    // (runFork starts a fiber at once: yield first, so that the calls made in
-    // this tick are queued by the time the round takes them)
-    fork(Effect.andThen(Effect.yieldNow, round))
+    // Started once the fibers running now have queued their calls (a
+    // microtask runs when the scheduler's current batch of fibers is done):
+    // they go in this round, and no scheduler turn is spent waiting.
+    queueMicrotask(() => fork(round))
   }
 
   // A round no longer holds its slot: the next goes out if anything waits.
