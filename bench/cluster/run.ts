@@ -156,21 +156,22 @@ interface Instance {
   readonly close: () => Promise<void>
 }
 
-const loops = (decide: (key: string) => Effect.Effect<unknown, unknown>) =>
-(callers: number, keys: ReadonlyArray<string>, deadline: number): Promise<Array<number>> => {
-  let cursor = 0
-  const times: Array<number> = []
-  const loop = Effect.gen(function*() {
-    while (performance.now() < deadline) {
-      const start = performance.now()
-      yield* decide(keys[cursor++ % keys.length])
-      times.push(performance.now() - start)
-    }
-  })
-  return Effect.runPromise(
-    Effect.forEach(Array.from({ length: callers }), () => loop, { concurrency: callers, discard: true })
-  ).then(() => times)
-}
+const loops =
+  (decide: (key: string) => Effect.Effect<unknown, unknown>) =>
+  (callers: number, keys: ReadonlyArray<string>, deadline: number): Promise<Array<number>> => {
+    let cursor = 0
+    const times: Array<number> = []
+    const loop = Effect.gen(function*() {
+      while (performance.now() < deadline) {
+        const start = performance.now()
+        yield* decide(keys[cursor++ % keys.length])
+        times.push(performance.now() - start)
+      }
+    })
+    return Effect.runPromise(
+      Effect.forEach(Array.from({ length: callers }), () => loop, { concurrency: callers, discard: true })
+    ).then(() => times)
+  }
 
 const withScope = async <A>(build: Effect.Effect<A, unknown, Scope.Scope>) => {
   const scope = Scope.makeUnsafe()
@@ -234,9 +235,11 @@ const main = async () => {
   dbUrl.pathname = `/${dbName}`
   const db = dbUrl.toString()
 
-  log(`bench:cluster ${quick ? "(quick)" : ""} on Node ${process.version}, ${os.cpus().length} cores, load ${
-    os.loadavg()[0].toFixed(2)
-  }`)
+  log(
+    `bench:cluster ${quick ? "(quick)" : ""} on Node ${process.version}, ${os.cpus().length} cores, load ${
+      os.loadavg()[0].toFixed(2)
+    }`
+  )
   const runners = await Promise.all([startRunner(db), startRunner(db), startRunner(db)])
   log("three runners up")
   const onCluster = await cluster(db)
@@ -337,7 +340,11 @@ const main = async () => {
   const entities = entityAfter.reduce((n, m, i) => n + m.entities - entityBefore[i].entities, 0)
   const perKey = heap / Math.max(1, buckets)
   const perEntity = entityHeap / Math.max(1, entities)
-  log(`heap per resident key: ${Math.round(perKey)} B (${buckets} keys); per entity: ${Math.round(perEntity)} B (${entities} entities)`)
+  log(
+    `heap per resident key: ${Math.round(perKey)} B (${buckets} keys); per entity: ${
+      Math.round(perEntity)
+    } B (${entities} entities)`
+  )
 
   const target = rows.find((r) => r.scenario === "c100-many" && r.contender === "cluster")!
   const goal = {
@@ -350,7 +357,9 @@ const main = async () => {
   }
   log(
     `goals (100 callers, 10 000 keys): cluster / redis ${goal.ratio.toFixed(2)}x (>= 0.5: ${goal.ratioMet}), ` +
-      `p99 ${goal.p99Millis.toFixed(2)} ms (< 5: ${goal.p99Met}), ${Math.round(perKey)} B per key (< 1024: ${goal.bytesMet})`
+      `p99 ${goal.p99Millis.toFixed(2)} ms (< 5: ${goal.p99Met}), ${
+        Math.round(perKey)
+      } B per key (< 1024: ${goal.bytesMet})`
   )
   const results = {
     meta: {

@@ -216,7 +216,9 @@ const answeredTrue: Result = { t: Tag.Ok, b: true }
 const answeredFalse: Result = { t: Tag.Ok, b: false }
 const failedExit = (exit: Exit.Exit<unknown, unknown>): Result => {
   const reason = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail") : undefined
-  return reason === undefined ? { t: Tag.Failed, e: new BucketFailed({ key: "", defect: "no answer" }) } : failed(reason.error)
+  return reason === undefined
+    ? { t: Tag.Failed, e: new BucketFailed({ key: "", defect: "no answer" }) }
+    : failed(reason.error)
 }
 // `{ cost }` objects for the usual costs, made once
 const costs: Array<{ readonly cost: number }> = []
