@@ -529,7 +529,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const wait = (req: WaitRequest): Effect.Effect<WaitResult> =>
     Effect.gen(function*() {
       const found = yield* partitionFor(req.s)
-      if (!(found instanceof Partition)) return found.t === Tag.NotHere ? waitMoved : waitMoved
+      // (a Wait goes to its shard's entity: a runner that does not serve the shard is handing it over)
+      if (!(found instanceof Partition)) return waitMoved
       const p = found
       if (req.resume) {
         const w = p.waiters.get(req.id)

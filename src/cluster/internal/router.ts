@@ -157,13 +157,13 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         if (done) return
         done = true
         timer.interruptUnsafe()
-        resume(Exit.isSuccess(exit) ? Effect.succeed(Option.some(exit.value)) : Effect.failCause(exit.cause))
+        resume(Exit.isSuccess(exit) ? Effect.succeedSome(exit.value) : Effect.failCause(exit.cause))
       })
       timer.addObserver((exit) => {
         if (done || !Exit.isSuccess(exit)) return
         done = true
         fiber.interruptUnsafe()
-        resume(Effect.succeed(Option.none()))
+        resume(Effect.succeedNone)
       })
       return Effect.sync(() => {
         done = true
@@ -497,7 +497,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           // while handing the shard over: ask the next owner for the place
         }
         if (result !== undefined && result.t !== Tag.Moved) {
-          if (result.t === Tag.Failed) return yield* Effect.fail(result.e as Failure)
+          if (result.t === Tag.Failed) return yield* (result.e as Failure)
           return result
         }
         const until = now() + options.handoffMillis
