@@ -638,6 +638,16 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     } else if (claim.previous === "owned") {
       p.coldSince = now()
     }
+    // The shard may have left this runner while it was being claimed: then
+    // nothing is served here (the next owner's claim finds this one's epoch
+    // not handed over, and starts cold: fail closed).
+    if (!sharding.hasShardId(p.shardId)) {
+      p.status = "closed"
+      p.opened.openUnsafe()
+      if (partitions.get(p.shard) === p) partitions.delete(p.shard)
+      yield* Scope.close(partitionScope, Exit.void)
+      return
+    }
     p.status = "open"
     changed()
     p.opened.openUnsafe()
