@@ -341,6 +341,9 @@ export const make: (
         })
       }),
       { concurrency: "unbounded", maxIdleTime: Duration.infinity, mailboxCapacity: "unbounded" }
+    ).pipe(
+      // no span per message on the owner (the hot path, as in process)
+      Effect.withTracerEnabled(false)
     )
     // Runs first when the runner stops (finalizers run last-added-first): every
     // partition is handed over while the cluster still delivers messages
