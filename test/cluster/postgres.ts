@@ -7,7 +7,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted, Schema, type Scope } from "effect"
+import { Context, type Duration, Effect, Layer, Redacted, Schema, type Scope } from "effect"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import * as net from "node:net"
 import * as path from "node:path"
@@ -134,11 +134,12 @@ export const startRunner = (db: string, fallback: "deny" | "local" = "deny") =>
   })
 
 /** A client-only node in this process: the tests' limiter, calling the runners on `db`. */
-export const client = (db: string, mode: "deny" | "local" | "error" = "deny") =>
+export const client = (db: string, mode: "deny" | "local" | "error" = "deny", timeout?: Duration.Input) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
+    const base = options(mode)
     const context = yield* Layer.buildWithScope(
-      ClusterLimiter.layer(options(mode)).pipe(
+      ClusterLimiter.layer(timeout === undefined ? base : { ...base, fallback: { ...base.fallback, timeout } }).pipe(
         Layer.provide(ClusterRunner.layerPostgres({ url: db, sharding }))
       ),
       scope
