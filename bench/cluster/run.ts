@@ -35,11 +35,13 @@ const quick = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1
 const ROUNDS = quick ? 3 : 5
 const MEASURE_MS = quick ? 700 : 1500
 const MANY = 10_000
+// each contender runs this long before each measured round (its steady state, not a switch's)
+const PRERUN_MS = quick ? 500 : 1000
 const MEMORY_KEYS = quick ? 15_000 : 30_000
 const MEMORY_ENTITIES = quick ? 1_500 : 3_000
 // the cluster's path is long (four processes, Effect's RPC and sharding):
 // it takes seconds of load before Node has compiled it hot
-const WARMUP_MS = quick ? 8000 : 20_000
+const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? (quick ? 8000 : 30_000))
 
 const log = (line: string): void => {
   process.stdout.write(line + "\n")
@@ -120,16 +122,22 @@ const startRedis = async (): Promise<string> => {
 
 interface Runner {
   readonly child: ChildProcess
+  /** Stops it gracefully (its shards handed over) and waits for it to exit. */
+  readonly stop: () => Promise<void>
   readonly mem: () => Promise<{ heap: number; buckets: number; entities: number }>
 }
 
-const startRunner = async (db: string): Promise<Runner> => {
+const startRunner = async (db: string, entityPerKey: boolean): Promise<Runner> => {
   const port = await freePort()
-  const child = spawn(process.execPath, ["--expose-gc", path.join(import.meta.dirname, "runner.ts")], {
-    env: { ...process.env, TOLLGATE_PG_URL: db, PORT: String(port) },
+  const args = entityPerKey
+    ? ["--expose-gc", path.join(import.meta.dirname, "runner.ts")]
+    : [path.join(import.meta.dirname, "runner.ts")]
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, TOLLGATE_PG_URL: db, PORT: String(port), ENTITY_PER_KEY: entityPerKey ? "1" : "0" },
     stdio: ["pipe", "pipe", "inherit"]
   })
-  stops.push(() => child.kill("SIGKILL"))
+  const stop = () => child.kill("SIGKILL")
+  stops.push(stop)
   // its own lines ("ready", JSON), not its log's
   const waiting: Array<(line: string) => void> = []
   readline.createInterface({ input: child.stdout! }).on("line", (line) => {
@@ -139,6 +147,11 @@ const startRunner = async (db: string): Promise<Runner> => {
   await next()
   return {
     child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once("exit", () => resolve())
+        child.kill("SIGTERM")
+      }),
     mem: async () => {
       const line = next()
       child.stdin!.write("mem\n")
@@ -240,14 +253,17 @@ const main = async () => {
       os.loadavg()[0].toFixed(2)
     }`
   )
-  const runners = await Promise.all([startRunner(db), startRunner(db), startRunner(db)])
+  // The comparison with Redis on runners that host the limiter alone; then
+  // the design not chosen on three runners that host both designs (an
+  // entity type with 10 000 resident entities weighs on a runner).
+  let runners = await Promise.all([startRunner(db, false), startRunner(db, false), startRunner(db, false)])
   log("three runners up")
-  const onCluster = await cluster(db)
+  let onCluster = await cluster(db)
   const onRedis = await redis(redisUrl)
-  const clusterInstance: Instance = { run: loops((key) => onCluster.limiter.acquire(key)), close: onCluster.close }
-  const entityInstance: Instance = {
-    run: loops((key) => onCluster.entity(key).Take({ cost: 1 })),
-    close: async () => {}
+  const instances: Record<string, Instance> = {
+    cluster: { run: loops((key) => onCluster.limiter.acquire(key)), close: () => onCluster.close() },
+    redis: onRedis,
+    "entity-per-key": { run: loops((key) => onCluster.entity(key).Take({ cost: 1 })), close: async () => {} }
   }
 
   const hot = ["hot"]
@@ -258,12 +274,10 @@ const main = async () => {
     await instance.run(1, keys, performance.now() + WARMUP_MS / 4)
     await instance.run(100, ["hot"], performance.now() + WARMUP_MS / 4)
   }
-  await warm(clusterInstance, many)
+  await warm(instances.cluster, many)
   await warm(onRedis, many)
   log("warmed")
 
-  // The comparison first; the design not chosen (an entity per key, whose
-  // 10 000 resident entities weigh on the runners) after it.
   const scenarios = [
     { id: "c1-hot", callers: 1, keys: hot, contenders: ["cluster", "redis"] },
     { id: "c1-many", callers: 1, keys: many, contenders: ["cluster", "redis"] },
@@ -272,17 +286,17 @@ const main = async () => {
     { id: "design-c1-many", callers: 1, keys: many, contenders: ["cluster", "entity-per-key"] },
     { id: "design-c100-many", callers: 100, keys: many, contenders: ["cluster", "entity-per-key"] }
   ]
-  const instances: Record<string, Instance> = {
-    cluster: clusterInstance,
-    redis: onRedis,
-    "entity-per-key": entityInstance
-  }
   const rows: Array<Row> = []
   const ratios: Record<string, Array<number>> = {}
   for (const scenario of scenarios) {
     if (scenario.id === "design-c1-many") {
-      await warm(entityInstance, many)
-      log("entity per key warmed")
+      await onCluster.close()
+      await Promise.all(runners.map((r) => r.stop()))
+      runners = await Promise.all([startRunner(db, true), startRunner(db, true), startRunner(db, true)])
+      onCluster = await cluster(db)
+      await warm(instances.cluster, many)
+      await warm(instances["entity-per-key"], many)
+      log("three runners of both designs up, warmed")
     }
     const samples: Record<string, Array<number>> = {}
     const times: Record<string, Array<number>> = {}
@@ -291,7 +305,7 @@ const main = async () => {
       // alternate the order from round to round
       const order = round % 2 === 0 ? scenario.contenders : [...scenario.contenders].reverse()
       for (const contender of order) {
-        await instances[contender].run(scenario.callers, scenario.keys, performance.now() + 200)
+        await instances[contender].run(scenario.callers, scenario.keys, performance.now() + PRERUN_MS)
         const start = performance.now()
         const t = await instances[contender].run(scenario.callers, scenario.keys, start + MEASURE_MS)
         const opsPerSecond = (t.length * 1000) / (performance.now() - start)
@@ -381,7 +395,7 @@ const main = async () => {
     JSON.stringify(results, null, 2) + "\n"
   )
   await onRedis.close()
-  await onCluster.close()
+  await instances.cluster.close()
   stopAll()
 }
 

@@ -1,12 +1,13 @@
 /**
  * @effect-diagnostics globalDate:off globalTimers:off
  *
- * One runner of bench:cluster (node --expose-gc): the bench limiter's
- * partitions (`ClusterLimiter`, a generous token bucket, so every call is a
- * full decision that admits), and, beside it, the design tollgate did not
- * choose: an entity per key (`KeyBucket`, a token bucket in each entity's
- * handler). Says "ready" once built; on "mem" (stdin) collects garbage and
- * prints its heap and what it holds, as JSON.
+ * One runner of bench:cluster: the bench limiter's partitions
+ * (`ClusterLimiter`, a generous token bucket, so every call is a full
+ * decision that admits), and, with ENTITY_PER_KEY=1 (and node --expose-gc),
+ * beside it the design tollgate did not choose: an entity per key
+ * (`KeyBucket`, a token bucket in each entity's handler). Says "ready" once
+ * built; on "mem" (stdin) collects garbage and prints its heap and what it
+ * holds, as JSON.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
@@ -61,7 +62,8 @@ const Report = Layer.effectDiscard(Effect.gen(function*() {
 
 Report.pipe(
   Layer.provide(ClusterLimiter.layer(benchOptions)),
-  Layer.provide(KeyBucketLive),
+  // (registered only for the design comparison: it weighs on the runner)
+  Layer.provide(process.env.ENTITY_PER_KEY === "1" ? KeyBucketLive : Layer.empty),
   Layer.provide(ClusterRunner.layerPostgres({ url, runner: { host: "127.0.0.1", port }, sharding })),
   Layer.launch,
   NodeRuntime.runMain
