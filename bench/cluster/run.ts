@@ -10,8 +10,8 @@
  * chosen, an entity per key (`KeyBucket` in bench/cluster/runner.ts), on 10
  * 000 keys, and the heap each resident key costs a runner in both designs.
  *
- *   npm run bench:cluster              about 4 minutes: writes bench/cluster/results.json
- *   npm run bench:cluster -- --quick   about 1.5 minutes: writes bench/cluster/results-quick.json
+ *   npm run bench:cluster              about 5 minutes: writes bench/cluster/results.json
+ *   npm run bench:cluster -- --quick   about 2 minutes: writes bench/cluster/results-quick.json
  *
  * Uses TOLLGATE_PG_URL and REDIS_URL when set, or starts a Postgres (initdb,
  * pg_ctl) and a redis-server of its own (127.0.0.1, free ports) and stops
