@@ -156,7 +156,8 @@ const entries = [
   ["tollgate/redis", "redis", "the Redis store"],
   ["tollgate/server", "server", "the stand-alone service as a library"],
   ["tollgate/envoy", "envoy", "Envoy's rate limit service (gRPC) and its YAML configuration"],
-  ["tollgate/persistence", "persistence", "effect/persistence's RateLimiterStore backed by tollgate"]
+  ["tollgate/persistence", "persistence", "effect/persistence's RateLimiterStore backed by tollgate"],
+  ["tollgate/cluster", "cluster", "the limiter on an Effect Cluster: one owner per key"]
 ]
 const listed = (folder) =>
   pages
@@ -229,7 +230,8 @@ writeFileSync(
         "tollgate/redis": [src("redis/index.ts")],
         "tollgate/server": [src("server/index.ts")],
         "tollgate/envoy": [src("envoy/index.ts")],
-        "tollgate/persistence": [src("persistence/index.ts")]
+        "tollgate/persistence": [src("persistence/index.ts")],
+        "tollgate/cluster": [src("cluster/index.ts")]
       }
     },
     files

@@ -209,6 +209,13 @@ export interface Options {
   readonly responseHeaders?: boolean | undefined
   /** Options of the limiter behind the service (its policy comes from the configuration). */
   readonly limiter?: Omit<RateLimiter.Options, "policy" | "name" | "maxKeyLength"> | undefined
+  /**
+   * Makes that limiter (default `RateLimiter.make`): the service passes one
+   * that makes it on its cluster when it runs on one.
+   */
+  readonly makeLimiter?:
+    | ((options: RateLimiter.Options) => Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope>)
+    | undefined
 }
 
 interface Outcome {
@@ -323,7 +330,7 @@ export class RlsService extends Context.Service<RlsService, {
       }
       register(config)
       const missing = Policy.fixedWindow({ limit: 0, window: "1 second" })
-      const limiter = yield* RateLimiter.make({
+      const limiter = yield* (options.makeLimiter ?? RateLimiter.make)({
         ...options.limiter,
         policy: (key) => versions.get(key.slice(0, key.indexOf("|"))) ?? missing,
         name: "envoy",

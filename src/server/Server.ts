@@ -154,6 +154,7 @@ export const layerWith = <E, R>(
   | InvalidPolicy
   | ServiceConfig.InvalidConfig
   | ServiceStore.RedisUnavailable
+  | ServiceStore.ClusterUnavailable
   | HttpServerError.ServeError
   | RlsServer.RlsServerError
   | MissingPackage,
@@ -191,7 +192,10 @@ export const layerWith = <E, R>(
 const layerRlsService = (
   settings: ServiceConfig.Settings,
   rls: ServiceConfig.RlsSettings
-): Layer.Layer<RlsService.RlsService, InvalidPolicy | ServiceStore.RedisUnavailable | ServiceConfig.InvalidConfig> =>
+): Layer.Layer<
+  RlsService.RlsService,
+  InvalidPolicy | ServiceStore.RedisUnavailable | ServiceStore.ClusterUnavailable | ServiceConfig.InvalidConfig
+> =>
   Layer.effect(
     RlsService.RlsService,
     RlsService.RlsService.make({
@@ -201,8 +205,12 @@ const layerRlsService = (
         idleTimeout: settings.limiter.idleTimeout,
         mailboxCapacity: settings.limiter.mailboxCapacity,
         maxWaiters: settings.limiter.maxWaiters,
-        fallback: Option.match(settings.redis, { onNone: () => undefined, onSome: (redis) => redis.fallback })
-      }
+        fallback: Option.match(settings.redis, {
+          onNone: () => Option.getOrUndefined(Option.map(settings.cluster, (cluster) => cluster.fallback)),
+          onSome: (redis) => redis.fallback
+        })
+      },
+      makeLimiter: ServiceStore.makeLimiter
     })
   ).pipe(Layer.provide(ServiceStore.layer), Layer.provide(Layer.succeed(ServiceConfig.ServiceConfig, settings)))
 
@@ -226,6 +234,9 @@ const restartOnly = (a: ServiceConfig.Settings, b: ServiceConfig.Settings): Read
       })
     )
   if (!same(redis(a), redis(b))) out.push("redis")
+  const cluster = (s: ServiceConfig.Settings) =>
+    Option.map(s.cluster, (c) => ({ ...c, url: Redacted.value(c.url), fallback: String(c.fallback.mode) }))
+  if (!same(cluster(a), cluster(b))) out.push("cluster")
   const rlsAddress = (s: ServiceConfig.Settings) => Option.map(s.rls, (r) => `${r.host}:${r.port}:${r.responseHeaders}`)
   if (!Equal.equals(rlsAddress(a), rlsAddress(b))) out.push("rls (host, port, responseHeaders)")
   return out
@@ -310,6 +321,7 @@ export const layer: Layer.Layer<
   | ServiceConfig.InvalidConfig
   | InvalidPolicy
   | ServiceStore.RedisUnavailable
+  | ServiceStore.ClusterUnavailable
   | HttpServerError.ServeError
   | RlsServer.RlsServerError
   | MissingPackage

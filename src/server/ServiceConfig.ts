@@ -1,7 +1,8 @@
 /**
  * The service's configuration: where it listens, its named policies, which
  * policy a key gets, size limits, the admin token, and where keys' state
- * lives (in-process, or in Redis with a fallback). Read once at start
+ * lives (in-process, in Redis with a fallback, or with each key's owner on
+ * a cluster of tollgate instances over Postgres). Read once at start
  * from a JSON file (`TOLLGATE_CONFIG`) and the environment (which wins), and
  * validated with Schema: a bad value stops the service with a message that
  * names the field and the value.
@@ -298,6 +299,84 @@ export const RedisOptions = Schema.Struct({
   }))
 })
 
+const isPostgresUrl = (s: string): string | undefined => {
+  let url: URL
+  try {
+    url = new URL(s)
+  } catch {
+    return "is not a URL (expected postgres://user@host:port/database)"
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    return "must start with postgres:// or postgresql://"
+  }
+  if (url.hostname === "") return "has no host"
+  return undefined
+}
+
+/**
+ * Where the cluster's Postgres is: `postgres://[user[:password]@]host[:port]/database`.
+ * A secret (it may hold a password): shown only through {@link redactUrl}.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.PostgresUrl)("postgres://tollgate@db:5432/tollgate")
+ * ```
+ *
+ * @category schemas
+ * @since 0.3.0
+ */
+export const PostgresUrl = Schema.String.check(
+  Schema.makeFilter(isPostgresUrl, { expected: "a postgres:// URL" })
+)
+
+/**
+ * The `cluster` section of the file: instances that share one Postgres form
+ * one cluster, in which every key has one owner that decides all its calls
+ * (see docs/distributed.md, "On Effect Cluster").
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { ServiceConfig } from "tollgate/server"
+ *
+ * Schema.decodeUnknownSync(ServiceConfig.ClusterOptions)({
+ *   url: "postgres://tollgate@db:5432/tollgate",
+ *   host: "10.0.0.7",
+ *   port: 34431,
+ *   fallback: { mode: "deny", timeout: "250 millis" }
+ * })
+ * ```
+ *
+ * @category schemas
+ * @since 0.3.0
+ */
+export const ClusterOptions = Schema.Struct({
+  /** `TOLLGATE_CLUSTER` wins over it. Without either, no cluster. */
+  url: Schema.optionalKey(PostgresUrl),
+  /** This instance's address as the others reach it (`TOLLGATE_CLUSTER_HOST`). Default `127.0.0.1`. */
+  host: Schema.optionalKey(Schema.NonEmptyString),
+  /** The port the cluster's messages come in on (`TOLLGATE_CLUSTER_PORT`). Default 34431. */
+  port: Schema.optionalKey(Int(1, 65535)),
+  /** Where to listen, when not at `host` (`TOLLGATE_CLUSTER_LISTEN_HOST`, e.g. `0.0.0.0` in a container). */
+  listenHost: Schema.optionalKey(Schema.NonEmptyString),
+  /** How long a call waits for a shard being handed over before the fallback answers. Default 10 seconds. */
+  handoffTimeout: Schema.optionalKey(PolicySpec.DurationInput),
+  fallback: Schema.optionalKey(Schema.Struct({
+    mode: Schema.optionalKey(FallbackMode),
+    /** For `"local"`: the fraction of each key's limit an instance grants on its own. Default 1. */
+    share: Schema.optionalKey(
+      Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1, exclusiveMinimum: true }))
+    ),
+    /** Longest wait for a key's owner per call before the fallback decides. Default 250 ms. */
+    timeout: Schema.optionalKey(PolicySpec.DurationInput),
+    /** After a failure, how long a shard is left alone before it is tried again. Default 1 second. */
+    retryAfter: Schema.optionalKey(PolicySpec.DurationInput)
+  }))
+})
+
 /**
  * The `rls` section: Envoy's rate limit service (gRPC) beside the HTTP API.
  * `config` names envoyproxy/ratelimit YAML files, or folders whose `*.yaml`
@@ -349,6 +428,7 @@ export const ConfigFile = Schema.Struct({
   limits: Schema.optionalKey(Limits),
   limiter: Schema.optionalKey(LimiterOptions),
   redis: Schema.optionalKey(RedisOptions),
+  cluster: Schema.optionalKey(ClusterOptions),
   forwardAuth: Schema.optionalKey(ForwardAuth.Options),
   rls: Schema.optionalKey(RlsOptions)
 })
@@ -391,8 +471,9 @@ const IntFromString = (minimum: number, maximum: number) =>
 
 /**
  * The environment variables the service reads (besides the secrets
- * `TOLLGATE_ADMIN_TOKEN`, `REDIS_URL`, `REDIS_CLUSTER_NODES` and
- * `REDIS_SENTINELS`, read as `Config.Redacted`). They override the file.
+ * `TOLLGATE_ADMIN_TOKEN`, `REDIS_URL`, `REDIS_CLUSTER_NODES`,
+ * `REDIS_SENTINELS` and `TOLLGATE_CLUSTER`, read as `Config.Redacted`).
+ * They override the file.
  *
  * @example
  * ```ts
@@ -423,7 +504,11 @@ export const Env = Schema.Struct({
   REDIS_FALLBACK: Schema.optionalKey(FallbackMode),
   TOLLGATE_RLS_HOST: Schema.optionalKey(Schema.NonEmptyString),
   TOLLGATE_RLS_PORT: Schema.optionalKey(IntFromString(0, 65535)),
-  TOLLGATE_RLS_CONFIG: Schema.optionalKey(Schema.NonEmptyString)
+  TOLLGATE_RLS_CONFIG: Schema.optionalKey(Schema.NonEmptyString),
+  TOLLGATE_CLUSTER_HOST: Schema.optionalKey(Schema.NonEmptyString),
+  TOLLGATE_CLUSTER_PORT: Schema.optionalKey(IntFromString(1, 65535)),
+  TOLLGATE_CLUSTER_LISTEN_HOST: Schema.optionalKey(Schema.NonEmptyString),
+  TOLLGATE_CLUSTER_FALLBACK: Schema.optionalKey(FallbackMode)
 })
 
 const envNames = Object.keys(Env.fields) as ReadonlyArray<keyof typeof Env.fields>
@@ -487,6 +572,8 @@ export interface Settings {
   readonly shutdownTimeout: Duration.Duration
   /** Keys' state in Redis, shared by every instance that uses the same one; none: in-process. */
   readonly redis: Option.Option<RedisSettings>
+  /** Each key's owner among the instances on one Postgres (Effect Cluster); none: no cluster. */
+  readonly cluster: Option.Option<ClusterSettings>
   /** Forward authentication (`/v1/check`): the rules, compiled. */
   readonly forwardAuth: ForwardAuth.Matcher
   /** Envoy's rate limit service (gRPC); none: not served. */
@@ -533,6 +620,44 @@ export interface RedisSettings {
   readonly sentinelName?: string | undefined
   readonly prefix: string
   readonly clock: "server" | "client"
+  readonly fallback: {
+    readonly mode: "local" | "allow" | "deny" | "error"
+    readonly share: number
+    readonly timeout: Duration.Duration
+    readonly retryAfter: Duration.Duration
+  }
+}
+
+/**
+ * The resolved cluster settings.
+ *
+ * @example
+ * ```ts
+ * import { Duration, Redacted } from "effect"
+ * import type { ServiceConfig } from "tollgate/server"
+ *
+ * const cluster: ServiceConfig.ClusterSettings = {
+ *   url: Redacted.make("postgres://tollgate@db:5432/tollgate"),
+ *   urlField: "TOLLGATE_CLUSTER",
+ *   host: "10.0.0.7",
+ *   port: 34431,
+ *   listenHost: undefined,
+ *   handoffTimeout: Duration.seconds(10),
+ *   fallback: { mode: "deny", share: 1, timeout: Duration.millis(250), retryAfter: Duration.seconds(1) }
+ * }
+ * ```
+ *
+ * @category models
+ * @since 0.3.0
+ */
+export interface ClusterSettings {
+  readonly url: Redacted.Redacted<string>
+  /** Where the URL came from (`TOLLGATE_CLUSTER` or `cluster.url`), for error messages. */
+  readonly urlField: string
+  readonly host: string
+  readonly port: number
+  readonly listenHost: string | undefined
+  readonly handoffTimeout: Duration.Duration
   readonly fallback: {
     readonly mode: "local" | "allow" | "deny" | "error"
     readonly share: number
@@ -611,6 +736,8 @@ export interface Input {
   readonly redisClusterNodes?: Option.Option<Redacted.Redacted<string>> | undefined
   /** `REDIS_SENTINELS` (URLs separated by commas); an empty value counts as unset. */
   readonly redisSentinels?: Option.Option<Redacted.Redacted<string>> | undefined
+  /** `TOLLGATE_CLUSTER`; an empty value counts as unset. */
+  readonly clusterUrl?: Option.Option<Redacted.Redacted<string>> | undefined
   /** The YAML files of the rate limit service, as read (by {@link load}). */
   readonly rlsFiles?: ReadonlyArray<{ readonly file: string; readonly text: string }> | undefined
 }
@@ -644,7 +771,8 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
               redact: {
                 "redis.url": redactUrl,
                 "redis.cluster.nodes": redactUrl,
-                "redis.sentinel.sentinels": redactUrl
+                "redis.sentinel.sentinels": redactUrl,
+                "cluster.url": redactUrl
               }
             }))
         )
@@ -757,6 +885,14 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
     }
 
     const redis = resolveRedis(file.redis, env, input, errors)
+    const cluster = resolveCluster(file.cluster, env, input.clusterUrl, errors)
+    if (Option.isSome(redis) && Option.isSome(cluster)) {
+      errors.push({
+        field: cluster.value.urlField,
+        reason:
+          `cannot be used with ${redis.value.urlField}: keys' state is either in Redis or with their owners on the cluster`
+      })
+    }
 
     const forwardAuth = ForwardAuth.make(file.forwardAuth ?? {}, policies, limits.maxKeyLength)
     if (Result.isFailure(forwardAuth)) errors.push(...forwardAuth.failure)
@@ -770,6 +906,7 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
       }
     }
     if (Option.isSome(redis) && redis.value.urlField.startsWith("REDIS_")) sources.push(redis.value.urlField)
+    if (Option.isSome(cluster) && cluster.value.urlField === "TOLLGATE_CLUSTER") sources.push("TOLLGATE_CLUSTER")
     return {
       host: env.HOST ?? "127.0.0.1",
       port: env.PORT ?? 8080,
@@ -785,6 +922,7 @@ export const resolve = (input: Input): Effect.Effect<Settings, InvalidConfig> =>
       },
       shutdownTimeout: Duration.millis(shutdownMillis ?? 20_000),
       redis,
+      cluster,
       forwardAuth: forwardAuth.success,
       rls,
       sources: [...new Set(sources)]
@@ -1005,6 +1143,68 @@ const resolveRedis = (
   }))
 }
 
+// The cluster settings: the environment's URL, else the file's (none: no
+// cluster); the rest from the file, the TOLLGATE_CLUSTER_* variables winning.
+// Checked even without a URL, so that a mistake shows before the URL is added.
+const resolveCluster = (
+  file: typeof ClusterOptions.Type | undefined,
+  env: typeof Env.Type,
+  envUrl: Option.Option<Redacted.Redacted<string>> | undefined,
+  errors: Array<FieldErrors.FieldError>
+): Option.Option<ClusterSettings> => {
+  let url: Option.Option<{ readonly value: Redacted.Redacted<string>; readonly field: string }> = Option.none()
+  const fromEnv = Option.filter(envUrl ?? Option.none(), (url) => Redacted.value(url) !== "")
+  if (Option.isSome(fromEnv)) {
+    const raw = Redacted.value(fromEnv.value)
+    const decoded = Schema.decodeResult(PostgresUrl)(raw)
+    if (Result.isFailure(decoded)) {
+      errors.push(
+        ...FieldErrors.fromIssue(decoded.failure.issue, raw, {
+          root: "TOLLGATE_CLUSTER",
+          redact: { TOLLGATE_CLUSTER: redactUrl }
+        })
+      )
+    } else {
+      url = Option.some({ value: fromEnv.value, field: "TOLLGATE_CLUSTER" })
+    }
+  } else if (file?.url !== undefined) {
+    url = Option.some({ value: Redacted.make(file.url, { label: "cluster.url" }), field: "cluster.url" })
+  }
+  const duration = (
+    input: string | number | undefined,
+    field: string,
+    fallback: number,
+    example: string
+  ): number => {
+    if (input === undefined) return fallback
+    const millis = Policy.positiveMillis(input)
+    if (millis !== undefined) return millis
+    errors.push({
+      field: `cluster.${field}`,
+      value: FieldErrors.show(input),
+      reason: `must be a positive duration such as "${example}"`
+    })
+    return fallback
+  }
+  const timeoutMillis = duration(file?.fallback?.timeout, "fallback.timeout", 250, "250 millis")
+  const retryMillis = duration(file?.fallback?.retryAfter, "fallback.retryAfter", 1000, "1 second")
+  const handoffMillis = duration(file?.handoffTimeout, "handoffTimeout", 10_000, "10 seconds")
+  return Option.map(url, (url) => ({
+    url: url.value,
+    urlField: url.field,
+    host: env.TOLLGATE_CLUSTER_HOST ?? file?.host ?? "127.0.0.1",
+    port: env.TOLLGATE_CLUSTER_PORT ?? file?.port ?? 34431,
+    listenHost: env.TOLLGATE_CLUSTER_LISTEN_HOST ?? file?.listenHost,
+    handoffTimeout: Duration.millis(handoffMillis),
+    fallback: {
+      mode: env.TOLLGATE_CLUSTER_FALLBACK ?? file?.fallback?.mode ?? "local",
+      share: file?.fallback?.share ?? 1,
+      timeout: Duration.millis(timeoutMillis),
+      retryAfter: Duration.millis(retryMillis)
+    }
+  }))
+}
+
 // A `policy: {...}` in the rate limit service's YAML: a PolicySpec, read and
 // validated as the service's own policies are.
 const decodePolicy = (input: unknown, field: string): Policy.Valid | ReadonlyArray<FieldErrors.FieldError> => {
@@ -1113,6 +1313,11 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
       new InvalidConfig({ errors: [{ field: "REDIS_SENTINELS", reason: "cannot be read (value not shown)" }] })
     )
   )
+  const clusterUrl = yield* Config.option(Config.Redacted("TOLLGATE_CLUSTER")).pipe(
+    Effect.mapError(() =>
+      new InvalidConfig({ errors: [{ field: "TOLLGATE_CLUSTER", reason: "cannot be read (value not shown)" }] })
+    )
+  )
   const fileName = env.TOLLGATE_CONFIG
   let file: unknown = undefined
   if (fileName !== undefined) {
@@ -1141,7 +1346,17 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
     })
   }
   const rlsFiles = yield* readRlsFiles(file, fileName, env.TOLLGATE_RLS_CONFIG)
-  return yield* resolve({ file, fileName, env, adminToken, redisUrl, redisClusterNodes, redisSentinels, rlsFiles })
+  return yield* resolve({
+    file,
+    fileName,
+    env,
+    adminToken,
+    redisUrl,
+    redisClusterNodes,
+    redisSentinels,
+    clusterUrl,
+    rlsFiles
+  })
 }).pipe(Effect.withSpan("ServiceConfig.load"))
 
 // The rate limit service's YAML: `TOLLGATE_RLS_CONFIG` (relative to the

@@ -1,8 +1,11 @@
 /**
- * Where the service keeps keys' state: in-process when no Redis is
- * configured, else in Redis (`RedisStore.layer`), which provides
+ * Where the service keeps keys' state: in-process when neither Redis nor a
+ * cluster is configured; in Redis (`RedisStore.layer`), which provides
  * `Store.CurrentStore` to the service's limiter, so that every instance on
- * the same Redis and prefix shares each key's limit.
+ * the same Redis and prefix shares each key's limit; or with each key's
+ * owner on a cluster (`ClusterRunner.layerPostgres`): every instance on the
+ * same Postgres is a runner of one cluster, and the service's limiter is a
+ * `ClusterLimiter` on it ({@link makeLimiter}).
  *
  * A Redis that cannot be used at start-up stops the service with one line
  * (exit code 1), whether it refuses the connection or accepts it and never
@@ -26,7 +29,13 @@ import {
   Schema,
   Scope
 } from "effect"
+import type { Sharding } from "effect/cluster"
+import * as ClusterLimiter from "../cluster/ClusterLimiter.ts"
+import * as ClusterRunner from "../cluster/ClusterRunner.ts"
+import type { ClusterStorage } from "../cluster/ClusterStorage.ts"
+import type { InvalidPolicy } from "../Errors.ts"
 import type * as Policy from "../Policy.ts"
+import { RateLimiter } from "../RateLimiter.ts"
 import * as RedisStore from "../redis/RedisStore.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
 
@@ -95,7 +104,17 @@ const closeTimeout = Duration.seconds(2)
  */
 export const describe = (settings: Settings): string =>
   Option.match(settings.redis, {
-    onNone: () => "in-process",
+    onNone: () =>
+      Option.match(settings.cluster, {
+        onNone: () => "in-process",
+        onSome: (cluster) => {
+          const { mode, retryAfter, share, timeout } = cluster.fallback
+          const url = ServiceConfig.redactUrl(Redacted.value(cluster.url))
+          const fallback = mode === "local" ? `local with share ${share}` : mode
+          return `cluster on ${url} (this runner ${cluster.host}:${cluster.port}; fallback ${fallback} after ` +
+            `${Duration.format(timeout)} without an answer, a shard tried again after ${Duration.format(retryAfter)})`
+        }
+      }),
     onSome: (redis) => {
       const { mode, retryAfter, share, timeout } = redis.fallback
       const url = urlsOf(redis).map(ServiceConfig.redactUrl).join(",")
@@ -128,7 +147,112 @@ const urlsOf = (redis: ServiceConfig.RedisSettings): ReadonlyArray<string> =>
  * @category models
  * @since 0.1.0
  */
-export type Settings = Pick<ServiceConfig.Settings, "redis" | "policies">
+export type Settings = Pick<ServiceConfig.Settings, "redis" | "cluster" | "policies">
+
+/**
+ * The cluster cannot be used at start-up (Postgres does not answer, the
+ * runner's port is taken); names the setting and the URL (credentials
+ * hidden).
+ *
+ * @example
+ * ```ts
+ * import { ServiceStore } from "tollgate/server"
+ *
+ * const error = new ServiceStore.ClusterUnavailable({
+ *   field: "TOLLGATE_CLUSTER",
+ *   url: "postgres://***@db:5432/tollgate",
+ *   reason: "cannot reach Postgres"
+ * })
+ * ```
+ *
+ * @category errors
+ * @since 0.3.0
+ */
+export class ClusterUnavailable extends Schema.TaggedError<ClusterUnavailable>()("ClusterUnavailable", {
+  field: Schema.String,
+  url: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `cannot join the cluster on ${this.url} (${this.field}): ${this.reason}`
+  }
+}
+
+/**
+ * The cluster this instance is a runner of, once started (its sharding and
+ * hand-over storage): set by {@link layer} when a cluster is configured.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ServiceStore } from "tollgate/server"
+ *
+ * const onCluster = Effect.gen(function*() {
+ *   return (yield* ServiceStore.CurrentCluster) !== undefined
+ * })
+ * ```
+ *
+ * @category services
+ * @since 0.3.0
+ */
+export const CurrentCluster = Context.Reference<
+  Context.Context<Sharding.Sharding | ClusterStorage> | undefined
+>("tollgate/server/ServiceStore/CurrentCluster", { defaultValue: () => undefined })
+
+/**
+ * Makes the service's limiter where its keys' state lives: a `ClusterLimiter`
+ * on {@link CurrentCluster} when there is one, else `RateLimiter.make` (on
+ * `Store.CurrentStore`, if any).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Policy } from "tollgate"
+ * import { ServiceStore } from "tollgate/server"
+ *
+ * const limiter = Effect.scoped(ServiceStore.makeLimiter({ policy: Policy.fixedWindow({ limit: 10, window: "1 minute" }) }))
+ * ```
+ *
+ * @category constructors
+ * @since 0.3.0
+ */
+export const makeLimiter = (
+  options: ClusterLimiter.Options
+): Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope> =>
+  Effect.gen(function*() {
+    const cluster = yield* CurrentCluster
+    return yield* (cluster === undefined
+      ? RateLimiter.make(options)
+      : Effect.provideContext(ClusterLimiter.make(options), cluster))
+  })
+
+const joinCluster = Effect.fnUntraced(function*(cluster: ServiceConfig.ClusterSettings) {
+  const url = ServiceConfig.redactUrl(Redacted.value(cluster.url))
+  const unavailable = (reason: string) => new ClusterUnavailable({ field: cluster.urlField, url, reason })
+  const runtime = ClusterRunner.layerPostgres({
+    url: cluster.url,
+    runner: { host: cluster.host, port: cluster.port },
+    listen: cluster.listenHost === undefined ? undefined : { host: cluster.listenHost, port: cluster.port }
+  })
+  const scope = yield* Scope.make()
+  const building = yield* Layer.buildWithScope(runtime, scope).pipe(Effect.forkDetach)
+  const built = yield* Fiber.await(building).pipe(Effect.timeoutOption(connectTimeout))
+  if (Option.isNone(built)) {
+    building.interruptUnsafe()
+    yield* Effect.forkDetach(Scope.close(scope, Exit.void))
+    return yield* unavailable(`no answer within ${Duration.format(connectTimeout)}`)
+  }
+  if (Exit.isFailure(built.value)) {
+    yield* Effect.forkDetach(Scope.close(scope, Exit.void))
+    const failure = Exit.findErrorOption(built.value)
+    if (Option.isNone(failure)) return yield* unavailable(reasonOf(Cause.squash(built.value.cause)))
+    // (a missing package's message is its one line: what needs it, and the command that installs it)
+    return yield* unavailable(failure.value._tag === "MissingPackage" ? failure.value.message : failure.value.reason)
+  }
+  // the runner leaves the cluster (its shards handed over) when the service stops
+  yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+  return Context.make(CurrentCluster, built.value.value)
+})
 
 // The client's own log lines (a warning with a stack trace for every failed
 // reconnect) as one line each. Before the first connection there are none:
@@ -223,8 +347,10 @@ const connect = Effect.fn("ServiceStore.connect")(
 )
 
 /**
- * The store of the configuration: nothing (in-process) without a Redis URL,
- * else `RedisStore.layer` on it, connected before the limiter starts.
+ * The store of the configuration: nothing (in-process) without a Redis URL
+ * or a cluster, else `RedisStore.layer` on Redis, connected before the
+ * limiter starts, or this instance's runner of the cluster (see
+ * {@link CurrentCluster}), started before the limiter.
  *
  * @example
  * ```ts
@@ -242,11 +368,12 @@ const connect = Effect.fn("ServiceStore.connect")(
  */
 export const layer: Layer.Layer<
   never,
-  RedisUnavailable | ServiceConfig.InvalidConfig,
+  RedisUnavailable | ClusterUnavailable | ServiceConfig.InvalidConfig,
   ServiceConfig.ServiceConfig
 > = Layer.effectContext(
   Effect.gen(function*() {
     const settings = yield* ServiceConfig.ServiceConfig
+    if (Option.isSome(settings.cluster)) return yield* joinCluster(settings.cluster.value)
     if (Option.isNone(settings.redis)) return Context.empty()
     return yield* connect(settings, settings.redis.value)
   })

@@ -621,7 +621,7 @@ export class Tollgate extends Context.Service<Tollgate, {
       }
       let current = inForce(initial)
       const missing = Policy.tokenBucket({ capacity: 1, refill: { tokens: -1, per: "1 second" } })
-      const limiter = yield* RateLimiter.make({
+      const limiter = yield* ServiceStore.makeLimiter({
         policy: (key) => versions.get(key.slice(0, key.indexOf(SEPARATOR))) ?? missing,
         idleTimeout: initial.limiter.idleTimeout,
         mailboxCapacity: initial.limiter.mailboxCapacity,
@@ -631,13 +631,16 @@ export class Tollgate extends Context.Service<Tollgate, {
         maxKeyLength: Math.max(initial.limits.maxKeyLength, 140) + 80,
         name: "service",
         fallback: Option.match(initial.redis, {
-          onNone: () => undefined,
+          onNone: () => Option.getOrUndefined(Option.map(initial.cluster, (cluster) => cluster.fallback)),
           onSome: (redis) => redis.fallback
-        })
+        }),
+        handoffTimeout: Option.getOrUndefined(Option.map(initial.cluster, (cluster) => cluster.handoffTimeout))
       })
-      // A shared store's fallback flags its decisions, and only `consume`
-      // carries the flag; in-process, `acquire` keeps its faster path.
-      const shared = Option.isSome(yield* Effect.serviceOption(CurrentStore))
+      // A shared store's (or a cluster's) fallback flags its decisions, and
+      // only `consume` carries the flag; in-process, `acquire` keeps its
+      // faster path.
+      const shared = Option.isSome(yield* Effect.serviceOption(CurrentStore)) ||
+        (yield* ServiceStore.CurrentCluster) !== undefined
 
       const route = <A, E>(
         request: Request,
@@ -838,7 +841,7 @@ export class Tollgate extends Context.Service<Tollgate, {
    */
   static readonly layer: Layer.Layer<
     Tollgate,
-    InvalidPolicy | ServiceConfig.InvalidConfig | ServiceStore.RedisUnavailable,
+    InvalidPolicy | ServiceConfig.InvalidConfig | ServiceStore.RedisUnavailable | ServiceStore.ClusterUnavailable,
     ServiceConfig.ServiceConfig
   > = Layer.effect(Tollgate, Tollgate.make).pipe(Layer.provide(ServiceStore.layer))
 }

@@ -188,12 +188,13 @@ const addedBesides = (dir: string, peer: string): ReadonlyArray<string> => {
 // the entry points load, and each part fails with its one line (Effect's own rendering of the
 // failure, or the parser's issue).
 const WITHOUT_OPTIONAL = `import { Cause, Effect, Exit, Layer } from "effect"
-for (const entry of ["tollgate", "tollgate/http", "tollgate/persistence", "tollgate/redis", "tollgate/envoy", "tollgate/server"]) {
+for (const entry of ["tollgate", "tollgate/http", "tollgate/persistence", "tollgate/redis", "tollgate/envoy", "tollgate/server", "tollgate/cluster"]) {
   await import(entry)
 }
 const { Server } = await import("tollgate/server")
 const { RedisStore } = await import("tollgate/redis")
 const { RlsConfig, RlsServer } = await import("tollgate/envoy")
+const { ClusterRunner } = await import("tollgate/cluster")
 const failure = async (layer) => {
   const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(layer)))
   return Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "built"
@@ -202,6 +203,7 @@ console.log(JSON.stringify([
   await failure(Server.layer),
   await failure(RedisStore.layer({ url: "redis://127.0.0.1:1", client: { connectionName: "app" } })),
   await failure(RlsServer.layer({ host: "127.0.0.1", port: 0 })),
+  await failure(ClusterRunner.layerPostgres({ url: "postgres://127.0.0.1:1/none" })),
   RlsServer.loadDefinition().stack,
   RlsConfig.parseYaml("domain: edge\\n", "edge.yaml").failure.reason
 ]))
@@ -214,6 +216,8 @@ const WITHOUT_OPTIONAL_LINES = [
   "npm install ioredis",
   "MissingPackage: the Envoy rate limit service (gRPC) needs @grpc/grpc-js, which is not installed: " +
   "npm install @grpc/grpc-js",
+  "MissingPackage: the cluster's runners on Postgres (ClusterRunner.layerPostgres) needs @effect/sql-pg and " +
+  "@effect/platform-node, which are not installed: npm install @effect/sql-pg @effect/platform-node",
   "MissingPackage: the rate limit service's definition (RlsServer.loadDefinition) needs @grpc/grpc-js and " +
   "@grpc/proto-loader, which are not installed: npm install @grpc/grpc-js @grpc/proto-loader",
   "reading envoyproxy/ratelimit's YAML needs yaml, which is not installed: npm install yaml"
@@ -333,7 +337,8 @@ describe("the package, packed and installed into a fresh app", () => {
         "server/index",
         "server/main",
         "envoy/index",
-        "persistence/index"
+        "persistence/index",
+        "cluster/index"
       ]
     ) {
       assert.include(files, `dist/${entry}.js`)
@@ -493,7 +498,7 @@ describe("the package, packed and installed into a fresh app", () => {
     )
 
     it(
-      "tollgate/http, tollgate/redis, tollgate/server, tollgate/envoy and tollgate/persistence import (Node 24)",
+      "tollgate/http, tollgate/redis, tollgate/server, tollgate/envoy, tollgate/persistence and tollgate/cluster import (Node 24)",
       async () => {
         const script = `
         const http = await import("tollgate/http")
@@ -501,16 +506,19 @@ describe("the package, packed and installed into a fresh app", () => {
         const server = await import("tollgate/server")
         const envoy = await import("tollgate/envoy")
         const persistence = await import("tollgate/persistence")
+        // (without @effect/sql-pg: only ClusterRunner.layerPostgres loads it, when built)
+        const cluster = await import("tollgate/cluster")
         console.log(
           typeof http.RateLimitMiddleware.make,
           typeof redis.RedisStore.layer,
           typeof server.Server.layer,
           typeof envoy.RlsServer.protoDirectory(),
-          typeof persistence.RateLimiterStore.layer
+          typeof persistence.RateLimiterStore.layer,
+          typeof cluster.ClusterLimiter.layer
         )
       `
         const result = await must(process.execPath, ["--input-type=module", "-e", script], { cwd: app })
-        assert.strictEqual(result.stdout, "function function object string function\n")
+        assert.strictEqual(result.stdout, "function function object string function function\n")
         const internal = await run(process.execPath, [
           "--input-type=module",
           "-e",

@@ -12,7 +12,7 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import { InvalidPolicy, type InvalidRequest, LimiterShutdown, Overloaded } from "../../Errors.ts"
 import * as Bucket from "../actor/Bucket.ts"
 import type { Engine } from "../actor/Engine.ts"
@@ -20,6 +20,7 @@ import * as Limiter from "../actor/Limiter.ts"
 import * as Operations from "../actor/Operations.ts"
 import type * as Remote from "../actor/Remote.ts"
 import * as Request from "../actor/Request.ts"
+import * as Block from "../algorithm/Block.ts"
 import type { Limit } from "../Limit.ts"
 
 /** What the supervisor needs; `RateLimiter` validates it. @since 0.1.0 */
@@ -81,7 +82,33 @@ export interface Supervisor {
   /** One full pass of the sweep, now (it also runs by itself). */
   readonly sweep: Effect.Effect<number>
   readonly stats: Effect.Effect<Stats>
+  /**
+   * For a cluster's hand-off (`tollgate/cluster`): every key whose state is
+   * worth keeping (not settled), with how long it stays blocked (ms, 0: not).
+   * Read it only while nothing is queued, waiting or held.
+   */
+  readonly snapshot: () => Array<Handover>
+  /** For a cluster's hand-off: `key` starts from a handed-over state (before any request for it). */
+  readonly restore: (key: string, state: unknown) => InvalidPolicy | undefined
 }
+
+/** A key's state, handed from one owner to the next (see `Supervisor.snapshot`). @since 0.3.0 */
+export interface Handover {
+  readonly key: string
+  readonly state: unknown
+  readonly blockedFor: number
+}
+
+/**
+ * Told of each supervisor made in its context: how a cluster's owner reaches
+ * the limiter it runs (`RateLimiter.make`) for its hand-off.
+ *
+ * @since 0.3.0
+ */
+export const OnMake = Context.Reference<((supervisor: Supervisor) => void) | undefined>(
+  "tollgate/internal/Supervisor/OnMake",
+  { defaultValue: () => undefined }
+)
 
 const shutdownExit = Effect.fail(new LimiterShutdown())
 
@@ -200,7 +227,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   // A deleted key is forgotten with the policy it was given: it goes back to
   // its own, carried to its bucket by the delete (if it still has one).
-  const restore = (key: string): Request.Reconfiguration | undefined => {
+  const forgetOverride = (key: string): Request.Reconfiguration | undefined => {
     if (!overrides.delete(key)) return undefined
     const policy = options.policyFor(key)
     return policy instanceof InvalidPolicy ? undefined : { policy, carry: "reset" }
@@ -213,7 +240,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     maxWait: number,
     payload?: Request.Payload
   ) => {
-    if (kind === Request.Kind.Delete && overrides.size > 0) payload = restore(key) ?? payload
+    if (kind === Request.Kind.Delete && overrides.size > 0) payload = forgetOverride(key) ?? payload
     while (true) {
       if (closed) return shutdownExit
       const full = kind === Request.Kind.Reconfigure ? override(key, payload) : undefined
@@ -293,6 +320,33 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   const stats = Effect.sync(() => snapshot(buckets.size, overrides.size))
 
+  const handovers = (): Array<Handover> => {
+    const now = limiter.clock.currentTimeMillisUnsafe()
+    const out: Array<Handover> = []
+    for (const [key, bucket] of buckets) {
+      if (Bucket.settled(limiter, bucket, now)) continue
+      // a block is handed over as its time left, beside the state under it
+      const state = Bucket.read(bucket)
+      out.push(
+        state instanceof Block.Stored
+          ? { key, state: state.state, blockedFor: Math.max(0, state.until - now) }
+          : { key, state, blockedFor: 0 }
+      )
+    }
+    return out
+  }
+  const restore = (key: string, state: unknown): InvalidPolicy | undefined => {
+    let bucket = buckets.get(key)
+    if (bucket === undefined) {
+      const policy = overrides.get(key) ?? options.policyFor(key)
+      if (policy instanceof InvalidPolicy) return policy
+      buckets.set(key, bucket = Bucket.make(limiter, key, policy))
+      recorder.live++
+      recorder.started++
+    }
+    Bucket.write(bucket, state)
+  }
+
   const supervisor: Supervisor = {
     submit: (key, kind, cost, maxWait, payload) => Effect.suspend(() => submit(key, kind, cost, maxWait, payload)),
     submitUnsafe: submit,
@@ -301,7 +355,11 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     limiter,
     policyOf: (key: string) => overrides.get(key) ?? options.policyFor(key),
     sweep,
-    stats
+    stats,
+    snapshot: handovers,
+    restore
   }
+  const onMake = yield* OnMake
+  onMake?.(supervisor)
   return supervisor
 })
