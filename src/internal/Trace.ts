@@ -16,8 +16,11 @@ import { Cause, Duration, Effect, Exit, Fiber, Predicate, Tracer } from "effect"
  * @since 0.3.0
  */
 export const enabled = (): boolean => {
-  const fiber = Fiber.getCurrent()
-  return fiber !== undefined && fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+  // The fiber's cache holds the tracer it runs with (undefined for the native
+  // one): a field read, where a lookup in its context cost a lone call ~15 %.
+  const cache = Fiber.getCurrent()?.cache
+  return cache !== undefined && cache.tracerEnabled && cache.tracer !== undefined &&
+    cache.tracer !== Tracer.nativeTracer
 }
 
 // What a span says of a call's end: the decision, and when to retry.
