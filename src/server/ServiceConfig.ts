@@ -1265,6 +1265,13 @@ const resolveRls = (
   })
 }
 
+// A setting that may hold a secret: when it cannot be read, the error names
+// it and never shows its value.
+const secret = (name: string) =>
+  Config.option(Config.Redacted(name)).pipe(
+    Effect.mapError(() => new InvalidConfig({ errors: [{ field: name, reason: "cannot be read (value not shown)" }] }))
+  )
+
 /**
  * Reads the environment (through Effect's `ConfigProvider`) and the file it
  * names, then {@link resolve}s them.
@@ -1293,31 +1300,11 @@ export const load: Effect.Effect<Settings, InvalidConfig, FileSystem.FileSystem>
     const value = read[name]
     if (Option.isSome(value)) env[name] = value.value
   }
-  const adminToken = yield* Config.option(Config.Redacted("TOLLGATE_ADMIN_TOKEN")).pipe(
-    Effect.mapError(() =>
-      new InvalidConfig({ errors: [{ field: "TOLLGATE_ADMIN_TOKEN", reason: "cannot be read (value not shown)" }] })
-    )
-  )
-  const redisUrl = yield* Config.option(Config.Redacted("REDIS_URL")).pipe(
-    Effect.mapError(() =>
-      new InvalidConfig({ errors: [{ field: "REDIS_URL", reason: "cannot be read (value not shown)" }] })
-    )
-  )
-  const redisClusterNodes = yield* Config.option(Config.Redacted("REDIS_CLUSTER_NODES")).pipe(
-    Effect.mapError(() =>
-      new InvalidConfig({ errors: [{ field: "REDIS_CLUSTER_NODES", reason: "cannot be read (value not shown)" }] })
-    )
-  )
-  const redisSentinels = yield* Config.option(Config.Redacted("REDIS_SENTINELS")).pipe(
-    Effect.mapError(() =>
-      new InvalidConfig({ errors: [{ field: "REDIS_SENTINELS", reason: "cannot be read (value not shown)" }] })
-    )
-  )
-  const clusterUrl = yield* Config.option(Config.Redacted("TOLLGATE_CLUSTER")).pipe(
-    Effect.mapError(() =>
-      new InvalidConfig({ errors: [{ field: "TOLLGATE_CLUSTER", reason: "cannot be read (value not shown)" }] })
-    )
-  )
+  const adminToken = yield* secret("TOLLGATE_ADMIN_TOKEN")
+  const redisUrl = yield* secret("REDIS_URL")
+  const redisClusterNodes = yield* secret("REDIS_CLUSTER_NODES")
+  const redisSentinels = yield* secret("REDIS_SENTINELS")
+  const clusterUrl = yield* secret("TOLLGATE_CLUSTER")
   const fileName = env.TOLLGATE_CONFIG
   let file: unknown = undefined
   if (fileName !== undefined) {
