@@ -29,34 +29,58 @@ import {
   Overloaded,
   RateLimitExceeded
 } from "../../Errors.ts"
+import * as Request from "../../internal/actor/Request.ts"
 import { StoreUnavailable } from "../../Store.ts"
 
+const {
+  Acquire,
+  Add,
+  Block,
+  Consume,
+  Delete,
+  Feedback,
+  Fill,
+  Force,
+  ForceAdd,
+  Get,
+  Peek,
+  Reconfigure,
+  Release,
+  Reset,
+  Set,
+  TakeUpTo
+} = Request.Kind
+
 /**
- * The decide-now operations, one number each on the wire.
+ * The decide-now operations, one number each on the wire: the in-process
+ * request's kind where the limiter has one (a runner's owner decides it
+ * through the same limiter), and numbers past them for what only crosses
+ * between runners (a call over several keys of one shard, a rate set by
+ * hand, a waiter's cancellation).
  *
  * @since 0.3.0
  */
 export const Kind = {
-  Acquire: 0,
-  Consume: 1,
-  Peek: 2,
-  Reset: 3,
-  Release: 4,
-  Force: 5,
-  Add: 6,
-  ForceAdd: 7,
-  Fill: 8,
-  TakeUpTo: 9,
-  Get: 10,
-  Set: 11,
-  Delete: 12,
-  Block: 13,
-  SetRate: 14,
-  Reconfigure: 15,
-  Feedback: 16,
-  AcquireAll: 17,
-  ConsumeAll: 18,
-  Cancel: 19
+  Acquire,
+  Consume,
+  Peek,
+  Reset,
+  Release,
+  Force,
+  Add,
+  ForceAdd,
+  Fill,
+  TakeUpTo,
+  Get,
+  Set,
+  Delete,
+  Block,
+  Reconfigure,
+  Feedback,
+  SetRate: 100,
+  AcquireAll: 101,
+  ConsumeAll: 102,
+  Cancel: 103
 } as const
 
 /** @since 0.3.0 */
