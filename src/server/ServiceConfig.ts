@@ -249,6 +249,20 @@ const RedisPrefix = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLengt
  */
 export const FallbackMode = Schema.Literals(["local", "allow", "deny", "error"])
 
+// What answers while the store (Redis, or a key's owner on the cluster) does
+// not: the same settings for both.
+const Fallback = Schema.Struct({
+  mode: Schema.optionalKey(FallbackMode),
+  /** For `"local"`: the fraction of each key's limit an instance grants on its own. Default 1. */
+  share: Schema.optionalKey(
+    Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1, exclusiveMinimum: true }))
+  ),
+  /** Longest wait for the store per call before the fallback decides. Default 250 ms. */
+  timeout: Schema.optionalKey(PolicySpec.DurationInput),
+  /** After a failure, how long the store (a shard, on the cluster) is left alone before it is tried again. Default 1 second. */
+  retryAfter: Schema.optionalKey(PolicySpec.DurationInput)
+})
+
 /**
  * The `redis` section of the file: where keys' state lives when several
  * instances share their limits (see docs/distributed.md).
@@ -286,17 +300,7 @@ export const RedisOptions = Schema.Struct({
   prefix: Schema.optionalKey(RedisPrefix),
   /** Whose time decides: Redis's (`"server"`, the default) or each instance's (`"client"`). */
   clock: Schema.optionalKey(Schema.Literals(["server", "client"])),
-  fallback: Schema.optionalKey(Schema.Struct({
-    mode: Schema.optionalKey(FallbackMode),
-    /** For `"local"`: the fraction of each key's limit an instance grants on its own. Default 1. */
-    share: Schema.optionalKey(
-      Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1, exclusiveMinimum: true }))
-    ),
-    /** Longest wait for Redis per call before the fallback decides. Default 250 ms. */
-    timeout: Schema.optionalKey(PolicySpec.DurationInput),
-    /** After a failure, how long Redis is left alone before it is tried again. Default 1 second. */
-    retryAfter: Schema.optionalKey(PolicySpec.DurationInput)
-  }))
+  fallback: Schema.optionalKey(Fallback)
 })
 
 const isPostgresUrl = (s: string): string | undefined => {
@@ -364,17 +368,7 @@ export const ClusterOptions = Schema.Struct({
   listenHost: Schema.optionalKey(Schema.NonEmptyString),
   /** How long a call waits for a shard being handed over before the fallback answers. Default 10 seconds. */
   handoffTimeout: Schema.optionalKey(PolicySpec.DurationInput),
-  fallback: Schema.optionalKey(Schema.Struct({
-    mode: Schema.optionalKey(FallbackMode),
-    /** For `"local"`: the fraction of each key's limit an instance grants on its own. Default 1. */
-    share: Schema.optionalKey(
-      Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1, exclusiveMinimum: true }))
-    ),
-    /** Longest wait for a key's owner per call before the fallback decides. Default 250 ms. */
-    timeout: Schema.optionalKey(PolicySpec.DurationInput),
-    /** After a failure, how long a shard is left alone before it is tried again. Default 1 second. */
-    retryAfter: Schema.optionalKey(PolicySpec.DurationInput)
-  }))
+  fallback: Schema.optionalKey(Fallback)
 })
 
 /**
