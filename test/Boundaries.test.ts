@@ -6,7 +6,7 @@
  * headers), so they hold whatever the internals become.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, DateTime, Duration, Effect, Exit, Fiber } from "effect"
+import { Clock, DateTime, Duration, Effect, Exit, Fiber, Metric, Option } from "effect"
 import { TestClock } from "effect/testing"
 import { RateLimitHeaders } from "../src/http/index.ts"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
@@ -747,6 +747,68 @@ describe("a waiter placed ahead by its priority is judged by the waiters ahead o
         yield* TestClock.adjust("2 seconds")
         yield* settle
         assert.strictEqual(yield* Fiber.join(second), 3000)
+      }))
+  }
+})
+
+// A metric of the limiter named `limiter`, as an exporter reads it.
+const metricOf = (id: string, limiter: string) =>
+  Effect.map(Metric.snapshot, (all) => {
+    const found = all.find((s) => s.id === id && s.attributes?.limiter === limiter)
+    if (found === undefined) return undefined
+    const state: unknown = found.state
+    return typeof state === "object" && state !== null && "value" in state
+      ? state.value
+      : typeof state === "object" && state !== null && "count" in state
+      ? state.count
+      : undefined
+  })
+
+describe("the supervisor's counts, as stats and metrics say them", () => {
+  for (const [name, make] of makers.slice(0, 2)) {
+    it.effect(`tollgate_buckets falls as buckets are reaped, and each Overloaded is counted once (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: perSecond(2, 2),
+          idleTimeout: "4 seconds",
+          maxBuckets: 2,
+          name: "counts"
+        })
+        assert.isTrue(yield* limiter.acquire("a"))
+        assert.isTrue(yield* limiter.acquire("b"))
+        assert.strictEqual(yield* metricOf("tollgate_buckets", "counts"), 2)
+        // the table is full of buckets that are not full again: a new key is refused, and counted
+        assert.strictEqual((yield* Effect.flip(limiter.acquire("c")))._tag, "Overloaded")
+        assert.strictEqual((yield* limiter.stats).overloaded, 1)
+        // and so is a key reconfigured past the cap
+        yield* limiter.reconfigure("x", perSecond(9, 9))
+        yield* limiter.reconfigure("y", perSecond(9, 9))
+        assert.strictEqual((yield* Effect.flip(limiter.reconfigure("z", perSecond(9, 9))))._tag, "Overloaded")
+        assert.strictEqual((yield* limiter.stats).overloaded, 2)
+        assert.strictEqual(yield* metricOf("tollgate_overloaded_total", "counts"), 2)
+        // both idle past idleTimeout: reaped, and the gauge says so
+        yield* TestClock.adjust("6 seconds")
+        yield* settle
+        assert.strictEqual((yield* limiter.stats).reaped, 2)
+        assert.strictEqual(yield* metricOf("tollgate_buckets", "counts"), 0)
+      }))
+  }
+})
+
+describe("a deleted key goes back to its own policy", () => {
+  for (const [name, make] of makers) {
+    it.effect(`reconfigured, then deleted: the next call runs the key's own policy, from a fresh state (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(5, 1) })
+        yield* limiter.reconfigure("k", perSecond(50, 10))
+        assert.strictEqual((yield* limiter.consume("k")).limit, 50)
+        assert.strictEqual((yield* limiter.stats).overrides, 1)
+        assert.isTrue(yield* limiter.delete("k"))
+        assert.strictEqual((yield* limiter.stats).overrides, 0)
+        assert.isTrue(Option.isNone(yield* limiter.get("k")))
+        const after = yield* limiter.consume("k")
+        assert.strictEqual(after.limit, 5)
+        assert.strictEqual(after.remaining, 4)
       }))
   }
 })

@@ -115,9 +115,14 @@ const decide: Decide<Request.Answer> = (limiter, bucket, kind, cost, now, payloa
     case Request.Kind.Transact:
       return transact(limiter, bucket, now, payload)
     case Request.Kind.Delete: {
-      // a policy the key was given is forgotten too (the supervisor sends its own)
-      if (payload !== undefined && "policy" in payload) reconfigure(bucket, payload, now)
-      break
+      if (payload === undefined || !("policy" in payload)) break
+      // a policy the key was given is forgotten too (the supervisor sends the
+      // key's own), once the delete has said whether the key had state: then
+      // it has none, under its own policy
+      const answer = interpret(limiter, bucket, kind, cost, now, payload)
+      reconfigure(bucket, payload, now)
+      Bucket.write(bucket, undefined)
+      return answer
     }
     case Request.Kind.Acquire: {
       if (payload === undefined && (bucket.actor === undefined || bucket.actor.line.waiters.length === 0)) {
@@ -126,6 +131,11 @@ const decide: Decide<Request.Answer> = (limiter, bucket, kind, cost, now, payloa
       }
     }
   }
+  return interpret(limiter, bucket, kind, cost, now, payload)
+}
+
+// A request's operation through the interpreter, and its answer.
+const interpret: Decide<Request.Answer> = (limiter, bucket, kind, cost, now, payload) => {
   const definition = Operations.table[kind]
   const op = definition.op!(cost, payload, queueOf(bucket))
   const reply = run(bucket, now, op)
