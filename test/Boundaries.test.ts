@@ -6,7 +6,7 @@
  * headers), so they hold whatever the internals become.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, DateTime, Duration, Effect, Exit, Fiber, Metric, Option } from "effect"
+import { Clock, DateTime, Duration, Effect, Exit, Fiber, Metric, Option, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { RateLimitHeaders } from "../src/http/index.ts"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
@@ -809,6 +809,24 @@ describe("a deleted key goes back to its own policy", () => {
         const after = yield* limiter.consume("k")
         assert.strictEqual(after.limit, 5)
         assert.strictEqual(after.remaining, 4)
+      }))
+  }
+})
+
+describe("a limiter that has shut down starts nothing", () => {
+  for (const [name, make] of makers.slice(0, 2)) {
+    it.effect(`a call for a new key after shutdown fails with LimiterShutdown and starts no bucket (${name})`, () =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const limiter = yield* make({ policy: perSecond(5, 1) }).pipe(Scope.provide(scope))
+        assert.isTrue(yield* limiter.acquire("before"))
+        yield* Scope.close(scope, Exit.void)
+        const started = (yield* limiter.stats).started
+        assert.strictEqual((yield* Effect.flip(limiter.acquire("new")))._tag, "LimiterShutdown")
+        assert.strictEqual((yield* Effect.flip(limiter.acquire(["new", "other"])))._tag, "LimiterShutdown")
+        const stats = yield* limiter.stats
+        assert.strictEqual(stats.started, started)
+        assert.strictEqual(stats.buckets, 0)
       }))
   }
 })
