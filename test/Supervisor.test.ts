@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Latch, Scope } from "effect"
+import { Effect, Exit, Fiber, Latch, Metric, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { Policy, RateLimiter } from "../src/index.ts"
 import * as Bucket from "../src/internal/actor/Bucket.ts"
@@ -199,5 +199,62 @@ describe("Supervisor: shutdown", () => {
       const exit = yield* Fiber.await(waiter)
       assert.isTrue(Exit.isFailure(exit))
       assert.strictEqual((yield* supervisor.stats).buckets, 0)
+    }))
+})
+
+describe("Supervisor: a key's state handed to the next owner (snapshot, restore)", () => {
+  const slow = Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "10 seconds" } })
+  const fast = Policy.tokenBucket({ capacity: 3, refill: { tokens: 100, per: "1 second" } })
+  const options: RateLimiter.Options = {
+    policy: (key) =>
+      key.startsWith("slow:")
+        ? slow
+        : key.startsWith("bad:")
+        ? Policy.tokenBucket({ capacity: -1, refill: { tokens: 1, per: "1 second" } })
+        : fast
+  }
+  // A limiter and the supervisor it runs on.
+  const limiterWithSupervisor = (name: string) =>
+    Effect.gen(function*() {
+      let supervisor: Supervisor.Supervisor | undefined
+      const limiter = yield* RateLimiter.make({ ...options, name }).pipe(
+        Effect.provideService(Supervisor.OnMake, (s) => {
+          supervisor = s
+        })
+      )
+      assert.isDefined(supervisor)
+      return { limiter, supervisor: supervisor! }
+    })
+
+  it.effect("every key that is not settled, with its state, a block as its time left; restored as it was", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(1_000)
+      const { limiter, supervisor } = yield* limiterWithSupervisor("first")
+      assert.isTrue(yield* limiter.acquire("slow:a", { cost: 2 }))
+      yield* limiter.block("slow:b", "5 seconds")
+      assert.isTrue(yield* limiter.acquire("fast:a"))
+      // 100 ms on, "fast:a" is full again (settled: nothing to hand over)
+      yield* TestClock.adjust("100 millis")
+      const handed = supervisor.snapshot()
+      assert.deepStrictEqual(handed.map((h) => [h.key, h.blockedFor]).sort(), [["slow:a", 0], ["slow:b", 4_900]])
+
+      const next = yield* limiterWithSupervisor("next")
+      for (const h of handed) assert.isUndefined(next.supervisor.restore(h.key, h.state))
+      // again on a key that has its bucket: the state is written, no bucket started
+      const a = handed.find((h) => h.key === "slow:a")!
+      assert.isUndefined(next.supervisor.restore(a.key, a.state))
+      const stats = yield* next.limiter.stats
+      assert.strictEqual(stats.started, 2)
+      assert.strictEqual(stats.buckets, 2)
+      const live = (yield* Metric.snapshot).find((s) => s.id === "tollgate_buckets" && s.attributes?.limiter === "next")
+      assert.deepStrictEqual(live?.state, { value: 2 })
+      // the restored key goes on from the state it had: 1 token left
+      const d = yield* next.limiter.consume("slow:a")
+      assert.isTrue(d.allowed)
+      assert.strictEqual(d.remaining, 0)
+      // a key whose policy is invalid is refused, naming it
+      const refused = next.supervisor.restore("bad:x", a.state)
+      assert.strictEqual(refused?._tag, "InvalidPolicy")
+      assert.strictEqual((yield* next.limiter.stats).started, 2)
     }))
 })
