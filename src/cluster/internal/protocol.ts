@@ -86,6 +86,15 @@ export const Kind = {
 /** @since 0.3.0 */
 export type Kind = typeof Kind[keyof typeof Kind]
 
+// What every call names: the key's shard, the key (or a call's keys, all on
+// that shard) and its cost or amount.
+const addressed = {
+  s: Schema.Number,
+  key: Schema.String,
+  keys: Schema.optional(Schema.Array(Schema.String)),
+  n: Schema.optional(Schema.Number)
+}
+
 /**
  * One decide-now operation: its kind, the key's shard and key (or keys),
  * and the numbers and names it takes (`n` a cost or amount, `d` a duration
@@ -98,10 +107,7 @@ export type Kind = typeof Kind[keyof typeof Kind]
  */
 export const Op = Schema.Struct({
   k: Schema.Number,
-  s: Schema.Number,
-  key: Schema.String,
-  keys: Schema.optional(Schema.Array(Schema.String)),
-  n: Schema.optional(Schema.Number),
+  ...addressed,
   d: Schema.optional(Schema.Union([Schema.Number, Schema.String])),
   p: Schema.optional(Schema.String),
   c: Schema.optional(Schema.String),
@@ -188,10 +194,7 @@ export const Tag = { Ok: 0, Failed: 1, Moved: 2, NotHere: 3 } as const
  */
 export const WaitRequest = Schema.Struct({
   id: Schema.String,
-  s: Schema.Number,
-  key: Schema.String,
-  keys: Schema.optional(Schema.Array(Schema.String)),
-  n: Schema.optional(Schema.Number),
+  ...addressed,
   mw: Schema.optional(Schema.Union([Schema.Number, Schema.String])),
   pr: Schema.optional(Schema.Number),
   tn: Schema.optional(Schema.String),
