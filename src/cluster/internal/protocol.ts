@@ -442,25 +442,17 @@ export const decodeDecision = (w: WireDecision): Decision => {
   return out
 }
 
-/**
- * What an answered operation's value becomes on the wire.
- *
- * @since 0.3.0
- */
-export const encodeValue = (kind: Kind, value: unknown): Result => {
+// What each operation answers, once: encoding and decoding follow it.
+const answerOf = (kind: Kind): "boolean" | "option" | "taken" | "decision" | "none" => {
   switch (kind) {
     case Kind.Acquire:
     case Kind.AcquireAll:
     case Kind.Delete:
-      return { t: Tag.Ok, b: value as boolean }
-    case Kind.Get: {
-      const option = value as Option.Option<Decision>
-      return Option.isSome(option) ? { t: Tag.Ok, d: encodeDecision(option.value) } : { t: Tag.Ok }
-    }
-    case Kind.TakeUpTo: {
-      const taken = value as Taken
-      return { t: Tag.Ok, d: encodeDecision(taken), n: taken.taken }
-    }
+      return "boolean"
+    case Kind.Get:
+      return "option"
+    case Kind.TakeUpTo:
+      return "taken"
     case Kind.Consume:
     case Kind.ConsumeAll:
     case Kind.Peek:
@@ -470,8 +462,32 @@ export const encodeValue = (kind: Kind, value: unknown): Result => {
     case Kind.Fill:
     case Kind.Set:
     case Kind.Block:
-      return { t: Tag.Ok, d: encodeDecision(value as Decision) }
+      return "decision"
     default:
+      return "none"
+  }
+}
+
+/**
+ * What an answered operation's value becomes on the wire.
+ *
+ * @since 0.3.0
+ */
+export const encodeValue = (kind: Kind, value: unknown): Result => {
+  switch (answerOf(kind)) {
+    case "boolean":
+      return { t: Tag.Ok, b: value as boolean }
+    case "option": {
+      const option = value as Option.Option<Decision>
+      return Option.isSome(option) ? { t: Tag.Ok, d: encodeDecision(option.value) } : { t: Tag.Ok }
+    }
+    case "taken": {
+      const taken = value as Taken
+      return { t: Tag.Ok, d: encodeDecision(taken), n: taken.taken }
+    }
+    case "decision":
+      return { t: Tag.Ok, d: encodeDecision(value as Decision) }
+    case "none":
       return { t: Tag.Ok }
   }
 }
@@ -482,26 +498,16 @@ export const encodeValue = (kind: Kind, value: unknown): Result => {
  * @since 0.3.0
  */
 export const decodeValue = (kind: Kind, result: Result): unknown => {
-  switch (kind) {
-    case Kind.Acquire:
-    case Kind.AcquireAll:
-    case Kind.Delete:
+  switch (answerOf(kind)) {
+    case "boolean":
       return result.b === true
-    case Kind.Get:
+    case "option":
       return result.d === undefined ? Option.none() : Option.some(decodeDecision(result.d))
-    case Kind.TakeUpTo:
+    case "taken":
       return { ...decodeDecision(result.d!), taken: result.n ?? 0 }
-    case Kind.Consume:
-    case Kind.ConsumeAll:
-    case Kind.Peek:
-    case Kind.Force:
-    case Kind.Add:
-    case Kind.ForceAdd:
-    case Kind.Fill:
-    case Kind.Set:
-    case Kind.Block:
+    case "decision":
       return decodeDecision(result.d!)
-    default:
+    case "none":
       return undefined
   }
 }
