@@ -6,10 +6,10 @@
  * headers), so they hold whatever the internals become.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, DateTime, Duration, Effect, Exit, Fiber, Metric, Option, Scope } from "effect"
+import { Cause, Clock, DateTime, Duration, Effect, Exit, Fiber, Metric, Option, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { RateLimitHeaders } from "../src/http/index.ts"
-import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { MemoryStore, Policy, RateLimiter, RateLimitExceeded, Store } from "../src/index.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
 import { Kind as OpKind } from "../src/internal/operation/Op.ts"
 
@@ -829,4 +829,58 @@ describe("a limiter that has shut down starts nothing", () => {
         assert.strictEqual(stats.buckets, 0)
       }))
   }
+})
+
+describe("waiters on a store's line give up at their deadline", () => {
+  it.effect("waiting for a release: a turn within maxWait is taken, a later one fails at its own, counted denied", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }) }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      assert.isTrue(yield* limiter.acquire("k"))
+      const first = yield* Effect.forkChild(Effect.exit(limiter.wait("k", { maxWait: "1 second" })), {
+        startImmediately: true
+      })
+      const second = yield* Effect.forkChild(Effect.exit(limiter.wait("k", { maxWait: "3 seconds" })), {
+        startImmediately: true
+      })
+      yield* settle
+      const denied = (yield* limiter.stats).denied
+      // the permit comes back within the first waiter's maxWait
+      yield* TestClock.adjust("999 millis")
+      yield* limiter.release("k")
+      yield* settle
+      assert.isTrue(Exit.isSuccess(yield* Fiber.join(first)))
+      assert.isUndefined(second.pollUnsafe())
+      // nothing comes back for the second: it fails at its own deadline, not before
+      yield* TestClock.adjust("2000 millis")
+      yield* settle
+      assert.isUndefined(second.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      yield* settle
+      const late = yield* Fiber.join(second)
+      assert.isTrue(Exit.isFailure(late) && Cause.squash(late.cause) instanceof RateLimitExceeded)
+      assert.strictEqual((yield* limiter.stats).denied, denied + 1)
+      assert.strictEqual((yield* limiter.stats).waiting, 0)
+    }))
+
+  it.effect("waiting for a release: a waiter past its maxWait fails with nothing taken", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }) }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      assert.isTrue(yield* limiter.acquire("k"))
+      const waiter = yield* Effect.forkChild(Effect.exit(limiter.wait("k", { maxWait: "2 seconds" })), {
+        startImmediately: true
+      })
+      yield* TestClock.adjust("2001 millis")
+      yield* settle
+      assert.isTrue(Exit.isFailure(yield* Fiber.join(waiter)))
+      // the permit it waited for is still the holder's: one release frees it, and one acquire takes it
+      yield* limiter.release("k")
+      assert.isTrue(yield* limiter.acquire("k"))
+      assert.isFalse(yield* limiter.acquire("k"))
+    }))
 })
