@@ -243,7 +243,9 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
         const runners = yield* Effect.all([startRunner(db), startRunner(db), startRunner(db)], {
           concurrency: "unbounded"
         })
-        const cluster = yield* client(db)
+        // a call that meets a shard its new owner is still opening waits for it as for a move,
+        // up to handoffTimeout (1 s here), then the fallback answers
+        const cluster = yield* client(db, "deny", undefined, "1 second")
         const refillKeys = Array.from({ length: 30 }, (_, i) => `refill:${i}`)
         const totalKeys = Array.from({ length: 30 }, (_, i) => `total:${i}`)
         yield* warm(cluster, [...refillKeys, ...totalKeys])
@@ -294,8 +296,9 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
             }
           }
         }
-        // every call ended by its deadline (500 ms) plus the timeout, with room for a busy machine
-        assert.isAtMost(slowest, 500 + 500 + 1500)
+        // every call ended by its deadline (500 ms) or, meeting a shard being opened by its new owner, by the
+        // hand-over's (1 s), plus the timeout, with room for a busy machine
+        assert.isAtMost(slowest, 500 + 1000 + 1500)
         // the crash showed (the fallback answered, flagged) and passed (owners answered again)
         assert.isAbove(degraded, 0)
         assert.isAbove(afterRecovery, 0)

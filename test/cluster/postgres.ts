@@ -134,12 +134,18 @@ export const startRunner = (db: string, fallback: "deny" | "local" = "deny") =>
   })
 
 /** A client-only node in this process: the tests' limiter, calling the runners on `db`. */
-export const client = (db: string, mode: "deny" | "local" | "error" = "deny", timeout?: Duration.Input) =>
+export const client = (
+  db: string,
+  mode: "deny" | "local" | "error" = "deny",
+  timeout?: Duration.Input,
+  handoffTimeout?: Duration.Input
+) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const base = options(mode)
+    const withTimeout = timeout === undefined ? base : { ...base, fallback: { ...base.fallback, timeout } }
     const context = yield* Layer.buildWithScope(
-      ClusterLimiter.layer(timeout === undefined ? base : { ...base, fallback: { ...base.fallback, timeout } }).pipe(
+      ClusterLimiter.layer(handoffTimeout === undefined ? withTimeout : { ...withTimeout, handoffTimeout }).pipe(
         Layer.provide(ClusterRunner.layerPostgres({ url: db, sharding }))
       ),
       scope
