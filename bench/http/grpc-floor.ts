@@ -7,24 +7,14 @@
  * 127.0.0.1:$PORT (0: any free port) and prints the address.
  */
 import * as grpc from "@grpc/grpc-js"
-import * as protoLoader from "@grpc/proto-loader"
-import { fileURLToPath } from "node:url"
+import { loadDefinition } from "../../src/envoy/RlsServer.ts"
 
-const dir = fileURLToPath(new URL("../../src/envoy/proto/", import.meta.url))
-const definition = protoLoader.loadSync("envoy/service/ratelimit/v3/rls.proto", {
-  includeDirs: [dir],
-  keepCase: true,
-  longs: Number,
-  enums: String,
-  defaults: true,
-  oneofs: true
-})
-const loaded = grpc.loadPackageDefinition(definition) as unknown as {
-  envoy: { service: { ratelimit: { v3: { RateLimitService: { service: grpc.ServiceDefinition } } } } }
-}
+// the service definition exactly as tollgate's server loads it
+const service = loadDefinition()
+if (!("ShouldRateLimit" in service)) throw new Error(`cannot load the service definition: ${String(service)}`)
 const OK = { overall_code: "OK", statuses: [{ code: "OK" }], response_headers_to_add: [] }
 const server = new grpc.Server()
-server.addService(loaded.envoy.service.ratelimit.v3.RateLimitService.service, {
+server.addService(service, {
   ShouldRateLimit: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => callback(null, OK)
 })
 server.bindAsync(`127.0.0.1:${process.env.PORT ?? 0}`, grpc.ServerCredentials.createInsecure(), (error, port) => {
