@@ -307,7 +307,8 @@ const close = (key: Key): unknown =>
 
 /**
  * Applies `ops` in order to a key's stored value at `now`: the replies, and
- * the stored value after.
+ * the stored value after. Replies are read-only: an operation repeated (the
+ * same object) on a key it left unchanged answers with the same reply object.
  *
  * @example
  * ```ts
@@ -330,7 +331,24 @@ export const apply = (
 ): readonly [ReadonlyArray<Op.Reply>, unknown] => {
   const key = open(policy, stored, now)
   const replies: Array<Op.Reply> = []
-  for (const op of ops) replies.push(transitions[op.kind](key, op))
+  // A transition is a function of the key and the operation: the same
+  // operation (object) again, after one that left the key as it was,
+  // answers what it did (a hot key's run of refusals, each a step and a
+  // reply, costs a comparison instead).
+  let last: Op.Op | undefined = undefined
+  let kept: Op.Reply | undefined = undefined
+  for (const op of ops) {
+    if (kept !== undefined && op === last) {
+      replies.push(kept)
+    } else {
+      const state = key.state
+      const until = key.until
+      const reply = transitions[op.kind](key, op)
+      replies.push(reply)
+      last = op
+      kept = key.state === state && key.until === until ? reply : undefined
+    }
+  }
   return [replies, close(key)]
 }
 
