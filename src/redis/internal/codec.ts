@@ -67,13 +67,17 @@ const number = (s: string): number => s === "inf" ? Infinity : s === "-inf" ? -I
  * One key's reply from the batch entry point: `allowed remaining retryAfter
  * resetAfter limit` per op, then `=value` for an op that answers one (a
  * partial take, get, delete), `~delay` for an admission a shaper delays,
- * and `*n` after one that answers n ops in a row; `undefined` if it is not one for `count` ops.
+ * `*n` after one that answers n ops in a row, and `^n a b c` after one that
+ * starts n ops in a row whose k-th (from 0) has remaining, retryAfter and
+ * resetAfter plus k times a, b and c; `undefined` if it is not one for
+ * `count` ops.
  *
  * @example
  * ```ts
  * import { decodeBatch } from "./codec.ts"
  *
  * decodeBatch("1 4 0 100 5 *2", 2) // two replies: allowed, remaining 4, ...
+ * decodeBatch("1 4 0 100 5 ^3 -1 0 100", 3) // remaining 4, 3, 2; resetAfter 100, 200, 300
  * ```
  *
  * @since 0.2.0
@@ -104,6 +108,25 @@ export const decodeBatch = (raw: unknown, count: number): ReadonlyArray<Reply> |
     if (i < fields.length && fields[i].startsWith("*")) {
       times = Number(fields[i].slice(1))
       i++
+    } else if (i < fields.length && fields[i].startsWith("^")) {
+      // a run that steps: the k-th has k steps added (the sums the script checked)
+      times = Number(fields[i].slice(1))
+      if (i + 4 > fields.length) return undefined
+      const a = number(fields[i + 1])
+      const b = number(fields[i + 2])
+      const c = number(fields[i + 3])
+      i += 4
+      if (!(Number.isSafeInteger(times) && times >= 2 && replies.length + times <= count)) return undefined
+      replies.push(reply)
+      for (let k = 1; k < times; k++) {
+        replies.push({
+          ...reply,
+          remaining: reply.remaining + k * a,
+          retryAfter: reply.retryAfter + k * b,
+          resetAfter: reply.resetAfter + k * c
+        })
+      }
+      continue
     }
     if (!(Number.isSafeInteger(times) && times >= 1 && replies.length + times <= count)) return undefined
     for (let k = 0; k < times; k++) replies.push(reply)

@@ -61,7 +61,9 @@
  *   resetAfter limit` for each of its operations, then `=value` for an
  *   operation that answers one (TakeUpTo, Get, Delete) and `~delay` for an
  *   admission a shaper delays; a reply followed by `*count` answers that
- *   many operations in a row. A key's value is written only if its
+ *   many operations in a row, and one followed by `^count a b c` answers
+ *   that many whose k-th (from 0) has remaining, retryAfter and resetAfter
+ *   plus k times a, b and c. A key's value is written only if its
  *   operations changed it, and expires when it has settled
  *   (`settledAt + keep`), at least 1 ms from now; it is deleted at once if
  *   that is already past, and gets no TTL if it never settles.
@@ -105,6 +107,10 @@ local function bind()
   format, gmatch, concat, srep = string.format, string.gmatch, table.concat, string.rep
   spack, sunpack, unpackAll = struct.pack, struct.unpack, unpack
 end
+
+-- How many texts (policies, configurations, operations) a cache keeps:
+-- past that it starts afresh (callers send what they like).
+local maxConfigs = 1024
 
 -- Equal, telling -0 from 0 (they print differently).
 local function same(a, b)
@@ -295,7 +301,6 @@ const number = (w: string): string => `((${w} == "-inf" and -huge) or (${w} == "
  * @since 0.2.0
  */
 export const configReader = `
-local maxConfigs = 1024
 local function configCache(decode)
   local configs, count = {}, 0
   return function(text)
@@ -567,11 +572,14 @@ local function writeState(shape, s, out)
 end
 
 -- A policy from its text: the interpreter's (the bound rule and its
--- blockDuration) and the shape its states are read and written with.
-local policies
+-- blockDuration) and the shape its states are read and written with; made
+-- on its first call and kept (at most maxConfigs).
+local policies, policyCount = {}, 0
 local function policyOf(text)
   local P = policies[text]
   if P == nil then
+    if policyCount >= maxConfigs then policies, policyCount = {}, 0 end
+    policyCount = policyCount + 1
     local a = nums(text)
     local shape, after = readShape(a, 1)
     P = {
@@ -658,44 +666,81 @@ local function reply(allowed, remaining, retry, reset, limit, value, delay)
   return text
 end
 
--- In a batch most keys carry the same operations ("0 1 0 0 1"): read each once per call.
-local parsedOps
+-- A batch's operations, read once and kept (at most maxConfigs): most keys
+-- carry the same ("0 1 0 0 1").
+local parsedOps, parsedCount = {}, 0
 
--- Replies of the key being applied, equal ones in a row sent once with
--- "*count" after them (a hot key under attack answers the same denial a
--- thousand times).
+-- Replies of the key being applied, as runs: \`times\` replies in a row
+-- that differ only by a constant step in remaining, retryAfter and
+-- resetAfter are sent once, with "^times" and the three steps after them
+-- (a hot key's admissions: remaining falls by the cost, resetAfter grows by
+-- its time); equal replies are the run whose steps are 0, "*times" (a hot
+-- key under attack answers the same denial a thousand times). The k-th
+-- reply of a run is the first plus k times each step: a reply joins a run
+-- only if that sum gives it exactly, so the reader's same sum does too.
 local out, n = {}, 0
-local la, lrem, lretry, lreset, llimit, lvalue, ldelay, times = false, 0, 0, 0, 0, nil, nil, 0
+local lr, la, lrem, lretry, lreset, llimit, lvalue, ldelay, times = nil, false, 0, 0, 0, 0, nil, nil, 0
+-- equal: every reply of the run so far is the first (a step of 0 would not
+-- do: -0 plus 0 is 0); else the run steps by drem, dretry and dreset.
+local equal, drem, dretry, dreset = true, 0, 0, 0
 local function flush()
   if times == 0 then return end
   n = n + 1
   out[n] = reply(la, lrem, lretry, lreset, llimit, lvalue, ldelay)
   if times > 1 then
-    n = n + 1
-    out[n] = "*" .. times
+    if equal then
+      n = n + 1
+      out[n] = "*" .. times
+    else
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = "^" .. times, fmt(drem), fmt(dretry), fmt(dreset)
+      n = n + 4
+    end
   end
   times = 0
 end
 local function answer(r)
-  local allowed, remaining, retry, reset, limit, value, delay =
-    r.allowed, r.remaining, r.retryAfter, r.resetAfter, r.limit, r.value, r.delay
-  if delay ~= nil and not (delay > 0) then delay = nil end
-  if
-    times > 0 and allowed == la and same(remaining, lrem) and same(retry, lretry) and same(reset, lreset)
-    and same(limit, llimit) and (value == lvalue or (value ~= nil and lvalue ~= nil and same(value, lvalue)))
-    and (delay == ldelay or (delay ~= nil and ldelay ~= nil and same(delay, ldelay)))
-  then
-    times = times + 1
-    return
+  if times > 0 then
+    if r == lr and equal then
+      -- the interpreter's reply again (an operation that changed nothing, repeated)
+      times = times + 1
+      return
+    end
+    local delay = r.delay
+    if delay ~= nil and not (delay > 0) then delay = nil end
+    local value = r.value
+    if
+      r.allowed == la and same(r.limit, llimit) and (value == lvalue or (value ~= nil and lvalue ~= nil and same(value, lvalue)))
+      and (delay == ldelay or (delay ~= nil and ldelay ~= nil and same(delay, ldelay)))
+    then
+      local rem, retry, reset = r.remaining, r.retryAfter, r.resetAfter
+      if equal and same(rem, lrem) and same(retry, lretry) and same(reset, lreset) then
+        times = times + 1
+        return
+      elseif times == 1 then
+        local a, b, c = rem - lrem, retry - lretry, reset - lreset
+        if same(lrem + a, rem) and same(lretry + b, retry) and same(lreset + c, reset) then
+          equal, drem, dretry, dreset, times = false, a, b, c, 2
+          return
+        end
+      elseif not equal and same(lrem + times * drem, rem) and same(lretry + times * dretry, retry) and same(lreset + times * dreset, reset) then
+        times = times + 1
+        return
+      end
+    end
   end
   flush()
-  la, lrem, lretry, lreset, llimit, lvalue, ldelay, times = allowed, remaining, retry, reset, limit, value, delay, 1
+  local delay = r.delay
+  if delay ~= nil and not (delay > 0) then delay = nil end
+  lr, la, lrem, lretry, lreset, llimit, lvalue, ldelay, times, equal =
+    r, r.allowed, r.remaining, r.retryAfter, r.resetAfter, r.limit, r.value, delay, 1, true
 end
 
 -- A key's operations, each run of equal ones as one op table repeated.
 local function opsOf(text)
   local ops = parsedOps[text]
   if ops == nil then
+    if parsedCount >= maxConfigs then parsedOps, parsedCount = {}, 0 end
+    parsedCount = parsedCount + 1
     local a = nums(text)
     ops = {}
     for i = 1, #a, 5 do
@@ -711,9 +756,10 @@ local function applyOps(key, P, opsText)
   local raw, stored = readKey(key, P)
   local result = require("${s.interpreter}").apply(P.policy, stored, now, opsOf(opsText))
   local replies, after = result[1], result[2]
-  n, times = 0, 0
+  n, times, lr = 0, 0, nil
   for i = 1, #replies do answer(replies[i]) end
   flush()
+  lr = nil
   if changed(stored, after) then writeKey(key, raw, P, after) end
   return concat(out, " ", 1, n)
 end
@@ -756,7 +802,6 @@ end
 export const body = `
 ${readNow("now")}
 keep = num(ARGV[2])
-parsedOps, policies = {}, {}
 local results = {}
 for k = 1, #KEYS do
   results[k] = applyOps(KEYS[k], policyOf(ARGV[1 + 2 * k]), ARGV[2 + 2 * k])
@@ -779,6 +824,5 @@ return results
 export const multi = `
 ${readNow("now")}
 keep = num(ARGV[2])
-policies = {}
 return applyAll(KEYS, ARGV)
 `
