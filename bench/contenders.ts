@@ -6,11 +6,13 @@
  * - `plain`: a lazy-refill token bucket in a `Map`, called synchronously (the floor);
  * - `effect-floor` / `lazy-floor`: the plain bucket inside `Effect.sync` / behind `Effect.suspend`;
  * - `ref-floor`: the lazy floor in the actor's shape: a bucket object per key holding its state in an Effect `Ref`;
+ * - `mailbox-floor`: the plain bucket in a fiber per key, each call a request through its bounded `Queue` and a
+ *   `Deferred` back (the literal actor's floor);
  * - `rlf`: rate-limiter-flexible `RateLimiterMemory`, `await` on every call;
  * - `effect`: Effect 4's own `RateLimiter` from "effect/persistence" over `layerStoreMemory`;
  * - `tollgate`: this project's `acquire`, once per `fastPath` setting when the option exists.
  */
-import { Duration, Effect, Exit, Ref, Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Queue, Ref, Scope } from "effect"
 import { RateLimiter as PersistenceRateLimiter } from "effect/persistence"
 import { readFileSync } from "node:fs"
 import { RateLimiterMemory } from "rate-limiter-flexible"
@@ -316,6 +318,59 @@ export const refFloor: Contender = plainInEffect(
   (limiter, key) => Effect.suspend(() => limiter.tryAcquire(key) ? exitTrue : exitFalse),
   (spec) => new PlainRefLimiter(spec)
 )
+
+/**
+ * The mailbox floor: the literal actor's least cost. Each key is a fiber
+ * that takes what waits in its bounded `Queue` (all of it at once) and
+ * answers each request through its `Deferred`, deciding with the plain
+ * bucket's arithmetic; a call offers its request and awaits the reply.
+ * tollgate's `fastPath: false` has this shape (plus its own work), so this
+ * floor ÷ the fast path is the most any limiter that sends every call to
+ * its key's fiber can reach on Effect's `Queue` and `Deferred`.
+ */
+export const mailboxFloor: Contender = {
+  id: "mailbox-floor",
+  label: "plain JS bucket in a fiber per key, a bounded Queue in and a Deferred back (the mailbox floor)",
+  make: (spec, order, callers) => {
+    const limiter = new PlainLimiter(spec)
+    interface Request {
+      readonly key: string
+      readonly reply: Deferred.Deferred<boolean>
+    }
+    const boxes = new Map<string, Queue.Queue<Request>>()
+    const fibers: Array<Fiber.Fiber<never>> = []
+    const serve = (box: Queue.Queue<Request>) =>
+      Effect.forever(
+        Effect.flatMap(Queue.takeAll(box), (requests) =>
+          Effect.sync(() => {
+            for (const r of requests) Deferred.doneUnsafe(r.reply, Exit.succeed(limiter.tryAcquire(r.key)))
+          }))
+      )
+    const boxOf = (key: string): Queue.Queue<Request> => {
+      let box = boxes.get(key)
+      if (box === undefined) {
+        box = Effect.runSync(Queue.bounded<Request>(Math.max(64, 2 * callers)))
+        boxes.set(key, box)
+        fibers.push(Effect.runFork(serve(box)))
+      }
+      return box
+    }
+    const decide = (key: string): Effect.Effect<boolean> =>
+      Effect.suspend(() => {
+        const reply = Deferred.makeUnsafe<boolean>()
+        return Effect.andThen(Queue.offer(boxOf(key), { key, reply }), Deferred.await(reply))
+      })
+    return Promise.resolve({
+      run: effectRunner(decide, new Cursor(order.keys), callers),
+      prime: (keys) => effectRunner(decide, new Cursor(keys), 1)(keys.length),
+      close: async () => {
+        await Effect.runPromise(Fiber.interruptAll(fibers))
+        boxes.clear()
+        limiter.buckets.clear()
+      }
+    })
+  }
+}
 
 // ---------------------------------------------------------------------------
 // effect/persistence RateLimiter

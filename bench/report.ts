@@ -117,6 +117,40 @@ const boundTable = (results: Results, ref: ContenderId): Array<string> => {
     ...rows,
     "",
     "Likewise, “≥ 2× effect-persistence” is out of reach in a scenario whose last column is below 2.",
+    "",
+    ...actorBound(results, ref)
+  ]
+}
+
+/**
+ * What the literal actor (`fastPath: false`) can reach: the mailbox floor (a
+ * fiber per key, a bounded `Queue` in, a `Deferred` back, the plain bucket's
+ * arithmetic) ÷ the fast path bounds it from above.
+ */
+const actorBound = (results: Results, ref: ContenderId): Array<string> => {
+  const rows: Array<string> = []
+  for (const t of results.throughput) {
+    const find = (cid: ContenderId) => t.contenders.find((c) => c.id === cid && c.error === undefined)
+    const mailbox = find("mailbox-floor")
+    const actor = find("tollgate-nofast")
+    if (mailbox === undefined || actor === undefined || ref === "tollgate-nofast") continue
+    const bound = mailbox.ratios[ref]
+    rows.push(
+      `| ${t.title} | 0.3× | ${fmtRatio(bound)} | ${
+        bound === undefined ? "–" : bound >= 0.3 ? "yes" : "**no**: the mailbox floor is below it"
+      } | ${fmtRatio(actor.ratios[ref])} | ${fmtRatio(actor.ratios["mailbox-floor"])} |`
+    )
+  }
+  if (rows.length === 0) return []
+  return [
+    "The literal actor (`fastPath: false`) sends every call to its key's fiber and waits for the reply. The",
+    "*mailbox floor* is the least that costs on Effect's own parts: a fiber per key that takes what waits in",
+    "its bounded `Queue` and answers each request through its `Deferred`, deciding with the plain bucket's",
+    "arithmetic. Its ratio to the fast path bounds the actor's from above.",
+    "",
+    "| Scenario | target × the fast path | mailbox floor × the fast path (the bound) | target reachable | tollgate, fastPath: false × the fast path | tollgate, fastPath: false × mailbox floor |",
+    "|---|---:|---:|---|---:|---:|",
+    ...rows,
     ""
   ]
 }

@@ -12,7 +12,7 @@
  * REDIS_URL is set; --no-redis skips them. docs/performance.md shows the last full Redis run.
  *
  * Flags (after `--` with npm): --quick, --no-redis, --only=<ids> (scenarios: 1key-allow, 1key-deny, 1key-1000,
- * 1000keys, 1000keys-1000, largekeys, wait, memory, reap), --contenders=<ids> (plain, effect-floor, lazy-floor, ref-floor, rlf, effect,
+ * 1000keys, 1000keys-1000, largekeys, wait, memory, reap), --contenders=<ids> (plain, effect-floor, lazy-floor, ref-floor, mailbox-floor, rlf, effect,
  * tollgate), --out=<file> (where the results go, relative to bench/ or absolute), --report-only (re-render the docs from bench/results/latest.json). A filtered run writes
  * bench/results/partial.json and leaves the docs alone.
  */
@@ -28,6 +28,7 @@ import {
   effectPersistence,
   hasFastPathOption,
   lazyFloor,
+  mailboxFloor,
   plain,
   refFloor,
   rlf,
@@ -125,6 +126,7 @@ const contenders: ReadonlyArray<Contender> = [
   effectFloor,
   lazyFloor,
   refFloor,
+  mailboxFloor,
   rlf,
   effectPersistence,
   ...variants.map(tollgate)

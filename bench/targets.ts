@@ -39,7 +39,7 @@ export const computeTargets = (
   const targets: Array<Target> = []
   // The weakest ratio of `v` to `other` over the scenarios, or why there is none.
   const weakest = (v: ContenderId, other: ContenderId, threshold: number, what: string) => {
-    let worst: { value: number; title: string } | undefined = undefined
+    let worst: { value: number; title: string; id: string } | undefined = undefined
     let missing = false
     for (const s of throughput) {
       const r = ratio(throughput, s.id, v, other)
@@ -47,12 +47,18 @@ export const computeTargets = (
         missing = true
         continue
       }
-      if (worst === undefined || r < worst.value) worst = { value: r, title: s.title }
+      if (worst === undefined || r < worst.value) worst = { value: r, title: s.title, id: s.id }
     }
+    // the literal actor's bound in that scenario: the mailbox floor ÷ the fast path
+    const bound = worst !== undefined && v === "tollgate-nofast"
+      ? ratio(throughput, worst.id, "mailbox-floor", other)
+      : undefined
     return {
       measured: worst === undefined
         ? "not measured"
-        : `weakest ${x(worst.value)} ${what}, in “${worst.title}”${missing ? "; some scenarios not measured" : ""}`,
+        : `weakest ${x(worst.value)} ${what}, in “${worst.title}”${missing ? "; some scenarios not measured" : ""}${
+          bound === undefined ? "" : ` (the mailbox floor there: ${x(bound)} ${what})`
+        }`,
       pass: worst === undefined || missing ? undefined : worst.value >= threshold
     }
   }

@@ -8,6 +8,7 @@ export type ContenderId =
   | "effect-floor"
   | "lazy-floor"
   | "ref-floor"
+  | "mailbox-floor"
   | "rlf"
   | "effect"
   | "tollgate"
