@@ -61,7 +61,8 @@ const tokensAt = (p: Params, m: Model, now: number) =>
   now <= m.at ? m.tokens : Math.min(p.capacity, m.tokens + ((now - m.at) * m.rate) / p.period)
 
 const signal = fc.oneof(
-  fc.record({ kind: fc.constant<Signal>("ok"), millis: fc.constant(0) }),
+  // "ok" raises the rate whatever figure comes with it
+  fc.record({ kind: fc.constant<Signal>("ok"), millis: fc.constantFrom(0, 0, 5000) }),
   fc.record({ kind: fc.constant<Signal>("throttled"), millis: fc.constantFrom(0, 0, 1, 50, 1000) }),
   fc.record({ kind: fc.constant<Signal>("latency"), millis: fc.integer({ min: 0, max: 1000 }) })
 )
@@ -86,7 +87,189 @@ const run = (p: Params) => {
 
 const close = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(a), Math.abs(b))
 
+// The first whole millisecond d >= 0 at which `tokens + d * perMilli` reaches
+// `need`; undefined when an instant lies too close to the edge for float
+// rounding to decide.
+const firstReach = (tokens: number, perMilli: number, need: number): number | undefined => {
+  if (tokens >= need) return 0
+  if (tokens > need - 1e-9) return undefined
+  const d = Math.ceil((need - tokens) / perMilli)
+  const at = (k: number) => tokens + k * perMilli - need
+  if (Math.abs(at(d)) < 1e-9 || Math.abs(at(d - 1)) < 1e-9) return undefined
+  return at(d) >= 0 && at(d - 1) < 0 ? d : undefined
+}
+
+// Milliseconds from `now` until the model holds `need` tokens (uncapped:
+// what the refill brings), the refill starting at max(now, m.at).
+const modelWait = (p: Params, m: Model, now: number, need: number): number | undefined => {
+  const base = Math.max(now, m.at)
+  const there = tokensAt(p, m, base)
+  if (there >= need) return 0
+  const e = firstReach(there, m.rate / p.period, need)
+  return e === undefined ? undefined : base - now + e
+}
+
+// Whole tokens, or undefined too close to an integer to say.
+const whole = (tokens: number): number | undefined =>
+  tokens !== Math.round(tokens) && Math.abs(tokens - Math.round(tokens)) < 1e-9 ? undefined : Math.floor(tokens)
+
+type Move =
+  | { readonly _tag: "step" | "take" | "release" | "force" | "wait"; readonly cost: number; readonly queued: number }
+  | { readonly _tag: "signal"; readonly kind: Signal; readonly millis: number }
+  | { readonly _tag: "reconfigure"; readonly to: Params; readonly carry: "reset" | "proportional" | "as-is" }
+
+const figureMoves = (p: Params): fc.Arbitrary<ReadonlyArray<{ readonly delta: number; readonly move: Move }>> => {
+  const delta = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: p.period }) },
+    { weight: 2, arbitrary: fc.constant(0) },
+    { weight: 1, arbitrary: fc.integer({ min: -p.period, max: -1 }) }
+  )
+  const cost = fc.integer({ min: 0, max: p.capacity + 1 })
+  const counted = (tag: "step" | "take" | "release" | "force" | "wait") =>
+    fc.record({ _tag: fc.constant(tag), cost, queued: fc.integer({ min: 0, max: 2 * p.capacity }) })
+  const move: fc.Arbitrary<Move> = fc.oneof(
+    { weight: 4, arbitrary: counted("step") },
+    { weight: 2, arbitrary: counted("take") },
+    { weight: 1, arbitrary: counted("release") },
+    { weight: 1, arbitrary: counted("force") },
+    { weight: 2, arbitrary: counted("wait") },
+    { weight: 2, arbitrary: signal.map((x) => ({ _tag: "signal" as const, kind: x.kind, millis: x.millis })) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        _tag: fc.constant("reconfigure" as const),
+        to: params,
+        carry: fc.constantFrom("reset" as const, "proportional" as const, "as-is" as const)
+      })
+    }
+  )
+  return fc.array(fc.record({ delta, move }), { maxLength: 40 })
+}
+
 describe("Adaptive (AIMD)", () => {
+  it("every figure is the model's: remaining, retryAfter, resetAfter, waitTime, settledAt, release, force, reconfigure", () => {
+    let checked = 0
+    fc.assert(
+      fc.property(params.chain((p) => fc.tuple(fc.constant(p), figureMoves(p))), ([p0, events]) => {
+        let p = p0
+        let c = configOf(p)
+        let now = 1_000_000
+        let s = Adaptive.initial(c, now)
+        const m: Model = { tokens: p.capacity, at: now, rate: p.initial, lastCut: undefined }
+        const eq = (actual: number, expected: number | undefined, what: string) => {
+          if (expected === undefined) return
+          checked++
+          assert.strictEqual(actual, expected, what)
+        }
+        for (const { delta, move } of events) {
+          now += delta
+          const tokens = tokensAt(p, m, now)
+          const at = Math.max(m.at, now)
+          switch (move._tag) {
+            case "step":
+            case "take": {
+              const o = Adaptive.step(c, s, now, move.cost)
+              if (tokens !== move.cost && Math.abs(tokens - move.cost) < 1e-9) {
+                // too close to the edge for float rounding to decide: follow it
+                s = o.state
+                m.tokens = s.level / p.period
+                m.at = s.at
+                break
+              }
+              const allowed = tokens >= move.cost
+              assert.strictEqual(o.allowed, allowed)
+              assert.strictEqual(o.limit, p.capacity)
+              if (move._tag === "take") {
+                const owned = { ...s }
+                assert.strictEqual(Adaptive.takeInPlace(c, owned, now, move.cost), allowed)
+                assert.deepStrictEqual(owned, allowed ? o.state : s)
+              }
+              if (allowed) {
+                m.tokens = tokens - move.cost
+                m.at = at
+                eq(o.retryAfter, 0, "retryAfter")
+                eq(o.remaining, whole(m.tokens), "remaining")
+              } else {
+                assert.strictEqual(o.state, s)
+                eq(o.remaining, whole(Math.max(0, tokens)), "remaining")
+                eq(o.retryAfter, move.cost > p.capacity ? Infinity : modelWait(p, m, now, move.cost), "retryAfter")
+              }
+              eq(o.resetAfter, modelWait(p, m, now, p.capacity), "resetAfter")
+              s = o.state
+              break
+            }
+            case "wait": {
+              const w = Adaptive.waitTime(c, s, now, move.queued, move.cost)
+              eq(w, move.cost > p.capacity ? Infinity : modelWait(p, m, now, move.queued + move.cost), "waitTime")
+              break
+            }
+            case "release":
+              s = Adaptive.release(c, s, now, move.cost)
+              m.tokens = Math.min(p.capacity, tokens + move.cost)
+              m.at = at
+              break
+            case "force":
+              s = Adaptive.force(c, s, now, move.cost)
+              m.tokens = tokens - move.cost
+              m.at = at
+              break
+            case "signal": {
+              const throttled = move.kind === "throttled" || (move.kind === "latency" && move.millis > p.latency)
+              m.tokens = tokens
+              m.at = at
+              if (!throttled) m.rate = Math.min(p.ceiling, m.rate + p.increase)
+              else {
+                if (m.lastCut === undefined || at - m.lastCut >= p.period) {
+                  m.rate = Math.max(p.floor, m.rate * p.decrease)
+                  m.lastCut = at
+                }
+                if (move.kind === "throttled" && move.millis > 0) {
+                  m.tokens = Math.min(m.tokens, 1 - (move.millis * m.rate) / p.period)
+                }
+              }
+              s = Adaptive.adapt(c, s, now, move.kind, move.millis)
+              break
+            }
+            case "reconfigure": {
+              const to = move.to
+              const next = configOf(to)
+              s = Adaptive.reconfigure(c, s, next, now, move.carry)
+              if (move.carry === "reset") {
+                m.tokens = to.capacity
+                m.at = now
+                m.rate = to.initial
+                m.lastCut = undefined
+              } else {
+                const kept = move.carry === "as-is" ? tokens : (tokens * to.capacity) / p.capacity
+                m.tokens = Math.min(to.capacity, kept)
+                m.at = at
+                m.rate = Math.min(to.ceiling, Math.max(to.floor, m.rate))
+              }
+              p = to
+              c = next
+              break
+            }
+          }
+          assert.isTrue(close(s.rate, m.rate), `rate ${s.rate} vs ${m.rate}`)
+          assert.isTrue(
+            close(s.level / p.period, m.tokens),
+            `${move._tag}: tokens ${s.level / p.period} vs ${m.tokens}`
+          )
+          assert.strictEqual(s.at, m.at)
+          // settled: full at a rate a new key would not exceed
+          const settled = Adaptive.settledAt(c, s)
+          if (m.rate < p.initial) assert.strictEqual(settled, Infinity)
+          else {
+            const full = firstReach(m.tokens, m.rate / p.period, p.capacity)
+            if (full !== undefined) eq(settled, m.at + full, "settledAt")
+          }
+        }
+      }),
+      { numRuns: 400 }
+    )
+    assert.isAtLeast(checked, 1000, "figures compared")
+  })
+
   it("agrees with the model: admissions at the rate in force, the rate by AIMD between floor and ceiling", () => {
     fc.assert(
       fc.property(params.chain((p) => fc.tuple(fc.constant(p), run(p))), ([p, events]) => {
@@ -206,5 +389,11 @@ describe("Adaptive (AIMD)", () => {
     assert.isFalse(back.allowed)
     assert.strictEqual(back.state, s)
     assert.strictEqual(Adaptive.adapt(c, s, 1000, "ok", 0).level, s.level)
+    // a full key read before its anchor is fresh already: nothing to wait for
+    const full = Adaptive.release(c, s, 5000, 3)
+    const read = Adaptive.step(c, full, 4000, 0)
+    assert.isTrue(read.allowed)
+    assert.strictEqual(read.resetAfter, 0)
+    assert.strictEqual(read.remaining, 3)
   })
 })

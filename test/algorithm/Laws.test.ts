@@ -787,6 +787,9 @@ describe("beyond the limit", () => {
                 assert.isFalse(o.allowed, "blocked")
                 assert.strictEqual(o.remaining, 0)
                 assert.isTrue(o.retryAfter >= length)
+                // fresh neither before the block ends nor before the policy is
+                assert.isTrue(o.resetAfter >= length)
+                assert.isTrue(o.resetAfter >= A.step(c, s, now, 0).resetAfter)
                 const [wait] = Interpreter.applyOne(policy, stored, now, Op.make(Op.Kind.WaitTime, cost))
                 assert.strictEqual(wait.retryAfter, o.retryAfter)
                 assert.isTrue(Interpreter.settledAt(policy, stored) >= now + length)

@@ -15,11 +15,20 @@ interface Model {
 const boundary = (t: number, origin: number, period: number, aligned: boolean) =>
   aligned ? t % period === 0 : (t - origin) % period === 0
 
+interface Params {
+  readonly capacity: number
+  readonly tokens: number
+  readonly period: number
+  readonly aligned: boolean
+}
+
 // Advances the model to `now`, one millisecond at a time (never backwards).
-const advance = (m: Model, now: number, origin: number, c: TokenBucket.Config) => {
+// It reads the parameters it was drawn with, never the configuration built
+// from them (a mistake in building it must show).
+const advance = (m: Model, now: number, origin: number, p: Params) => {
   while (m.t < now) {
     m.t++
-    if (boundary(m.t, origin, c.periodMillis, c.aligned)) m.tokens = Math.min(c.capacity, m.tokens + c.tokens)
+    if (boundary(m.t, origin, p.period, p.aligned)) m.tokens = Math.min(p.capacity, m.tokens + p.tokens)
   }
 }
 
@@ -39,6 +48,7 @@ describe("TokenBucket interval refill", () => {
         }),
         ({ aligned, capacity, period, start, steps, tokens }) => {
           const c = TokenBucket.config({ capacity, tokens, periodMillis: period, interval: true, aligned })
+          const p: Params = { capacity, tokens, period, aligned }
           let s = TokenBucket.initial(c, start)
           const model: Model = { tokens: capacity, t: start }
           let now = start
@@ -48,7 +58,7 @@ describe("TokenBucket interval refill", () => {
             // The model, like the bucket, only moves on an admission: a denial
             // (or time running backwards) leaves it where it was.
             const seen = { ...model }
-            advance(seen, now, start, c)
+            advance(seen, now, start, p)
             const out = TokenBucket.step(c, s, now, need)
             const want = seen.tokens >= need
             assert.strictEqual(out.allowed, want, JSON.stringify({ now, model, s }))
@@ -58,10 +68,10 @@ describe("TokenBucket interval refill", () => {
             } else {
               // exact: admitted at now + retryAfter, not a millisecond earlier
               const late = { ...model }
-              advance(late, now + out.retryAfter, start, c)
+              advance(late, now + out.retryAfter, start, p)
               assert.isAtLeast(late.tokens, need, `retryAfter ${out.retryAfter} too short`)
               const early = { ...model }
-              advance(early, now + out.retryAfter - 1, start, c)
+              advance(early, now + out.retryAfter - 1, start, p)
               assert.isBelow(early.tokens, need, `retryAfter ${out.retryAfter} too long`)
             }
             assert.isFalse(Number.isNaN(out.remaining) || Number.isNaN(out.retryAfter) || Number.isNaN(out.resetAfter))

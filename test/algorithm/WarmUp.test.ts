@@ -155,7 +155,10 @@ const runs = (p: Params) => {
     { weight: 2, arbitrary: fc.integer({ min: -scale, max: -1 }) },
     { weight: 1, arbitrary: fc.integer({ min: 0, max: 1e12 }) }
   )
-  return fc.array(fc.record({ delta, cost: fc.integer({ min: 1, max: 5 }) }), { maxLength: 40 })
+  // a cost of 0 too: it reads the figures and reserves nothing
+  return fc.array(fc.record({ delta, cost: fc.integer({ min: 0, max: 5 }), queued: fc.integer({ min: 1, max: 6 }) }), {
+    maxLength: 40
+  })
 }
 
 const cases = params.chain((p) => fc.tuple(fc.constant(p), fc.integer({ min: 0, max: 2 ** 40 }), runs(p)))
@@ -192,11 +195,19 @@ describe("WarmUp", () => {
         let s = WarmUp.initial(c, t0)
         const g = modelOf(p, t0)
         let now = t0
-        for (const { cost, delta } of run) {
+        for (const { cost, delta, queued } of run) {
           now += delta
           const before = g.copy()
           const t = Math.max(now, before.clock)
           const tie = cmp(before.nextFreeTicket, q(t)) === 0
+          // waitTime: the waiters ahead reserve `queued` units in turn (at t,
+          // or when nextFree comes); this request goes when they are paid
+          const line = before.copy()
+          line.reserveEarliestAvailable(queued, q(t))
+          const due = sub(line.nextFreeTicket, q(now))
+          const expected = cmp(line.nextFreeTicket, q(t)) <= 0 ? 0 : ceil(due)
+          const w = WarmUp.waitTime(c, s, now, queued, cost)
+          assert.isTrue(w === expected || (isInteger(due) && w === expected + 1), `waitTime ${w} vs ${expected}`)
           const o = WarmUp.step(c, s, now, cost)
           const allowed = g.tryAcquire(cost, now)
           // Floats may resolve an exact tie (nextFree = now) either way; the
@@ -351,6 +362,68 @@ describe("WarmUp", () => {
     const next = WarmUp.step(c, s, 3000, 1)
     assert.strictEqual(next.allowed, true)
     assert.strictEqual(next.resetAfter, 4000) // pays 3 s, then stores its third of a permit in 1 s
+  })
+
+  it("a change of rate after an idle time stores that time at the old rate first (Guava's doSetRate)", () => {
+    // bursty, 1 per second, 4 s stored at most; idle from 0 to 2500: 2.5 permits
+    const one = WarmUp.config({ permits: 1, periodMillis: 1000, maxBurstMillis: 4000 })
+    const two = WarmUp.config({ permits: 2, periodMillis: 1000, maxBurstMillis: 4000 })
+    const idle = WarmUp.initial(one, 0)
+    // setRate: 2.5 × (8 / 4)
+    assert.deepStrictEqual(WarmUp.rate.carryRate(two, WarmUp.rate.rateOf(one), idle, 2500), {
+      stored: 5,
+      ahead: 0,
+      at: 2500
+    })
+    assert.deepStrictEqual(WarmUp.reconfigure(one, idle, two, 2500, "proportional"), { stored: 5, ahead: 0, at: 2500 })
+    // as-is keeps the 2.5; reset is a new key of the new rate
+    assert.deepStrictEqual(WarmUp.reconfigure(one, idle, two, 2500, "as-is"), { stored: 2.5, ahead: 0, at: 2500 })
+    assert.deepStrictEqual(WarmUp.reconfigure(one, idle, two, 2500, "reset"), WarmUp.initial(two, 2500))
+    const full = WarmUp.reconfigure(two, WarmUp.full(two, 0), one, 2500, "reset")
+    assert.deepStrictEqual(full, { stored: 0, ahead: 0, at: 2500 })
+    // a clock behind the anchor stores nothing
+    const owing = WarmUp.step(one, idle, 1000, 3).state
+    assert.deepStrictEqual(WarmUp.reconfigure(one, owing, two, 500, "proportional"), owing)
+  })
+
+  it("from a store of 0: bursty keeps none, warming up starts cold (Guava's doSetRate)", () => {
+    const none = WarmUp.config({ permits: 1, periodMillis: 1000, maxBurstMillis: 0 })
+    const bursty = WarmUp.config({ permits: 1, periodMillis: 1000, maxBurstMillis: 3000 })
+    const warming = WarmUp.config({ permits: 1, periodMillis: 1000, warmupMillis: 4000 })
+    const s = WarmUp.initial(none, 0)
+    for (const now of [0, 5000]) {
+      assert.strictEqual(WarmUp.rate.carryRate(bursty, WarmUp.rate.rateOf(none), s, now).stored, 0)
+      assert.strictEqual(WarmUp.rate.carryRate(warming, WarmUp.rate.rateOf(none), s, now).stored, warming.maxPermits)
+      assert.strictEqual(WarmUp.reconfigure(none, s, warming, now, "proportional").stored, warming.maxPermits)
+    }
+  })
+
+  it("withRate keeps an initialPermits of its own (within the new store), else takes the new default", () => {
+    const own = WarmUp.config({ permits: 2, periodMillis: 1000, maxBurstMillis: 2000, initialPermits: 3 })
+    assert.deepStrictEqual(
+      WarmUp.rate.withRate(own, 4, 1000),
+      WarmUp.config({ permits: 4, periodMillis: 1000, maxBurstMillis: 2000, initialPermits: 3 })
+    )
+    // a store of 1 cannot start with 3
+    assert.deepStrictEqual(
+      WarmUp.rate.withRate(own, 1, 2000),
+      WarmUp.config({ permits: 1, periodMillis: 2000, maxBurstMillis: 2000, initialPermits: 1 })
+    )
+    // bursty starting full is a choice of its own too (its default is 0)
+    const fullStart = WarmUp.config({ permits: 2, periodMillis: 1000, maxBurstMillis: 2000, initialPermits: 4 })
+    assert.strictEqual(WarmUp.rate.withRate(fullStart, 4, 1000).initialPermits, 4)
+    const plain = WarmUp.config({ permits: 2, periodMillis: 1000, maxBurstMillis: 2000 })
+    assert.deepStrictEqual(
+      WarmUp.rate.withRate(plain, 4, 1000),
+      WarmUp.config({ permits: 4, periodMillis: 1000, maxBurstMillis: 2000 })
+    )
+    const cold = WarmUp.config({ permits: 2, periodMillis: 1000, warmupMillis: 3000, coldFactor: 4 })
+    assert.deepStrictEqual(
+      WarmUp.rate.withRate(cold, 5, 1000),
+      WarmUp.config({ permits: 5, periodMillis: 1000, warmupMillis: 3000, coldFactor: 4 })
+    )
+    const warm = WarmUp.config({ permits: 2, periodMillis: 1000, warmupMillis: 3000, initialPermits: 0 })
+    assert.strictEqual(WarmUp.rate.withRate(warm, 5, 1000).initialPermits, 0)
   })
 
   it("is exactly full at its settled time, whatever the float rounding", () => {

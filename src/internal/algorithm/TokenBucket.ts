@@ -404,6 +404,8 @@ export const reconfigure = (from: Config, s: State, to: Config, now: number, car
   const level = levelAt(from, s, now)
   const kept = carry === "as-is"
     ? (from.periodMillis === to.periodMillis ? level : (level * to.periodMillis) / from.periodMillis)
+    : from.full === to.full
+    ? level
     : (level * to.full) / from.full
   // a surplus above the old capacity (a forced add) is capped at the new one
   return { level: Math.min(to.full, kept), at: now > s.at ? now : s.at }
