@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { Policy } from "../src/index.ts"
+import * as Block from "../src/internal/algorithm/Block.ts"
 import * as Interpreter from "../src/internal/operation/Interpreter.ts"
 import * as Op from "../src/internal/operation/Op.ts"
 
@@ -78,5 +79,122 @@ describe("Interpreter.apply: a repeated operation", () => {
     // the last refusal left the key as it was: the same answer, not a new one
     assert.strictEqual(replies[4], replies[3])
     assert.notStrictEqual(replies[1], replies[0])
+  })
+})
+
+// Each operation's reply and effect, one at a time, against what Op.names
+// says it means (the figures worked out from each policy's definition).
+describe("Interpreter: each operation", () => {
+  const bucket = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid
+  const one = (policy: Interpreter.Policy, stored: unknown, op: Op.Op, now = 0) =>
+    Interpreter.applyOne(policy, stored, now, op)
+
+  it("replyOf: a delay only for an admission delayed, a value only when given", () => {
+    const o = { allowed: true, state: 0, remaining: 1, retryAfter: 0, resetAfter: 10, limit: 2 }
+    assert.deepStrictEqual(Interpreter.replyOf({ ...o, delay: 5 }), {
+      allowed: true,
+      remaining: 1,
+      retryAfter: 0,
+      resetAfter: 10,
+      limit: 2,
+      delay: 5
+    })
+    assert.isFalse("delay" in Interpreter.replyOf({ ...o, delay: 0 }))
+    assert.isFalse("delay" in Interpreter.replyOf({ ...o, allowed: false, delay: 5 }))
+    assert.isFalse("value" in Interpreter.replyOf(o))
+    assert.strictEqual(Interpreter.replyOf(o, 3).value, 3)
+  })
+
+  it("fit: units held count as taken, and remaining is what is left after both", () => {
+    const rule = bucket.rule
+    // capacity 5: 2 held and 1 taken leave 2
+    const o = Interpreter.fit(rule, rule.initial(0), 0, 1, 2)
+    assert.isTrue(o.allowed)
+    assert.strictEqual(o.remaining, 2)
+  })
+
+  it("a window of 0 is the policy's own", () => {
+    // (a window that opens at its first hit takes a length per call)
+    const fixed = Policy.fixedWindow({ limit: 1, window: "1 second" }) as Policy.Valid
+    const own = Interpreter.apply(fixed, undefined, 0, [Op.make(Op.Kind.Take, 1), Op.make(Op.Kind.Take, 1)])
+    const zero = Interpreter.apply(fixed, undefined, 0, [Op.make(Op.Kind.Take, 1, 0, 0), {
+      kind: Op.Kind.Take,
+      cost: 1,
+      queued: 0,
+      window: 0
+    }])
+    assert.deepStrictEqual(zero, own)
+    assert.isFalse(own[0][1].allowed)
+  })
+
+  it("Get: a key others wait on is live even with no state", () => {
+    assert.strictEqual(one(bucket, undefined, Op.make(Op.Kind.Get, 1, 0))[0].value, 0)
+    assert.strictEqual(one(bucket, undefined, Op.make(Op.Kind.Get, 1, 2))[0].value, 1)
+  })
+
+  it("Reset, WaitTime, Force: their replies", () => {
+    const [taken] = Interpreter.apply(bucket, undefined, 0, [Op.make(Op.Kind.Take, 5)])
+    const stored = Interpreter.apply(bucket, undefined, 0, [Op.make(Op.Kind.Take, 5)])[1]
+    assert.isTrue(taken[0].allowed)
+    // Reset decides nothing: allowed, nothing else but the limit
+    assert.deepStrictEqual(one(bucket, stored, Op.make(Op.Kind.Reset, 0))[0], {
+      allowed: true,
+      remaining: 0,
+      retryAfter: 0,
+      resetAfter: 0,
+      limit: 5
+    })
+    // WaitTime answers a denial that says when 1 unit fits behind 2 queued: 3 s on an empty bucket
+    const wait = one(bucket, stored, Op.make(Op.Kind.WaitTime, 1, 2))[0]
+    assert.isFalse(wait.allowed)
+    assert.strictEqual(wait.retryAfter, 3000)
+    // Force takes whatever the limit: admitted, and a debt of 1 unit lasts 1 s
+    // (until a request of no units would be admitted again)
+    const force = one(bucket, stored, Op.make(Op.Kind.Force, 1))[0]
+    assert.isTrue(force.allowed)
+    assert.strictEqual(force.retryAfter, 1000)
+  })
+
+  it("Peek with units held: as a take behind them would be", () => {
+    // capacity 5, 5 held: one more does not fit, though the key itself is full
+    const peek = one(bucket, undefined, Op.make(Op.Kind.Peek, 1, 5))[0]
+    assert.isFalse(peek.allowed)
+    assert.isTrue(one(bucket, undefined, Op.make(Op.Kind.Peek, 1, 0))[0].allowed)
+  })
+
+  it("Admit: a denial keeps the state as it was, where a Take logs it", () => {
+    const log = Policy.slidingLog({ limit: 1, window: "1 second", countBlocked: true }) as Policy.Valid
+    const [, full] = one(log, undefined, Op.make(Op.Kind.Take, 1))
+    // a refused Admit leaves the log as it was; a refused Take logs the attempt
+    assert.strictEqual(one(log, full, Op.make(Op.Kind.Admit, 1))[1], full)
+    assert.notStrictEqual(one(log, full, Op.make(Op.Kind.Take, 1))[1], full)
+  })
+
+  it("operations a policy cannot do leave the key as it was", () => {
+    const log = Policy.slidingLog({ limit: 2, window: "1 second" }) as Policy.Valid
+    // a key that starts full: a release gives it nothing, and it stays without state
+    assert.isUndefined(one(bucket, undefined, Op.make(Op.Kind.Release, 1))[1])
+    // no forceAdd (a sliding log), no adapt (a token bucket), a rate on a key with no state
+    assert.isUndefined(one(log, undefined, Op.make(Op.Kind.ForceAdd, 1))[1])
+    assert.isUndefined(one(bucket, undefined, Op.make(Op.Kind.Adapt, 1, 20))[1])
+    assert.isUndefined(one(bucket, undefined, Op.make(Op.Kind.SetRate, 2, 1000))[1])
+    assert.isTrue(one(bucket, undefined, Op.make(Op.Kind.Adapt, 1, 20))[0].allowed)
+  })
+
+  it("TakeUpTo on a blocked key takes nothing", () => {
+    const [, blocked] = one(bucket, undefined, Op.make(Op.Kind.Block, 1000))
+    const [reply, after] = one(bucket, blocked, Op.make(Op.Kind.TakeUpTo, 3), 10)
+    assert.isFalse(reply.allowed)
+    assert.strictEqual(reply.value, 0)
+    assert.strictEqual(reply.retryAfter, 990)
+    assert.deepStrictEqual(after, blocked)
+  })
+
+  it("a block that is over is not kept beside the state; no state settles at once", () => {
+    const [, taken] = one(bucket, undefined, Op.make(Op.Kind.Take, 1))
+    assert.notInstanceOf(taken, Block.Stored)
+    const [, blocked] = one(bucket, undefined, Op.make(Op.Kind.Block, 0))
+    assert.notInstanceOf(blocked, Block.Stored)
+    assert.strictEqual(Interpreter.settledAt(bucket, undefined), -Infinity)
   })
 })
