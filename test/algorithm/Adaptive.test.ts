@@ -408,7 +408,8 @@ describe("Adaptive (AIMD)", () => {
     assert.isTrue(Adaptive.step(to, carried, 0, 3).allowed)
     // onto its own policy, either carry changes nothing
     for (const carry of ["as-is", "proportional"] as const) {
-      for (const level of [1395, 1394.7, 0.1]) {
+      // (573.0264 × 465 / 465 and 820.4593 × 1395 / 1395 both round off their level)
+      for (const level of [1395, 1394.7, 573.0264, 820.4593, 0.1]) {
         const s = { ...Adaptive.initial(from, 0), level }
         assert.strictEqual(Adaptive.reconfigure(from, s, from, 0, carry).level, level)
       }
