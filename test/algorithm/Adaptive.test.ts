@@ -396,4 +396,23 @@ describe("Adaptive (AIMD)", () => {
     assert.strictEqual(read.resetAfter, 0)
     assert.strictEqual(read.remaining, 3)
   })
+
+  it("a full key carried as-is to another period is still full: the level is scaled with one rounding", () => {
+    // 3 units per 465 ms, full, carried as-is to 3 per 273 ms: 1395 × 273 / 465 is 819, the new full level
+    // (1395 × (273 / 465) rounds below it, and the key then waits 1 ms for a unit it has)
+    const from = Adaptive.config({ capacity: 3, periodMillis: 465, initial: 1, floor: 1, ceiling: 1 })
+    const to = Adaptive.config({ capacity: 3, periodMillis: 273, initial: 1, floor: 1, ceiling: 1 })
+    const carried = Adaptive.reconfigure(from, Adaptive.initial(from, 0), to, 0, "as-is")
+    assert.strictEqual(carried.level, to.full)
+    assert.strictEqual(Adaptive.settledAt(to, carried), 0)
+    assert.isTrue(Adaptive.step(to, carried, 0, 3).allowed)
+    // onto its own policy, either carry changes nothing
+    for (const carry of ["as-is", "proportional"] as const) {
+      // (573.0264 × 465 / 465 and 820.4593 × 1395 / 1395 both round off their level)
+      for (const level of [1395, 1394.7, 573.0264, 820.4593, 0.1]) {
+        const s = { ...Adaptive.initial(from, 0), level }
+        assert.strictEqual(Adaptive.reconfigure(from, s, from, 0, carry).level, level)
+      }
+    }
+  })
 })

@@ -4,6 +4,7 @@ import * as Composite from "../../src/internal/algorithm/Composite.ts"
 import * as FixedWindow from "../../src/internal/algorithm/FixedWindow.ts"
 import * as SlidingLog from "../../src/internal/algorithm/SlidingLog.ts"
 import * as TokenBucket from "../../src/internal/algorithm/TokenBucket.ts"
+import * as WarmUp from "../../src/internal/algorithm/WarmUp.ts"
 import { least } from "./support.ts"
 
 // The model: independent token buckets in exact integers (level × period as
@@ -213,5 +214,33 @@ describe("Composite", () => {
     assert.strictEqual(Composite.waitTime(c, s, 0, 0, 4), Infinity)
     const none = Composite.config([])
     assert.strictEqual(Composite.step(none, Composite.initial(none, 0), 0, 1).allowed, true)
+  })
+})
+
+describe("Composite refunds", () => {
+  it("a refund reaches every part that can release; a part that cannot keeps its state", () => {
+    const warm = WarmUp.config({ permits: 2, periodMillis: 1000 })
+    const bucket = TokenBucket.config({ capacity: 3, tokens: 3, periodMillis: 1000 })
+    const c = Composite.config([Composite.part(WarmUp.algorithm, warm), Composite.part(TokenBucket.algorithm, bucket)])
+    const s = Composite.step(c, Composite.initial(c, 0), 0, 2).state
+    const r = Composite.release(c, s, 0, 2)
+    assert.strictEqual(r[0], s[0])
+    assert.deepStrictEqual(r[1], TokenBucket.release(bucket, s[1] as TokenBucket.State, 0, 2))
+    // the bucket is full again: 3 at once pass it, the warm-up part still decides
+    assert.isTrue(TokenBucket.step(bucket, r[1] as TokenBucket.State, 0, 3).allowed)
+  })
+
+  it("a refund of nothing, or of less, changes no part", () => {
+    // a token bucket alone would take a negative refund as a cost
+    const bucket = TokenBucket.config({ capacity: 3, tokens: 3, periodMillis: 1000 })
+    const c = Composite.config([Composite.part(TokenBucket.algorithm, bucket)])
+    const s = Composite.step(c, Composite.initial(c, 0), 0, 1).state
+    for (const amount of [0, -0, -1]) {
+      const r = Composite.release(c, s, 500, amount)
+      assert.strictEqual(r, s)
+      // at 200 (the clock went back) the bucket holds 2 + 0.6: 3 do not fit
+      assert.isFalse(Composite.step(c, r, 200, 3).allowed)
+      assert.isTrue(Composite.step(c, r, 0, 2).allowed)
+    }
   })
 })

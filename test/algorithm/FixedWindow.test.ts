@@ -180,3 +180,89 @@ describe("FixedWindow", () => {
     assert.isTrue(far.resetAfter > 0 && far.resetAfter <= 100)
   })
 })
+
+describe("FixedWindow at its edges", () => {
+  it("a first-hit window that ended exactly one window ago is over: the next one opens now", () => {
+    const c = FixedWindow.config({ limit: 2, windowMillis: 1000 })
+    const s = FixedWindow.step(c, FixedWindow.initial(c, 0), 0, 2).state
+    // [0, 1000) is over; at 2000 nothing of it counts
+    const o = FixedWindow.step(c, s, 2000, 1)
+    assert.isTrue(o.allowed)
+    assert.strictEqual(o.remaining, 1)
+    assert.strictEqual(o.resetAfter, 1000)
+    assert.deepStrictEqual(o.state, { start: 2000, count: 1, end: 3000 })
+  })
+
+  it("a call of its own duration that reads the key moves its clock, even when the window would end where it did", () => {
+    const c = FixedWindow.config({ limit: 2, windowMillis: 1000 })
+    const s = FixedWindow.initial(c, 0)
+    // a read (cost 0) at 500 by a call whose windows last 500 ms: the latest
+    // time the key has seen is 500
+    const read = FixedWindow.step(FixedWindow.withWindow(c, 500)!, s, 500, 0)
+    assert.isTrue(read.allowed)
+    assert.strictEqual(read.state.start, 500)
+    assert.strictEqual(FixedWindow.settledAt(c, read.state), 500)
+    // so a request at 200 (the clock went back) opens its window at 500
+    const back = FixedWindow.step(c, read.state, 200, 1)
+    assert.isTrue(back.allowed)
+    assert.strictEqual(back.resetAfter, 1300)
+  })
+
+  it("countBlocked counts a denied cost up to the limit, never one above it (rate-limiter-flexible)", () => {
+    const c = FixedWindow.config({ limit: 2, windowMillis: 1000, countBlocked: true })
+    const one = FixedWindow.step(c, FixedWindow.initial(c, 0), 0, 1).state
+    // 1 + 2 > 2: denied, and the 2 units count
+    const denied = FixedWindow.step(c, one, 10, 2)
+    assert.isFalse(denied.allowed)
+    assert.deepStrictEqual(denied.state, { start: 0, count: 3, end: 1000 })
+    assert.strictEqual(denied.remaining, 0)
+    assert.strictEqual(denied.retryAfter, 990)
+    // a cost of 3 can never pass: not counted, the state is the one given
+    const never = FixedWindow.step(c, one, 10, 3)
+    assert.isFalse(never.allowed)
+    assert.strictEqual(never.retryAfter, Infinity)
+    assert.strictEqual(never.state, one)
+    assert.strictEqual(never.remaining, 1)
+  })
+
+  it("execEvenly's delay at the minimum itself is the computed one, below it consumed × minDelay", () => {
+    // rate-limiter-flexible: delay = ⌈msBeforeNext / (remainingPoints + 2)⌉,
+    // replaced by consumedPoints × minDelay when it is below minDelay
+    const c = FixedWindow.config({ limit: 3, windowMillis: 5000, execEvenly: true, minDelay: 1000 })
+    const first = FixedWindow.step(c, FixedWindow.initial(c, 0), 0, 1)
+    assert.strictEqual(first.delay, 0)
+    // at 2000: 3000 ms left, 1 remaining after: ⌈3000 / 3⌉ = 1000, not below 1000
+    const second = FixedWindow.step(c, first.state, 2000, 1)
+    assert.strictEqual(second.delay, 1000)
+    // at 2001: ⌈2999 / 3⌉ = 1000 too; at 2003: ⌈2997 / 3⌉ = 999, below: 2 × 1000
+    assert.strictEqual(FixedWindow.step(c, first.state, 2001, 1).delay, 1000)
+    assert.strictEqual(FixedWindow.step(c, first.state, 2003, 1).delay, 2000)
+  })
+
+  it("execEvenly is off by default: no delay at all", () => {
+    const c = FixedWindow.config({ limit: 3, windowMillis: 5000 })
+    assert.isFalse(c.execEvenly)
+    const first = FixedWindow.step(c, FixedWindow.initial(c, 0), 0, 1)
+    const second = FixedWindow.step(c, first.state, 1, 1)
+    assert.strictEqual(second.delay, undefined)
+  })
+
+  it("a refund of nothing (or less) changes nothing; a credit is kept through a refund", () => {
+    for (const align of [false, true]) {
+      const c = FixedWindow.config({ limit: 3, windowMillis: 1000, align })
+      const s = FixedWindow.step(c, FixedWindow.initial(c, 0), 0, 2).state
+      for (const amount of [0, -1, -0]) {
+        assert.strictEqual(FixedWindow.release(c, s, 500, amount), s)
+        // after the window too: a refund of nothing opens no window
+        assert.strictEqual(FixedWindow.release(c, s, 1500, amount), s)
+      }
+      // a credit of 2 (count -2), refunded 1: still -2, so 5 units fit
+      const credit = FixedWindow.forceAdd(c, FixedWindow.initial(c, 0), 0, 2)
+      const refunded = FixedWindow.release(c, credit, 10, 1)
+      assert.strictEqual(refunded.count, -2)
+      const a = FixedWindow.step(c, refunded, 20, 3)
+      assert.isTrue(a.allowed)
+      assert.isTrue(FixedWindow.step(c, a.state, 30, 2).allowed)
+    }
+  })
+})

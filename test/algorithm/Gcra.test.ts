@@ -234,3 +234,75 @@ describe("Gcra", () => {
     assert.strictEqual(Gcra.settledAt(c, far.state), 2 ** 52 + 2000)
   })
 })
+
+// A refund in the TAT model: the arrival time moves back by `amount × T`,
+// never before the clock; a refund of nothing (or less) is no move at all.
+const refund = (p: Params, m: Model, now: number, amount: number): Model => {
+  if (!(amount > 0)) return m
+  const t = Math.max(now, m.clock)
+  const nowS = scaled(p, t)
+  const base = m.tat > nowS ? m.tat : nowS
+  const back = base - BigInt(amount) * BigInt(p.period)
+  return { tat: back > nowS ? back : nowS, clock: t }
+}
+
+describe("Gcra refunds, forces and credits", () => {
+  it("a refund agrees with the TAT model, and so does every decision after it", () => {
+    const moves = (p: Params) =>
+      runs(p).chain((run) =>
+        fc.tuple(fc.constant(run), fc.array(fc.integer({ min: -1, max: p.maxBurst + 2 }), { minLength: run.length }))
+      )
+    fc.assert(
+      fc.property(params.chain((p) => fc.tuple(fc.constant(p), fc.integer({ min: 0, max: 2 ** 42 }), moves(p))), ([
+        p,
+        t0,
+        [run, refunds]
+      ]) => {
+        const c = configOf(p)
+        let s = Gcra.initial(c, t0)
+        let m: Model = { tat: scaled(p, t0), clock: t0 }
+        let now = t0
+        run.forEach(({ cost, delta }, i) => {
+          now += delta
+          const o = Gcra.step(c, s, now, cost)
+          const f = throttle(p, m, now, cost)
+          assert.deepStrictEqual(
+            [o.allowed, o.remaining, o.retryAfter, o.resetAfter],
+            [f.allowed, f.remaining, f.retryAfter, f.resetAfter]
+          )
+          // the refund comes a little later (or earlier: the clock may go back)
+          const at = now + (i % 3) - 1
+          s = Gcra.release(c, o.state, at, refunds[i])
+          m = refund(p, f.model, at, refunds[i])
+        })
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("a refund of nothing, or of less, leaves the state as it was", () => {
+    const c = Gcra.config({ maxBurst: 2, count: 1, periodMillis: 1000 })
+    const s = Gcra.step(c, Gcra.initial(c, 1000), 1000, 3).state
+    for (const amount of [0, -0, -1]) {
+      for (const now of [1000, 1500, 10_000]) assert.strictEqual(Gcra.release(c, s, now, amount), s)
+    }
+  })
+
+  it("a credit does not drain with time, survives a refund, and never settles", () => {
+    // one per second, no burst: a credit of 2 lets 3 through at the same
+    // instant (one at a time: a cost above 1 never passes), however late
+    const c = Gcra.config({ maxBurst: 0, count: 1, periodMillis: 1000 })
+    const credit = Gcra.forceAdd(c, Gcra.initial(c, 0), 0, 2)
+    assert.strictEqual(Gcra.settledAt(c, credit), Infinity)
+    const burst = (s: Gcra.State, now: number): number => {
+      let n = 0
+      for (let o = Gcra.step(c, s, now, 1); o.allowed; o = Gcra.step(c, o.state, now, 1)) n++
+      return n
+    }
+    assert.strictEqual(burst(credit, 5000), 3)
+    assert.strictEqual(burst(Gcra.initial(c, 0), 5000), 1)
+    const refunded = Gcra.release(c, credit, 100, 1)
+    assert.strictEqual(Gcra.settledAt(c, refunded), Infinity)
+    assert.strictEqual(burst(refunded, 5000), 3)
+  })
+})

@@ -45,7 +45,39 @@ const params: fc.Arbitrary<Params> = fc
     window: fc.integer({ min: 1, max: 200 }),
     countBlocked: fc.boolean()
   })
-  .chain((p) => fc.oneof(fc.constant(0), fc.integer({ min: 1, max: p.window })).map((minGap) => ({ ...p, minGap })))
+  .chain((p) =>
+    fc
+      .oneof(
+        fc.constant(0),
+        fc.integer({ min: 1, max: p.window }),
+        fc.integer({ min: p.window + 1, max: 3 * p.window })
+      )
+      .map((minGap) => ({ ...p, minGap }))
+  )
+
+// The wait of a request of `cost` behind `queued` waiters of one unit: each
+// waiter is logged at the earliest time (not before the one ahead of it) at
+// which its unit fits, then the request at the earliest time all its units
+// fit and minGap has run since the last admission (not between the waiters).
+const waitModel = (p: Params, m: Model, now: number, queued: number, cost: number): number => {
+  if (cost > p.limit) return Infinity
+  const e = Math.max(now, m.clock)
+  const units: Array<number> = []
+  for (const x of m.log) for (let k = 0; k < x.cost; k++) if (x.t > e - p.window) units.push(x.t)
+  const fit = (from: number, k: number): number => {
+    for (const t of [from, ...units.map((u) => u + p.window)].filter((t) => t >= from).sort((a, b) => a - b)) {
+      if (units.filter((u) => u > t - p.window).length + k <= p.limit) return t
+    }
+    return Infinity
+  }
+  let t = e
+  for (let q = 0; q < queued; q++) {
+    t = fit(t, 1)
+    units.push(t)
+  }
+  t = Math.max(fit(t, cost), m.last + p.minGap)
+  return t <= e ? 0 : t - now
+}
 
 const runs = (p: Params) => windowRuns(p.window, p.limit)
 
@@ -64,10 +96,15 @@ describe("SlidingLog", () => {
         let now = t0
         for (const { cost, delta } of run) {
           now += delta
+          for (const queued of [0, 1, 2, 5]) {
+            assert.strictEqual(SlidingLog.waitTime(c, s, now, queued, cost), waitModel(p, m, now, queued, cost))
+          }
           const o = SlidingLog.step(c, s, now, cost)
           const v = request(p, m, now, cost)
           assert.strictEqual(o.allowed, v.allowed)
           const after = v.model
+          // the log keeps the newest floor(limit) units, all a decision needs
+          assert.strictEqual(SlidingLog.countAt(c, o.state, now), Math.min(p.limit, count(p, after, now)))
           const hi = Math.max(0, after.clock - now) + p.window + p.minGap + 1
           assert.strictEqual(o.remaining, Math.max(0, p.limit - count(p, after, now)))
           assert.strictEqual(
@@ -192,5 +229,51 @@ describe("SlidingLog", () => {
     for (let t = 0; t < 50; t += 10) s = SlidingLog.step(c, s, t, 1).state
     assert.deepStrictEqual(s.log, [30, 40])
     assert.strictEqual(SlidingLog.step(c, s, 130, 1).allowed, true)
+  })
+})
+
+describe("SlidingLog at its edges", () => {
+  it("a wait that ends at the anchor is no wait, even behind waiters, when the clock went back", () => {
+    const c = SlidingLog.config({ limit: 3, windowMillis: 1000 })
+    const s = SlidingLog.step(c, SlidingLog.initial(c, 0), 5000, 1).state
+    // at 4000 time stands still at 5000, where two more units fit
+    assert.strictEqual(SlidingLog.waitTime(c, s, 4000, 1, 1), 0)
+    assert.strictEqual(SlidingLog.waitTime(c, s, 4000, 0, 2), 0)
+    // the third waiting unit waits for the first to leave, at 6000
+    assert.strictEqual(SlidingLog.waitTime(c, s, 4000, 2, 1), 2000)
+  })
+
+  it("a refund of nothing (or less) changes nothing, not even the clock", () => {
+    const c = SlidingLog.config({ limit: 1, windowMillis: 1000 })
+    const s = SlidingLog.step(c, SlidingLog.initial(c, 0), 0, 1).state
+    for (const amount of [0, -0, -1]) {
+      const r = SlidingLog.release(c, s, 5000, amount)
+      assert.strictEqual(r, s)
+      // so at 200 the unit logged at 0 still counts
+      assert.isFalse(SlidingLog.step(c, r, 200, 1).allowed)
+    }
+  })
+
+  it("a refund moves the clock to its time: a later request back in time is logged there", () => {
+    const c = SlidingLog.config({ limit: 1, windowMillis: 1000 })
+    const s = SlidingLog.step(c, SlidingLog.initial(c, 0), 0, 1).state
+    const r = SlidingLog.release(c, s, 500, 1)
+    assert.deepStrictEqual(r.log, [])
+    assert.strictEqual(SlidingLog.settledAt(c, r), 500)
+    const back = SlidingLog.step(c, r, 200, 1)
+    assert.isTrue(back.allowed)
+    assert.deepStrictEqual(back.state.log, [500])
+    assert.strictEqual(back.resetAfter, 1300)
+  })
+
+  it("a limit below one unit admits only actions of no units, and never answers NaN", () => {
+    const c = SlidingLog.config({ limit: 0.5, windowMillis: 1000 })
+    const s = SlidingLog.initial(c, 0)
+    assert.strictEqual(SlidingLog.step(c, s, 0, 1).retryAfter, Infinity)
+    assert.isTrue(SlidingLog.step(c, s, 0, 0).allowed)
+    for (const queued of [0, 1, 3]) {
+      assert.strictEqual(SlidingLog.waitTime(c, s, 10, queued, 0), 0)
+      assert.strictEqual(SlidingLog.waitTime(c, s, 10, queued, 1), Infinity)
+    }
   })
 })

@@ -155,3 +155,75 @@ describe("SlidingWindow", () => {
     assert.strictEqual(o.retryAfter, 25) // 2 × (100 − y) / 100 + 1 + 1 ≤ 2.5 from y = 75
   })
 })
+
+describe("SlidingWindow at its edges", () => {
+  // `remaining` is a promise (Outcome): the whole units a request could take
+  // right now. With a window of a fraction of a millisecond the products do
+  // not come out exact, so the figure is checked against the decision itself.
+  const takesNow = (c: SlidingWindow.Config, s: SlidingWindow.State, now: number): number => {
+    let k = 0
+    while (k < c.limit && SlidingWindow.step(c, s, now, k + 1).allowed) k++
+    return k
+  }
+
+  it("remaining is what a request could take right now, for windows of any length", () => {
+    const windows = fc.tuple(fc.integer({ min: 1, max: 2000 }), fc.constantFrom(1, 3, 7, 10, 100)).map(([n, d]) =>
+      n / d
+    )
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        windows,
+        fc.integer({ min: 0, max: 2 ** 30 }),
+        fc.array(fc.record({ delta: fc.integer({ min: -5, max: 50 }), cost: fc.integer({ min: 0, max: 41 }) }), {
+          maxLength: 30
+        }),
+        (limit, w, t0, run) => {
+          const c = SlidingWindow.config({ limit, windowMillis: w })
+          let s = SlidingWindow.initial(c, t0)
+          let now = t0
+          for (const { cost, delta } of run) {
+            now += delta
+            const o = SlidingWindow.step(c, s, now, cost)
+            assert.strictEqual(o.remaining, takesNow(c, o.state, now))
+            s = o.state
+          }
+        }
+      ),
+      { numRuns: 500 }
+    )
+  })
+
+  it("remaining is never below 0, nor below what fits (windows of 10/3 ms and 5.51 ms)", () => {
+    // 1 then 2 of 3: nothing left, not -1 (3 × w − w − 2w rounds below 0)
+    const c = SlidingWindow.config({ limit: 3, windowMillis: 10 / 3 })
+    const s = SlidingWindow.step(c, SlidingWindow.initial(c, 0), 0, 1).state
+    const o = SlidingWindow.step(c, s, 0, 2)
+    assert.isTrue(o.allowed)
+    assert.strictEqual(o.remaining, 0)
+    // 14 of 23: 9 more fit (9 × 5.51 + 14 × 5.51 ≤ 23 × 5.51 as the step computes it)
+    const d = SlidingWindow.config({ limit: 23, windowMillis: 5.51 })
+    const fourteen = SlidingWindow.step(d, SlidingWindow.initial(d, 0), 0, 14)
+    assert.strictEqual(fourteen.remaining, 9)
+    assert.isTrue(SlidingWindow.step(d, fourteen.state, 0, 9).allowed)
+  })
+
+  it("a read of nothing on a key whose clock is ahead resets after nothing", () => {
+    const c = SlidingWindow.config({ limit: 3, windowMillis: 1000 })
+    const o = SlidingWindow.step(c, SlidingWindow.initial(c, 5000), 4000, 0)
+    assert.isTrue(o.allowed)
+    assert.strictEqual(o.resetAfter, 0)
+    assert.strictEqual(o.remaining, 3)
+  })
+
+  it("a refund of nothing (or less) changes nothing, not even the clock", () => {
+    const c = SlidingWindow.config({ limit: 2, windowMillis: 1000 })
+    const s = SlidingWindow.step(c, SlidingWindow.initial(c, 0), 0, 2).state
+    for (const amount of [0, -0, -1]) {
+      const r = SlidingWindow.release(c, s, 1500, amount)
+      assert.strictEqual(r, s)
+      // at 1200 the 2 units of [0, 1000) weigh 2 × 0.8: no room for one more
+      assert.isFalse(SlidingWindow.step(c, r, 1200, 1).allowed)
+    }
+  })
+})

@@ -144,6 +144,19 @@ export const rollTo = (c: Config, s: State, now: number): State => {
 const scaledEstimate = (c: Config, r: State): number =>
   r.previous * (r.start + c.windowMillis - r.at) + r.current * c.windowMillis
 
+// Whole units a request could take now, given the scaled estimate: the most
+// `k` with `estimate + k × window ≤ limit × window`, the admission's own
+// comparison. A division alone agrees with it for whole-millisecond windows
+// but can round either way for others (even below 0).
+const takeable = (c: Config, estimate: number): number => {
+  const w = c.windowMillis
+  const most = c.limit * w
+  let k = Math.max(0, Math.floor((most - estimate) / w))
+  while (k > 0 && estimate + k * w > most) k--
+  while (estimate + (k + 1) * w <= most) k++
+  return k
+}
+
 // The earliest time, not before `r.at`, at which `cost` more units fit.
 const earliest = (c: Config, r: State, cost: number): number => {
   const w = c.windowMillis
@@ -187,7 +200,8 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
     return {
       allowed: true,
       state: next,
-      remaining: floorDiv(c.limit * w - estimate - cost * w, w),
+      // what the next step sees: the same window, anchor and estimate
+      remaining: takeable(c, scaledEstimate(c, next)),
       retryAfter: 0,
       resetAfter: freshAt(c, next) <= next.at ? 0 : freshAt(c, next) - now,
       limit: c.limit
@@ -196,7 +210,7 @@ export const step = (c: Config, s: State, now: number, cost: number): Outcome<St
   return {
     allowed: false,
     state: s,
-    remaining: Math.max(0, floorDiv(Math.max(0, c.limit * w - estimate), w)),
+    remaining: takeable(c, estimate),
     retryAfter: cost > c.limit ? Infinity : earliest(c, r, cost) - now,
     resetAfter: r.current > 0 || r.previous > 0 ? freshAt(c, r) - now : 0,
     limit: c.limit
