@@ -2,6 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import * as Block from "../src/internal/algorithm/Block.ts"
+import * as Interpreter from "../src/internal/operation/Interpreter.ts"
+import * as Op from "../src/internal/operation/Op.ts"
 
 const perSecond = (capacity: number, tokens: number) =>
   Policy.tokenBucket({ capacity, refill: { tokens, per: "1 second" } })
@@ -162,4 +165,37 @@ describe("store-backed limiter", () => {
       const error = yield* Effect.flip(RateLimiter.make({ policy: perSecond(1, 1), fallback: { share: 2 } }))
       assert.strictEqual(error.field, "fallback.share")
     }))
+})
+
+describe("Store.encode and Store.decode", () => {
+  it("keep every number exactly, those JSON cannot hold included", () => {
+    const value = { a: Infinity, b: -Infinity, c: -0, d: 0, e: 0.1 + 0.2, f: [1, -0, Infinity], g: "inf", h: null }
+    const back = Store.decode(Store.encode(value)) as typeof value
+    assert.strictEqual(back.a, Infinity)
+    assert.strictEqual(back.b, -Infinity)
+    assert.isTrue(Object.is(back.c, -0))
+    assert.isTrue(Object.is(back.d, 0))
+    assert.strictEqual(back.e, 0.1 + 0.2)
+    assert.isTrue(Object.is(back.f[1], -0))
+    assert.strictEqual(back.f[2], Infinity)
+    // text that looks like a tag stays text; null stays null
+    assert.strictEqual(back.g, "inf")
+    assert.isNull(back.h)
+    assert.isTrue(Number.isNaN(Store.decode(Store.encode(NaN)) as number))
+    // the text itself: plain numbers as JSON numbers
+    assert.strictEqual(Store.encode({ x: 1.5 }), "{\"x\":1.5}")
+  })
+
+  it("keep a block beside its state", () => {
+    const [, blocked] = Interpreter.applyOne(
+      Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } }) as Policy.Valid,
+      undefined,
+      0,
+      Op.make(Op.Kind.Block, 500)
+    )
+    assert.instanceOf(blocked, Block.Stored)
+    const back = Store.decode(Store.encode(blocked))
+    assert.instanceOf(back, Block.Stored)
+    assert.deepStrictEqual(back, blocked)
+  })
 })
