@@ -48,6 +48,14 @@ const seconds = (n: number) =>
     }
   })
 
+// The outcome of a call that must have ended by now (a call still waiting
+// fails the test here, rather than hanging it).
+const ended = <A, E>(fiber: Fiber.Fiber<A, E>): Effect.Effect<A, E> =>
+  Effect.suspend(() => {
+    assert.isDefined(fiber.pollUnsafe(), "the call is still waiting")
+    return Fiber.join(fiber)
+  })
+
 // How a call ended, and when (on the test clock).
 interface Outcome {
   readonly at: number
@@ -153,6 +161,33 @@ describe("tenants share a key by weight, in start-time order", () => {
   }
 })
 
+describe("a tenant's use is remembered while the line is busy", () => {
+  for (const [name, make] of inProcess) {
+    it.effect(`a tenant of small weight served once waits its share, however many tenants came and went (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(1, 1) })
+        assert.isTrue(yield* limiter.acquire("k"))
+        const log: Array<string> = []
+        const join = joiner(limiter, log)
+        for (const label of ["a0", "a1", "a2"]) yield* join(label, { tenant: "a" })
+        // twenty tenants join and leave at once: the line is short, the tenants it has seen many
+        const gone = []
+        for (let i = 0; i < 20; i++) gone.push(yield* join(`u${i}`, { tenant: `u${i}` }))
+        for (const fiber of gone) yield* Fiber.interrupt(fiber)
+        yield* settle
+        // x's one call at weight 0.1 is ten calls of the others' weight
+        yield* join("x0", { tenant: "x", weight: 0.1 })
+        yield* seconds(2)
+        assert.deepStrictEqual(log, ["a0", "x0"])
+        // a newcomer, then x again: x waits until the others have had their ten
+        yield* join("b0", { tenant: "b" })
+        yield* join("x1", { tenant: "x", weight: 0.1 })
+        yield* seconds(4)
+        assert.deepStrictEqual(log, ["a0", "x0", "b0", "a1", "a2", "x1"])
+      }))
+  }
+})
+
 describe("callers without a tenant are one tenant of weight 1", () => {
   for (const [name, make] of makers) {
     it.effect(`plain callers already in line when a tenant comes take turns with it (${name})`, () =>
@@ -183,20 +218,65 @@ describe("callers without a tenant are one tenant of weight 1", () => {
   }
 
   for (const [name, make] of inProcess) {
-    it.effect(`a tenant that comes to a line of plain callers does not take its head's turn (${name})`, () =>
-      Effect.gen(function*() {
-        const limiter = yield* make({ policy: perSecond(1, 1) })
-        assert.isTrue(yield* limiter.acquire("k"))
-        const log: Array<string> = []
-        const join = joiner(limiter, log)
-        for (const label of ["p1", "p2", "p3", "p4"]) yield* join(label)
-        yield* seconds(2)
-        // p3 was next before the tenant came, and stays next
-        yield* join("a1", { tenant: "a" })
-        yield* seconds(3)
-        assert.deepStrictEqual(log, ["p1", "p2", "p3", "a1", "p4"])
-      }))
+    for (const history of ["a new line", "a line that had a tenant and emptied"]) {
+      it.effect(`a tenant that comes to a line of plain callers does not take its head's turn: ${history} (${name})`, () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: perSecond(1, 1) })
+          assert.isTrue(yield* limiter.acquire("k"))
+          const log: Array<string> = []
+          const join = joiner(limiter, log)
+          if (history !== "a new line") {
+            // the line had a tenant in it, and emptied: it is plain again
+            yield* join("z1", { tenant: "z" })
+            yield* seconds(1)
+            log.length = 0
+          }
+          for (const label of ["p1", "p2", "p3", "p4"]) yield* join(label)
+          yield* seconds(2)
+          // p3 was next before the tenant came, and stays next
+          yield* join("a1", { tenant: "a" })
+          yield* seconds(3)
+          assert.deepStrictEqual(log, ["p1", "p2", "p3", "a1", "p4"])
+        }))
+    }
   }
+})
+
+describe("a line cleared while its store was down starts afresh", () => {
+  it.effect("a tenant that comes to a line of plain callers afterwards does not take its head's turn", () =>
+    Effect.gen(function*() {
+      const memory = yield* MemoryStore.make
+      let down = false
+      const unavailable = Effect.fail(new Store.StoreUnavailable({ store: "flaky", reason: "connection refused" }))
+      const flaky: Store.Store = {
+        name: "flaky",
+        // one key only: no call over several keys to pass on
+        apply: (...args) => down ? unavailable : memory.apply(...args)
+      }
+      const limiter = yield* RateLimiter.make({
+        policy: perSecond(1, 1),
+        fallback: { mode: "deny", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, flaky))
+      assert.isTrue(yield* limiter.acquire("k"))
+      const log: Array<string> = []
+      const join = joiner(limiter, log)
+      // a tenant's waiter is in line when the store stops answering: the line is cleared, the waiter refused
+      const refused = yield* Effect.forkChild(outcome(limiter.wait("k", { tenant: "z" })))
+      yield* settle
+      down = true
+      yield* seconds(1)
+      const gone = yield* ended(refused)
+      assert.deepStrictEqual([gone.ok, gone.error], [false, "RateLimitExceeded"])
+      down = false
+      yield* seconds(2)
+      // the store answers again, and the bucket is full: empty it, so the plain callers line up
+      assert.isTrue(yield* limiter.acquire("k"))
+      for (const label of ["p1", "p2", "p3", "p4"]) yield* join(label)
+      yield* seconds(2)
+      yield* join("a1", { tenant: "a" })
+      yield* seconds(3)
+      assert.deepStrictEqual(log, ["p1", "p2", "p3", "a1", "p4"])
+    }))
 })
 
 describe("a waiter's deadline", () => {
@@ -222,7 +302,7 @@ describe("a waiter's deadline", () => {
         yield* TestClock.adjust("1 millis")
         yield* settle
         // at 3 s: p (2 units) is still ahead of it, with 1 token there: 3 more seconds... less the one there
-        assert.deepStrictEqual(yield* Fiber.join(low), {
+        assert.deepStrictEqual(yield* ended(low), {
           at: 3000,
           ok: false,
           error: "RateLimitExceeded",
@@ -246,7 +326,7 @@ describe("a waiter's deadline", () => {
         yield* Effect.forkChild(limiter.wait("k", { priority: 1 }))
         yield* settle
         yield* seconds(2)
-        assert.deepStrictEqual(yield* Fiber.join(low), { at: 2000, ok: true })
+        assert.deepStrictEqual(yield* ended(low), { at: 2000, ok: true })
       }))
 
     it.effect(`waiting for a release: each waiter fails at its own maxWait, the earlier first (${name})`, () =>
@@ -255,6 +335,7 @@ describe("a waiter's deadline", () => {
         assert.isTrue(yield* limiter.acquire("k"))
         const short = yield* Effect.forkChild(outcome(limiter.wait("k", { maxWait: "1 second" })))
         const long = yield* Effect.forkChild(outcome(limiter.wait("k", { maxWait: "3 seconds" })))
+        const patient = yield* Effect.forkChild(outcome(limiter.wait("k")))
         yield* settle
         yield* TestClock.adjust("999 millis")
         yield* settle
@@ -262,17 +343,74 @@ describe("a waiter's deadline", () => {
         yield* TestClock.adjust("1 millis")
         yield* settle
         // no time makes room on a concurrency limit: only a release does
-        assert.deepStrictEqual(yield* Fiber.join(short), {
+        assert.deepStrictEqual(yield* ended(short), {
           at: 1000,
           ok: false,
           error: "RateLimitExceeded",
           retryAfter: Infinity
         })
         assert.isUndefined(long.pollUnsafe())
-        yield* TestClock.adjust("2 seconds")
+        yield* TestClock.adjust("1999 millis")
         yield* settle
-        assert.strictEqual((yield* Fiber.join(long)).at, 3000)
-        assert.strictEqual((yield* limiter.stats).waiting, 0)
+        assert.isUndefined(long.pollUnsafe())
+        yield* TestClock.adjust("1 millis")
+        yield* settle
+        assert.strictEqual((yield* ended(long)).at, 3000)
+        // the one without a maxWait waits on, and takes the permit given back
+        assert.strictEqual((yield* limiter.stats).waiting, 1)
+        yield* limiter.release("k")
+        yield* settle
+        assert.deepStrictEqual(yield* ended(patient), { at: 3000, ok: true })
+      }))
+  }
+
+  for (const [name, make] of inProcess) {
+    it.effect(`a waiter already past its maxWait when a higher priority passes it gives up at once; only it (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(1, 1) })
+        assert.isTrue(yield* limiter.acquire("k"))
+        const low = yield* Effect.forkChild(outcome(limiter.wait("k", { maxWait: "2 seconds" })))
+        yield* settle
+        // a slower rate re-times it past its maxWait (checked once, when it joined): 0.5 token to go at 0.1 per second
+        yield* TestClock.adjust("500 millis")
+        yield* limiter.reconfigure("k", Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "10 seconds" } }))
+        yield* TestClock.adjust("2500 millis")
+        yield* settle
+        assert.isUndefined(low.pollUnsafe())
+        // passed at 3 s: its maxWait ended at 2 s, so it goes now, told when it would fit behind the one ahead
+        const high = yield* Effect.forkChild(outcome(limiter.wait("k", { priority: 1 })))
+        yield* settle
+        assert.deepStrictEqual(yield* ended(low), {
+          at: 3000,
+          ok: false,
+          error: "RateLimitExceeded",
+          retryAfter: 12_500
+        })
+        assert.isUndefined(high.pollUnsafe())
+        yield* TestClock.adjust("2500 millis")
+        yield* settle
+        assert.deepStrictEqual(yield* ended(high), { at: 5500, ok: true })
+      }))
+
+    it.effect(`a waiter past its maxWait is refused even when room comes in the same instant (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(2, 1) })
+        assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+        const low = yield* Effect.forkChild(outcome(limiter.wait("k", { maxWait: "2 seconds" })))
+        yield* settle
+        yield* TestClock.adjust("500 millis")
+        yield* limiter.reconfigure("k", Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "10 seconds" } }))
+        yield* TestClock.adjust("2500 millis")
+        yield* settle
+        // at 3 s, together: a higher priority passes it, and two tokens come back
+        const high = yield* Effect.forkChild(outcome(limiter.wait("k", { priority: 1 })))
+        yield* Effect.forkChild(limiter.release("k", 2))
+        yield* settle
+        assert.deepStrictEqual(yield* ended(high), { at: 3000, ok: true })
+        const refused = yield* ended(low)
+        assert.deepStrictEqual([refused.at, refused.ok, refused.error], [3000, false, "RateLimitExceeded"])
+        // the token it did not take is still there
+        assert.isTrue(yield* limiter.acquire("k"))
       }))
   }
 
@@ -287,7 +425,7 @@ describe("a waiter's deadline", () => {
         yield* settle
         yield* TestClock.adjust("1 second")
         yield* settle
-        assert.deepStrictEqual(yield* Fiber.join(waiter), { at: 1000, ok: true })
+        assert.deepStrictEqual(yield* ended(waiter), { at: 1000, ok: true })
       }))
   }
 
@@ -319,7 +457,7 @@ describe("a waiter's deadline", () => {
       assert.isUndefined(waiter.pollUnsafe())
       yield* TestClock.adjust("1 millis")
       yield* settle
-      const result = yield* Fiber.join(waiter)
+      const result = yield* ended(waiter)
       assert.deepStrictEqual([result.at, result.ok, result.error], [2500, false, "RateLimitExceeded"])
     }))
 })
@@ -336,7 +474,7 @@ describe("the line on a shared store keeps its accounts", () => {
       yield* Fiber.interrupt(head)
       yield* settle
       yield* seconds(1)
-      assert.deepStrictEqual(yield* Fiber.join(next), { at: 1000, ok: true })
+      assert.deepStrictEqual(yield* ended(next), { at: 1000, ok: true })
     }))
 
   it.effect("once the head is admitted, a newcomer waits behind those still in line only", () =>
@@ -352,7 +490,7 @@ describe("the line on a shared store keeps its accounts", () => {
       yield* settle
       assert.isUndefined(newcomer.pollUnsafe())
       yield* seconds(2)
-      assert.deepStrictEqual(yield* Fiber.join(newcomer), { at: 3000, ok: true })
+      assert.deepStrictEqual(yield* ended(newcomer), { at: 3000, ok: true })
     }))
 })
 
@@ -375,7 +513,7 @@ describe("the head-of-line pass", () => {
     Effect.gen(function*() {
       const { big, limiter, small } = yield* scenario("2 seconds")
       yield* seconds(1)
-      assert.deepStrictEqual(yield* Fiber.join(small), { at: 6000, ok: true })
+      assert.deepStrictEqual(yield* ended(small), { at: 6000, ok: true })
       assert.strictEqual((yield* limiter.stats).waiting, 1)
       // the line counts the head only: a newcomer's turn is 10 + 1 tokens away
       const newcomer = yield* Effect.forkChild(outcome(limiter.wait("k", { maxWait: "11 seconds" })))
@@ -383,15 +521,57 @@ describe("the head-of-line pass", () => {
       assert.isUndefined(newcomer.pollUnsafe())
       assert.strictEqual((yield* limiter.stats).waiting, 2)
       yield* seconds(10)
-      assert.deepStrictEqual(yield* Fiber.join(big), { at: 16_000, ok: true })
+      assert.deepStrictEqual(yield* ended(big), { at: 16_000, ok: true })
+    }))
+
+  it.effect("several that fit at once pass the head together, and leave the line", () =>
+    Effect.gen(function*() {
+      const { big, limiter, small } = yield* scenario("2 seconds")
+      const second = yield* Effect.forkChild(outcome(limiter.wait("k")))
+      yield* settle
+      // two tokens back at once: both small ones fit
+      yield* limiter.release("k", 2)
+      yield* settle
+      assert.deepStrictEqual(yield* ended(small), { at: 5000, ok: true })
+      assert.deepStrictEqual(yield* ended(second), { at: 5000, ok: true })
+      assert.strictEqual((yield* limiter.stats).waiting, 1)
+      // they took the two tokens, once each: the head goes when 10 are there
+      yield* seconds(10)
+      assert.deepStrictEqual(yield* ended(big), { at: 15_000, ok: true })
     }))
 
   it.effect("a head that has waited exactly pass is not passed any more", () =>
     Effect.gen(function*() {
       const { big, small } = yield* scenario("1 second")
       yield* seconds(11)
-      assert.deepStrictEqual(yield* Fiber.join(big), { at: 15_000, ok: true })
-      assert.deepStrictEqual(yield* Fiber.join(small), { at: 16_000, ok: true })
+      assert.deepStrictEqual(yield* ended(big), { at: 15_000, ok: true })
+      assert.deepStrictEqual(yield* ended(small), { at: 16_000, ok: true })
+    }))
+
+  it.effect("tenants that pass the head move the line on; new tenants are served in the order they came", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: perSecond(10, 1), headOfLine: { pass: "5 seconds" } })
+      assert.isTrue(yield* limiter.acquire("k", { cost: 10 }))
+      const log: Array<string> = []
+      const join = joiner(limiter, log)
+      // a's head starts at 0; b's and d's waiters at 0, 1, 2, in turn
+      yield* join("a1", { tenant: "a", cost: 10 })
+      for (const i of [1, 2, 3]) {
+        yield* join(`b${i}`, { tenant: "b" })
+        yield* join(`d${i}`, { tenant: "d" })
+      }
+      // one token a second: b1 and d1 (started at 0) pass the head, then b2 (started at 1)
+      yield* seconds(3)
+      assert.deepStrictEqual(log, ["b1", "d1", "b2"])
+      // a new tenant starts where the line is now (1): behind d2, which started there before it came
+      yield* join("c", { tenant: "c" })
+      // d2 passes at 4 s; from 5 s the head blocks, and goes at 14 s
+      yield* seconds(11)
+      assert.deepStrictEqual(log, ["b1", "d1", "b2", "d2", "a1"])
+      // another new tenant: it came after c, and goes after it
+      yield* join("e", { tenant: "e" })
+      yield* seconds(4)
+      assert.deepStrictEqual(log, ["b1", "d1", "b2", "d2", "a1", "c", "e", "b3", "d3"])
     }))
 
   for (const tenant of [undefined, "t"]) {
@@ -414,7 +594,7 @@ describe("the head-of-line pass", () => {
         yield* TestClock.adjust("1 millis")
         yield* settle
         // at 12 s, 8 tokens: 2 more seconds
-        assert.deepStrictEqual(yield* Fiber.join(big), {
+        assert.deepStrictEqual(yield* ended(big), {
           at: 12_000,
           ok: false,
           error: "RateLimitExceeded",
@@ -438,10 +618,10 @@ describe("a new limit drops the waiters it can never admit", () => {
         yield* settle
         yield* limiter.reconfigure("k", perSecond(3, 1))
         yield* settle
-        assert.deepStrictEqual(yield* Fiber.join(big), { at: 0, ok: false, error: "InvalidRequest" })
+        assert.deepStrictEqual(yield* ended(big), { at: 0, ok: false, error: "InvalidRequest" })
         assert.strictEqual((yield* limiter.stats).waiting, 1)
         yield* seconds(1)
-        assert.deepStrictEqual(yield* Fiber.join(small), { at: 1000, ok: true })
+        assert.deepStrictEqual(yield* ended(small), { at: 1000, ok: true })
       }))
   }
 })

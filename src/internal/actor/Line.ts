@@ -20,7 +20,7 @@
  * - a `tenant` with a `weight`: waiters of different tenants share the key
  *   by weight, in start-time fair queuing (Goyal, Vin and Cheng, 1996). Each
  *   waiter is stamped with a virtual start time, `max(V, F_t)`, where `V` is
- *   the start time of the last waiter admitted and `F_t` is when the
+ *   the latest start time admitted (it never goes back) and `F_t` is when the
  *   tenant's previous waiter finishes in virtual time (its start plus its
  *   cost divided by its weight); the line is kept sorted by stamp. A tenant
  *   that floods stamps its own waiters ever later and cannot hold back the
@@ -90,7 +90,12 @@ export class Line {
   nextDeadline = Infinity
   /** Set once a waiter with an order (a priority, a tenant) joined; cleared when the line empties. */
   ordered = false
-  /** A fair line's virtual time: the start stamp of the last waiter admitted. */
+  /**
+   * A fair line's virtual time: the latest start stamp admitted. It never
+   * goes back (a higher priority, or a waiter passing the head, may be
+   * admitted out of stamp order), so tenants new to the line are served in
+   * the order they came.
+   */
   virtual = 0
   /** A fair line's tenants (made with the first tenant). */
   tenants: Map<string, Tenant> | undefined = undefined
