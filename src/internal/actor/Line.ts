@@ -20,13 +20,16 @@
  * - a `tenant` with a `weight`: waiters of different tenants share the key
  *   by weight, in start-time fair queuing (Goyal, Vin and Cheng, 1996). Each
  *   waiter is stamped with a virtual start time, `max(V, F_t)`, where `V` is
- *   the start time of the last waiter admitted and `F_t` is when the
+ *   the latest start time admitted (it never goes back) and `F_t` is when the
  *   tenant's previous waiter finishes in virtual time (its start plus its
  *   cost divided by its weight); the line is kept sorted by stamp. A tenant
  *   that floods stamps its own waiters ever later and cannot hold back the
  *   others; a tenant that comes back from idle starts at `V`, so it brings
  *   no credit from the time it was away (its share went to the active ones
- *   meanwhile). Callers without a tenant are one tenant of weight 1.
+ *   meanwhile). Callers without a tenant are one tenant of weight 1: those
+ *   already in a plain line when its first waiter with an order comes are
+ *   stamped then, one after another from `V` (so the head keeps its turn).
+ *   A line that empties starts afresh (`V` is 0, every tenant new).
  *
  * The line is kept sorted by (priority, stamp, arrival): a waiter's place is
  * found by binary search, and those it passes in front of are promised no
@@ -38,7 +41,9 @@
  * fit now are admitted before it (the in-process actor does this), for as
  * long as the head has waited less than `passMillis`; from then on it blocks
  * again until it is admitted, so it waits at most `passMillis` plus the time
- * the key takes to make room for it.
+ * the key takes to make room for it. A passed waiter may be served later
+ * than its estimate, so every waiter of such a line is held to its
+ * `maxWait`.
  *
  * @since 0.2.0
  */
@@ -85,7 +90,12 @@ export class Line {
   nextDeadline = Infinity
   /** Set once a waiter with an order (a priority, a tenant) joined; cleared when the line empties. */
   ordered = false
-  /** A fair line's virtual time: the start stamp of the last waiter admitted. */
+  /**
+   * A fair line's virtual time: the latest start stamp admitted. It never
+   * goes back (a higher priority, or a waiter passing the head, may be
+   * admitted out of stamp order), so tenants new to the line are served in
+   * the order they came.
+   */
   virtual = 0
   /** A fair line's tenants (made with the first tenant). */
   tenants: Map<string, Tenant> | undefined = undefined
@@ -166,6 +176,7 @@ export const place = (line: Line, request: Request.Request): number => {
   const waiters = line.waiters
   const order = request.order
   if (order === undefined && !line.ordered) return waiters.length
+  if (!line.ordered) stampPlain(line)
   // An ordered line: stamp it (callers without a tenant are one tenant).
   const tenant = line.tenants?.get(order?.tenant ?? plainTenant)
   request.tag = tenant === undefined || tenant.finish < line.virtual ? line.virtual : tenant.finish
@@ -179,6 +190,19 @@ export const place = (line: Line, request: Request.Request): number => {
     else lo = mid + 1
   }
   return lo
+}
+
+// A plain line is about to take its first waiter with an order: the
+// waiters already there are the plain tenant's, stamped as they would have
+// been had the line been ordered when they came (one after another from the
+// line's virtual time), so they count toward that tenant's share.
+const stampPlain = (line: Line): void => {
+  let finish = line.virtual
+  for (const w of line.waiters) {
+    w.tag = finish
+    finish += w.cost
+  }
+  line.tenants = new Map([[plainTenant, { finish, waiting: line.waiters.length }]])
 }
 
 /**
@@ -255,8 +279,9 @@ export const join = (
     }
   }
   if (request.order !== undefined || line.ordered) enter(line, entry)
-  else if (line.owner.passMillis > 0 && entry.maxWait !== Infinity && entry.deadline === Infinity) {
-    // Passed heads may be served later than the FIFO estimate: hold it to its maxWait.
+  if (line.owner.passMillis > 0 && entry.maxWait !== Infinity && entry.deadline === Infinity) {
+    // A head that is passed may be served later than its estimate (in an
+    // ordered line too): hold it to its maxWait.
     setDeadline(line, entry, now + entry.maxWait)
   }
   line.cost += request.cost

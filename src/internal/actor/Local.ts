@@ -414,8 +414,15 @@ const serve = (
       else if (kind !== Request.Kind.Peek && kind !== Request.Kind.Get) deleted = false
     }
     if (line.waiters.length > 0) {
-      Line.expire(line, now, Request.answer, (queued, cost) => waitTime(bucket, now, queued + bucket.held, cost))
+      const retry = (queued: number, cost: number) => waitTime(bucket, now, queued + bucket.held, cost)
+      // maxWait is inclusive: a waiter whose deadline is now is admitted if
+      // its turn is now, and gives up only if it is still in line after that
+      Line.expire(line, now, Request.answer, retry, true)
       admitLine(limiter, bucket, line, now)
+      // (a head that gave up may let the next one in now)
+      if (line.waiters.length > 0 && Line.expire(line, now, Request.answer, retry)) {
+        admitLine(limiter, bucket, line, now)
+      }
     }
     if (deleted && line.waiters.length === 0 && actor.pending === 0) {
       limiter.forget(bucket.key, bucket)
