@@ -177,6 +177,26 @@ describe("Interpreter: each operation", () => {
     assert.isTrue(one(bucket, undefined, Op.make(Op.Kind.Adapt, 1, 20))[0].allowed)
   })
 
+  it("only a refused Take starts a policy's block; a refused Admit (a waiter's try) does not", () => {
+    const blocking = Policy.fixedWindow({ limit: 1, window: "1 second", blockDuration: "5 seconds" }) as Policy.Valid
+    const [, full] = one(blocking, undefined, Op.make(Op.Kind.Take, 1))
+    const [admit, afterAdmit] = one(blocking, full, Op.make(Op.Kind.Admit, 1), 10)
+    assert.isFalse(admit.allowed)
+    assert.notInstanceOf(afterAdmit, Block.Stored)
+    const [take, afterTake] = one(blocking, full, Op.make(Op.Kind.Take, 1), 10)
+    assert.isFalse(take.allowed)
+    assert.instanceOf(afterTake, Block.Stored)
+  })
+
+  it("a release or a rate a policy cannot take leaves a key with state as it was", () => {
+    const warm = Policy.smooth({ permits: 1, per: "1 second" }) as Policy.Valid
+    const [, warmed] = one(warm, undefined, Op.make(Op.Kind.Take, 1))
+    assert.strictEqual(one(warm, warmed, Op.make(Op.Kind.Release, 1), 10)[1], warmed)
+    const conc = Policy.concurrency({ capacity: 2 }) as Policy.Valid
+    const [, held] = one(conc, undefined, Op.make(Op.Kind.Take, 1))
+    assert.strictEqual(one(conc, held, Op.make(Op.Kind.SetRate, 2, 1000), 10)[1], held)
+  })
+
   it("TakeUpTo on a blocked key takes nothing", () => {
     const [, blocked] = one(bucket, undefined, Op.make(Op.Kind.Block, 1000))
     const [reply, after] = one(bucket, blocked, Op.make(Op.Kind.TakeUpTo, 3), 10)
