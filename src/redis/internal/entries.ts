@@ -699,14 +699,14 @@ local function flush()
   times = 0
 end
 local function answer(r)
+  if times > 0 and r == lr and equal then
+    -- the interpreter's reply again (an operation that changed nothing, repeated)
+    times = times + 1
+    return
+  end
+  local delay = r.delay
+  if delay ~= nil and not (delay > 0) then delay = nil end
   if times > 0 then
-    if r == lr and equal then
-      -- the interpreter's reply again (an operation that changed nothing, repeated)
-      times = times + 1
-      return
-    end
-    local delay = r.delay
-    if delay ~= nil and not (delay > 0) then delay = nil end
     local value = r.value
     if
       r.allowed == la and same(r.limit, llimit) and (value == lvalue or (value ~= nil and lvalue ~= nil and same(value, lvalue)))
@@ -729,8 +729,6 @@ local function answer(r)
     end
   end
   flush()
-  local delay = r.delay
-  if delay ~= nil and not (delay > 0) then delay = nil end
   lr, la, lrem, lretry, lreset, llimit, lvalue, ldelay, times, equal =
     r, r.allowed, r.remaining, r.retryAfter, r.resetAfter, r.limit, r.value, delay, 1, true
 end
