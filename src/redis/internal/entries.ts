@@ -154,28 +154,34 @@ local function packFormat(n)
   end
   return f
 end
-local function packNums(a)
-  local n = #a
-  if n <= 64 then return spack(packFormat(n), unpackAll(a)) end
+-- a[i..j] packed (nothing when j < i)
+local function packRange(a, i, j)
+  local n = j - i + 1
+  if n <= 0 then return "" end
+  if n <= 64 then return spack(packFormat(n), unpackAll(a, i, j)) end
   local parts, k = {}, 0
-  for i = 1, n, 64 do
-    local j = i + 63
-    if j > n then j = n end
+  for from = i, j, 64 do
+    local to = from + 63
+    if to > j then to = j end
     k = k + 1
-    parts[k] = spack(packFormat(j - i + 1), unpackAll(a, i, j))
+    parts[k] = spack(packFormat(to - from + 1), unpackAll(a, from, to))
   end
   return concat(parts)
 end
-local function unpackNums(raw)
-  local n = floor(#raw / 8)
-  if n == 0 then return {} end
+local function packNums(a)
+  return packRange(a, 1, #a)
+end
+-- n numbers of raw from byte pos, as a new list, and the position after them
+local function unpackRange(raw, pos, n)
+  if n == 0 then return {}, pos end
   if n <= 64 then
     -- the last value struct.unpack returns is the position after the data
-    local a = { sunpack(packFormat(n), raw) }
+    local a = { sunpack(packFormat(n), raw, pos) }
+    local after = a[n + 1]
     a[n + 1] = nil
-    return a
+    return a, after
   end
-  local a, i, pos = {}, 0, 1
+  local a, i = {}, 0
   while i < n do
     local m = n - i
     if m > 64 then m = 64 end
@@ -184,7 +190,10 @@ local function unpackNums(raw)
     pos = t[m + 1]
     i = i + m
   end
-  return a
+  return a, pos
+end
+local function unpackNums(raw)
+  return (unpackRange(raw, 1, floor(#raw / 8)))
 end
 `
 

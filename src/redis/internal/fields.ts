@@ -104,7 +104,7 @@ export const decodeConfig = (module: Compiled): string =>
  * reads the next), else `nil`; `deferred` is true when the value starts
  * with a block (a first number of 0, no algorithm's code). A state of
  * fixed size is read with one `struct.unpack`; one with numbers of varying
- * count (a log) with `unpackNums`, its numbers after the others, each list
+ * count (a log) as they lie, its numbers after the others, each list
  * as its count and then its numbers.
  *
  * @example
@@ -139,24 +139,34 @@ export const decodeState = (module: Compiled, code: number, into: string): strin
   }
   const scalars = module.state.filter((f) => f.kind !== "numbers")
   const lists = module.state.filter((f) => f.kind === "numbers")
+  const names = scalars.map((_, i) => `_${i + 1}`)
+  // The numbers are read where they lie (no table of them all first): the
+  // scalars and the first list's count in one struct call, each list into a
+  // table of its own.
   return `
   local s, deferred
-  if raw then
-    local a = unpackNums(raw)
-    if a[1] == 0 and a[2] ~= nil then
+  if raw and #raw >= 16 then
+    local _code = sunpack("<d", raw)
+    if _code == 0 then
       deferred = true
-    elseif a[1] == ${code} and a[${scalars.length + 1}] ~= nil then
-      local i, ok = ${scalars.length + 2}, true
-      ${scalars.map((f) => get(into, f.name)).join(", ")} = ${scalars.map((_, j) => `a[${j + 2}]`).join(", ")}${
-    lists.map((f) => `
-      do
-        local n, list = a[i], {}
-        if n == nil or a[i + n] == nil then ok = false else
-          for j = 1, n do list[j] = a[i + j] end
-          i = i + n + 1
-        end
-        ${get(into, f.name)} = list
-      end`).join("")
+    elseif _code == ${code} and #raw >= ${8 * (scalars.length + 2)} then
+      local ${names.join(", ")}, n, pos = sunpack("<${"d".repeat(scalars.length + 1)}", raw, 9)
+      local ok = true
+      ${scalars.map((f) => get(into, f.name)).join(", ")} = ${names.join(", ")}${
+    lists.map((f, i) => {
+      const read = `
+        if n >= 0 and n % 1 == 0 and #raw >= pos - 1 + 8 * n then
+          ${get(into, f.name)}, pos = unpackRange(raw, pos, n)
+        else
+          ok = false
+        end`
+      return i === 0 ? read.replace(/\n {2}/g, "\n") : `
+      if ok and #raw >= pos + 7 then
+        n, pos = sunpack("<d", raw, pos)${read}
+      else
+        ok = false
+      end`
+    }).join("")
   }
       if ok then s = ${into} end
     end
@@ -185,15 +195,15 @@ export const encodeState = (module: Compiled, code: number, t: string, out: stri
   }
   const scalars = module.state.filter((f) => f.kind !== "numbers")
   const lists = module.state.filter((f) => f.kind === "numbers")
-  return `do
-      local a = { ${[String(code), ...scalars.map((f) => get(t, f.name))].join(", ")} }${
-    lists.map((f) => `
-      local list = ${get(t, f.name)}
-      a[#a + 1] = #list
-      for j = 1, #list do a[#a + 1] = list[j] end`).join("")
-  }
-      ${out} = packNums(a)
-    end`
+  // One struct call for the code, the scalars and the first list's count,
+  // then each list packed as it lies (no table of every number first).
+  return `${out} = spack("<${"d".repeat(scalars.length + 2)}", ${
+    [String(code), ...scalars.map((f) => get(t, f.name)), `#${get(t, lists[0].name)}`].join(", ")
+  }) .. ${
+    lists.map((f, i) =>
+      `${i === 0 ? "" : `spack("<d", #${get(t, f.name)}) .. `}packRange(${get(t, f.name)}, 1, #${get(t, f.name)})`
+    ).join(" .. ")
+  }`
 }
 
 /**
