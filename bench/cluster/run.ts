@@ -9,6 +9,11 @@
  * generous (every call a full decision that admits). Also the design not
  * chosen, an entity per key (`KeyBucket` in bench/cluster/runner.ts), on 10
  * 000 keys, and the heap each resident key costs a runner in both designs.
+ * And the transport floor (`Floor` in bench/cluster/runner.ts): the same
+ * `Batch` messages through the same Effect Cluster, answered without
+ * deciding anything, in the best shape 100 callers allow (one or two rounds
+ * out to each runner at once, each carrying its share of the callers): what
+ * bounds the cluster's decisions per second and its latency from below.
  *
  *   npm run bench:cluster              about 5 minutes: writes bench/cluster/results.json
  *   npm run bench:cluster -- --quick   about 2 minutes: writes bench/cluster/results-quick.json
@@ -25,11 +30,12 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import { ClusterLimiter, ClusterRunner } from "../../src/cluster/index.ts"
+import { Kind, pack } from "../../src/cluster/internal/protocol.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import { median } from "../stats.ts"
-import { benchOptions, KeyBucket, sharding } from "./shared.ts"
+import { benchOptions, Floor, KeyBucket, sharding } from "./shared.ts"
 
 const quick = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1"
 const ROUNDS = quick ? 3 : 5
@@ -201,7 +207,8 @@ const cluster = async (db: string) => {
     )
     const limiter = Context.get(context, RateLimiter)
     const entity = yield* KeyBucket.client.pipe(Effect.provideContext(context))
-    return { limiter, entity }
+    const floor = yield* Floor.client.pipe(Effect.provideContext(context))
+    return { limiter, entity, floor }
   }))
   return { ...value, close }
 }
@@ -215,6 +222,48 @@ const redis = async (url: string): Promise<Instance & { readonly limiter: RateLi
     }).pipe(Effect.provideContext(context))
   }))
   return { limiter: value, run: loops((key) => value.acquire(key)), close }
+}
+
+type FloorClient = Effect.Success<typeof Floor.client>
+
+// The transport floor: `perRunner` rounds out at once to each runner (an
+// entity of the floor's on it), each carrying its share of the callers'
+// operations (one caller: one operation a round, the runners in turn); an
+// operation's time is its round's.
+const floorOf = async (client: FloorClient, perRunner: number): Promise<Instance> => {
+  // an entity id on each runner, found by asking (each reply names its runner)
+  const byRunner = new Map<string, string>()
+  for (let i = 0; i < 64 && byRunner.size < 3; i++) {
+    const id = `floor:${i}`
+    const reply = await Effect.runPromise(client(id).Batch(pack([{ k: Kind.Acquire, s: 0, key: "probe", n: 1 }], 0)))
+    if (!byRunner.has(reply.owner)) byRunner.set(reply.owner, id)
+  }
+  const ids = [...byRunner.values()]
+  const run = (callers: number, keys: ReadonlyArray<string>, deadline: number): Promise<Array<number>> => {
+    let cursor = 0
+    const times: Array<number> = []
+    const lanes = callers === 1 ? 1 : ids.length * perRunner
+    const size = Math.ceil(callers / lanes)
+    const lane = (i: number) =>
+      Effect.gen(function*() {
+        let turn = 0
+        while (performance.now() < deadline) {
+          const ops = Array.from(
+            { length: size },
+            () => ({ k: Kind.Acquire, s: 0, key: keys[cursor++ % keys.length], n: 1 })
+          )
+          const id = callers === 1 ? ids[turn++ % ids.length] : ids[i % ids.length]
+          const start = performance.now()
+          yield* client(id).Batch(pack(ops, 0))
+          const t = performance.now() - start
+          for (let j = 0; j < size; j++) times.push(t)
+        }
+      })
+    return Effect.runPromise(
+      Effect.forEach(Array.from({ length: lanes }, (_, i) => i), lane, { concurrency: lanes, discard: true })
+    ).then(() => times)
+  }
+  return { run, close: async () => {} }
 }
 
 // ---------------------------------------------------------------------------
@@ -263,7 +312,9 @@ const main = async () => {
   const instances: Record<string, Instance> = {
     cluster: { run: loops((key) => onCluster.limiter.acquire(key)), close: () => onCluster.close() },
     redis: onRedis,
-    "entity-per-key": { run: loops((key) => onCluster.entity(key).Take({ cost: 1 })), close: async () => {} }
+    "entity-per-key": { run: loops((key) => onCluster.entity(key).Take({ cost: 1 })), close: async () => {} },
+    floor: await floorOf(onCluster.floor, 2),
+    "floor-1": await floorOf(onCluster.floor, 1)
   }
 
   const hot = ["hot"]
@@ -276,18 +327,22 @@ const main = async () => {
   }
   await warm(instances.cluster, many)
   await warm(onRedis, many)
+  await warm(instances.floor, many)
+  await warm(instances["floor-1"], many)
   log("warmed")
 
   const scenarios = [
-    { id: "c1-hot", callers: 1, keys: hot, contenders: ["cluster", "redis"] },
-    { id: "c1-many", callers: 1, keys: many, contenders: ["cluster", "redis"] },
-    { id: "c100-hot", callers: 100, keys: hot, contenders: ["cluster", "redis"] },
-    { id: "c100-many", callers: 100, keys: many, contenders: ["cluster", "redis"] },
+    { id: "c1-hot", callers: 1, keys: hot, contenders: ["cluster", "redis", "floor"] },
+    { id: "c1-many", callers: 1, keys: many, contenders: ["cluster", "redis", "floor"] },
+    { id: "c100-hot", callers: 100, keys: hot, contenders: ["cluster", "redis", "floor", "floor-1"] },
+    { id: "c100-many", callers: 100, keys: many, contenders: ["cluster", "redis", "floor", "floor-1"] },
     { id: "design-c1-many", callers: 1, keys: many, contenders: ["cluster", "entity-per-key"] },
     { id: "design-c100-many", callers: 100, keys: many, contenders: ["cluster", "entity-per-key"] }
   ]
   const rows: Array<Row> = []
   const ratios: Record<string, Array<number>> = {}
+  // per round: the floor (the better of its shapes) / redis, and the cluster / the floor
+  const floorRatios: Record<string, { floorVsRedis: Array<number>; clusterVsFloor: Array<number> }> = {}
   for (const scenario of scenarios) {
     if (scenario.id === "design-c1-many") {
       await onCluster.close()
@@ -316,6 +371,12 @@ const main = async () => {
       }
       const other = scenario.contenders[1]
       ;(ratios[scenario.id] ??= []).push(perRound.cluster / perRound[other])
+      if (perRound.floor !== undefined) {
+        const floor = Math.max(perRound.floor, perRound["floor-1"] ?? 0)
+        const f = (floorRatios[scenario.id] ??= { floorVsRedis: [], clusterVsFloor: [] })
+        f.floorVsRedis.push(floor / perRound.redis)
+        f.clusterVsFloor.push(perRound.cluster / floor)
+      }
     }
     for (const contender of scenario.contenders) {
       rows.push({
@@ -333,7 +394,15 @@ const main = async () => {
       const row = rows.find((r) => r.scenario === scenario.id && r.contender === c)!
       return `${c} ${Math.round(row.opsPerSecond)}/s (p99 ${row.p99Millis.toFixed(2)} ms)`
     }).join(", ")
-    log(`${scenario.id}: ${line}; cluster / ${scenario.contenders[1]} ${median(ratios[scenario.id]).toFixed(2)}x`)
+    const f = floorRatios[scenario.id]
+    log(
+      `${scenario.id}: ${line}; cluster / ${scenario.contenders[1]} ${median(ratios[scenario.id]).toFixed(2)}x` +
+        (f === undefined
+          ? ""
+          : `; floor / redis ${median(f.floorVsRedis).toFixed(2)}x, cluster / floor ${
+            median(f.clusterVsFloor).toFixed(2)
+          }x`)
+    )
   }
 
   // the heap of a resident key: fresh keys, each decided once, on three runners
@@ -361,19 +430,32 @@ const main = async () => {
   )
 
   const target = rows.find((r) => r.scenario === "c100-many" && r.contender === "cluster")!
+  const floorRows = rows.filter((r) => r.scenario === "c100-many" && r.contender.startsWith("floor"))
+  const bestFloor = floorRows.reduce((a, b) => (b.opsPerSecond > a.opsPerSecond ? b : a))
   const goal = {
     ratio: median(ratios["c100-many"]),
     ratioMet: median(ratios["c100-many"]) >= 0.5,
     p99Millis: target.p99Millis,
     p99Met: target.p99Millis < 5,
     bytesPerKey: perKey,
-    bytesMet: perKey < 1024
+    bytesMet: perKey < 1024,
+    floor: {
+      contender: bestFloor.contender,
+      vsRedis: median(floorRatios["c100-many"].floorVsRedis),
+      clusterVsFloor: median(floorRatios["c100-many"].clusterVsFloor),
+      p99Millis: bestFloor.p99Millis,
+      p99MillisLeast: Math.min(...floorRows.map((r) => r.p99Millis))
+    }
   }
   log(
     `goals (100 callers, 10 000 keys): cluster / redis ${goal.ratio.toFixed(2)}x (>= 0.5: ${goal.ratioMet}), ` +
       `p99 ${goal.p99Millis.toFixed(2)} ms (< 5: ${goal.p99Met}), ${
         Math.round(perKey)
-      } B per key (< 1024: ${goal.bytesMet})`
+      } B per key (< 1024: ${goal.bytesMet}); the floor there: ${goal.floor.vsRedis.toFixed(2)}x redis, the cluster ${
+        goal.floor.clusterVsFloor.toFixed(2)
+      }x of it, its p99 ${goal.floor.p99Millis.toFixed(2)} ms (least of its shapes ${
+        goal.floor.p99MillisLeast.toFixed(2)
+      } ms)`
   )
   const results = {
     meta: {
@@ -387,6 +469,13 @@ const main = async () => {
     },
     rows,
     ratios: Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, { median: median(v), samples: v }])),
+    floor: Object.fromEntries(
+      Object.entries(floorRatios).map(([k, v]) => [k, {
+        floorVsRedis: median(v.floorVsRedis),
+        clusterVsFloor: median(v.clusterVsFloor),
+        samples: v
+      }])
+    ),
     memory: { bytesPerKey: perKey, keys: buckets, bytesPerEntity: perEntity, entities },
     goal
   }

@@ -10,11 +10,13 @@
  * holds, as JSON.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
+import { Entity, Sharding } from "effect/cluster"
 import * as readline from "node:readline"
 import { ClusterLimiter, ClusterRunner } from "../../src/cluster/index.ts"
+import { Code } from "../../src/cluster/internal/protocol.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
-import { benchOptions, KeyBucket, sharding } from "./shared.ts"
+import { benchOptions, Floor, KeyBucket, sharding } from "./shared.ts"
 
 const url = process.env.TOLLGATE_PG_URL
 const port = Number(process.env.PORT)
@@ -43,6 +45,24 @@ const KeyBucketLive = KeyBucket.toLayer(
   { maxIdleTime: "1 hour", concurrency: 1 }
 )
 
+// Registered as the partitions are (no bound on concurrency or the mailbox,
+// never idle, no span per message); each reply says which runner answered,
+// so the caller can aim a lane at each runner.
+const FloorLive = Layer.effectDiscard(Effect.gen(function*() {
+  const sharding = yield* Sharding.Sharding
+  yield* sharding.registerEntity(
+    Floor,
+    Effect.gen(function*() {
+      const runner = yield* Entity.CurrentRunnerAddress
+      const owner = `${runner.host}:${runner.port}`
+      return Floor.of({
+        Batch: ({ payload }) => Effect.sync(() => ({ c: payload.k.map(() => Code.True), x: [], owner, v: payload.v }))
+      })
+    }),
+    { concurrency: "unbounded", maxIdleTime: Duration.infinity, mailboxCapacity: "unbounded" }
+  ).pipe(Effect.withTracerEnabled(false))
+}))
+
 const Report = Layer.effectDiscard(Effect.gen(function*() {
   const limiter = yield* RateLimiter
   const context = yield* Effect.context<never>()
@@ -64,6 +84,7 @@ Report.pipe(
   Layer.provide(ClusterLimiter.layer(benchOptions)),
   // (registered only for the design comparison: it weighs on the runner)
   Layer.provide(process.env.ENTITY_PER_KEY === "1" ? KeyBucketLive : Layer.empty),
+  Layer.provide(FloorLive),
   Layer.provide(ClusterRunner.layerPostgres({ url, runner: { host: "127.0.0.1", port }, sharding })),
   Layer.launch,
   NodeRuntime.runMain
