@@ -321,8 +321,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         const done = (exit: Exit.Exit<Option.Option<BatchReply>, unknown>) => {
           timer?.interruptUnsafe()
           if (Exit.isSuccess(exit) && Option.isSome(exit.value)) q.answered = now()
-          if (!stalled) released(q)
+          // the callers answered first, so that the next round, started
+          // behind them, carries their next calls to this runner
           answer(items, exit)
+          if (!stalled) released(q)
           resume(Effect.void)
         }
         rpc.addObserver((exit) => {
@@ -338,10 +340,14 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         })
       })
     })
-    // Started once the fibers running now have queued their calls (a
-    // microtask runs when the scheduler's current batch of fibers is done):
-    // they go in this round, and no scheduler turn is spent waiting.
-    queueMicrotask(() => fork(round))
+    // Started once the fibers that can run now have queued their calls: a
+    // microtask runs when the scheduler's current batch of fibers is done,
+    // and the round then yields once, behind the callers a round's answer
+    // has just resumed. They go in this round rather than wait for the
+    // next: a quarter more operations a message with 100 callers on three
+    // runners (bench:cluster), where messages, not operations, are what
+    // the cluster has to spend.
+    queueMicrotask(() => fork(Effect.andThen(Effect.yieldNow, round)))
   }
 
   // A round no longer holds its slot: the next goes out if anything waits.
