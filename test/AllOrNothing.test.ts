@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
@@ -109,6 +109,76 @@ for (const variant of variants) {
         yield* Fiber.join(fiber)
         assert.strictEqual(yield* remaining(limiter, "user:1"), 0)
         assert.strictEqual(yield* remaining(limiter, "org:a"), 8)
+      }))
+
+    it.effect("a shaper's delay: consume reports the longest key's, acquire answers only once it has passed", () =>
+      Effect.gen(function*() {
+        // no nodelay: a request past the first one's level waits its turn to pass
+        const limiter = yield* make({ policy: Policy.leakyBucket({ rate: { tokens: 1, per: "1 second" }, burst: 3 }) })
+        assert.isTrue(yield* limiter.acquire(["x", "y"], { cost: 2 }))
+        const d = yield* limiter.consume(["w", "x"])
+        assert.isTrue(d.allowed)
+        assert.strictEqual(Duration.toMillis(d.delay ?? Duration.zero), 2000)
+        assert.deepStrictEqual(
+          d.keys?.map((k) => k.decision.delay === undefined ? 0 : Duration.toMillis(k.decision.delay)),
+          [
+            0,
+            2000
+          ]
+        )
+        const acquired = yield* Effect.forkChild(limiter.acquire(["v", "x"]))
+        yield* settle
+        yield* TestClock.adjust("2999 millis")
+        yield* settle
+        assert.isUndefined(acquired.pollUnsafe(), "answered before x's delay passed")
+        yield* TestClock.adjust("1 millis")
+        yield* settle
+        assert.isTrue(yield* Fiber.join(acquired))
+        // and so does wait: admitted at once (at 3 s), it proceeds after x's delay then, 1 s
+        const waited = yield* Effect.forkChild(
+          Effect.andThen(limiter.wait(["u", "x"], { cost: 3 }), Clock.currentTimeMillis)
+        )
+        for (let t = 0; t < 80; t++) {
+          yield* settle
+          yield* TestClock.adjust("100 millis")
+        }
+        assert.strictEqual(yield* Fiber.join(waited), 4000)
+      }))
+
+    it.effect("wait over several keys: the error names the key that would keep it waiting too long", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        assert.isTrue(yield* limiter.acquire("org:a", { cost: 10 }))
+        // the org key comes after the global one and before the user's (keys are taken in sorted order)
+        const e = yield* Effect.flip(limiter.wait(["user:1", "org:a", "global"], { cost: 3, maxWait: "2 seconds" }))
+        assert.strictEqual(e._tag, "RateLimitExceeded")
+        if (e._tag === "RateLimitExceeded") {
+          assert.strictEqual(e.key, "org:a")
+          assert.strictEqual(Duration.toMillis(e.retryAfter), 3000)
+        }
+        assert.strictEqual(yield* remaining(limiter, "global"), 20)
+      }))
+
+    it.effect("wait over several keys: maxWait counts from the call's start, across the keys it waits for in turn", () =>
+      Effect.gen(function*() {
+        // "fast" refills 1 per second, "slow" 1 per 2 seconds; both empty
+        const limiter = yield* make({
+          policy: (key) =>
+            Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: key === "slow" ? "2 seconds" : "1 second" } })
+        })
+        assert.isTrue(yield* limiter.acquire(["fast", "slow"]))
+        const late = yield* Effect.forkChild(Effect.exit(limiter.wait(["slow", "fast"], { maxWait: "1999 millis" })))
+        const onTime = yield* Effect.forkChild(
+          Effect.andThen(limiter.wait(["fast", "slow"], { maxWait: "2 seconds", cost: 1 }), Clock.currentTimeMillis)
+        )
+        yield* settle
+        for (let t = 0; t < 40; t++) {
+          yield* TestClock.adjust("100 millis")
+          yield* settle
+        }
+        const exit = yield* Fiber.join(late)
+        assert.isTrue(Exit.isFailure(exit), "admitted past its maxWait")
+        assert.strictEqual(yield* Fiber.join(onTime), 2000)
       }))
 
     it.effect("wait over several keys fails at once past maxWait, taking nothing", () =>
