@@ -2,7 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
+import type { Decision } from "../src/index.ts"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import * as AllOrNothing from "../src/internal/coordinator/AllOrNothing.ts"
 
 // Lets forked fibers and bucket actors run until they park.
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
@@ -77,6 +79,32 @@ for (const variant of variants) {
         assert.deepStrictEqual(denied.keys?.map((k) => k.decision.allowed), [true, false, true])
         yield* TestClock.adjust("1 second")
         assert.isTrue(yield* limiter.acquire(["global", "user:1", "org:a"], { cost: 4 }))
+      }))
+
+    it.effect("consume: a tie goes to the earlier key named (its limit is the call's)", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: (key) => Policy.tokenBucket({ capacity: key === "a" ? 5 : 7, refill: { tokens: 1, per: "1 second" } })
+        })
+        assert.isTrue(yield* limiter.acquire("b", { cost: 2 }))
+        // both have 5 left: admitted, each with 4 remaining
+        const ab = yield* limiter.consume(["a", "b"])
+        assert.deepStrictEqual([ab.allowed, ab.remaining, ab.limit], [true, 4, 5])
+        const ba = yield* limiter.consume(["b", "a"])
+        assert.deepStrictEqual([ba.allowed, ba.remaining, ba.limit], [true, 3, 7])
+        // both short by 2 units: denied, each to retry in 2 s
+        const deniedAb = yield* limiter.consume(["a", "b"], { cost: 5 })
+        assert.deepStrictEqual([deniedAb.allowed, Duration.toMillis(deniedAb.retryAfter), deniedAb.limit], [
+          false,
+          2000,
+          5
+        ])
+        const deniedBa = yield* limiter.consume(["b", "a"], { cost: 5 })
+        assert.deepStrictEqual([deniedBa.allowed, Duration.toMillis(deniedBa.retryAfter), deniedBa.limit], [
+          false,
+          2000,
+          7
+        ])
       }))
 
     it.effect("bad input names the field", () =>
@@ -442,4 +470,79 @@ describe("acquire over several keys: blocks and dry runs", () => {
         assert.isTrue(yield* limiter.acquire(["a", "b"]))
       }))
   }
+})
+
+describe("acquire over several keys: the store's fallback", () => {
+  it.effect("while the store is down the fallback decides, and the call says degraded; once back, it does not", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      const applyAll = inner.applyAll
+      if (applyAll === undefined) return assert.fail("MemoryStore takes from several keys at once")
+      const control = { down: false }
+      const store: Store.Store = {
+        name: "flaky",
+        apply: (call) =>
+          Effect.suspend(() =>
+            control.down
+              ? Effect.fail(new Store.StoreUnavailable({ store: "flaky", reason: "down" }))
+              : inner.apply(call)
+          ),
+        applyAll: (calls) =>
+          Effect.suspend(() =>
+            control.down
+              ? Effect.fail(new Store.StoreUnavailable({ store: "flaky", reason: "down" }))
+              : applyAll(calls)
+          )
+      }
+      const limiter = yield* RateLimiter.make({
+        policy: tiers,
+        fallback: { mode: "local", share: 0.5, timeout: "100 millis", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const up = yield* limiter.consume(["user:1", "org:a"])
+      assert.isTrue(up.allowed)
+      assert.notProperty(up, "degraded")
+      control.down = true
+      const down = yield* limiter.consume(["user:1", "org:a"])
+      assert.isTrue(down.allowed)
+      assert.isTrue(down.degraded)
+      // half of the user's limit, decided here
+      assert.strictEqual(down.limit, 2.5)
+      control.down = false
+      yield* TestClock.adjust("1 second")
+      const back = yield* limiter.consume(["user:1", "org:a"])
+      assert.notProperty(back, "degraded")
+      assert.strictEqual(back.limit, 5)
+    }))
+})
+
+describe("combine: one decision from the keys' own", () => {
+  const part = (allowed: boolean, remaining: number, retryAfter: number, limit: number): Decision.Decision => ({
+    allowed,
+    remaining,
+    retryAfter: Duration.millis(retryAfter),
+    resetAfter: Duration.zero,
+    limit
+  })
+
+  it("no keys: nothing remains, no limit", () => {
+    const d = AllOrNothing.combine(true, [], [])
+    assert.deepStrictEqual([d.allowed, d.remaining, d.limit, d.keys], [true, 0, 0, []])
+  })
+
+  it("denied while no key alone denies any more (a race): the first key that did not admit is binding", () => {
+    const d = AllOrNothing.combine(false, ["a", "b", "c"], [
+      part(true, 3, 0, 5),
+      part(false, 0, 0, 7),
+      part(false, 0, 0, 9)
+    ])
+    assert.deepStrictEqual([d.allowed, Duration.toMillis(d.retryAfter), d.limit], [false, 0, 7])
+    const none = AllOrNothing.combine(false, ["a", "b"], [part(true, 3, 0, 5), part(true, 1, 0, 7)])
+    assert.strictEqual(none.limit, 5)
+  })
+
+  it("admitted: no retryAfter, whatever a key's own says (a dry run's refusal let through)", () => {
+    const d = AllOrNothing.combine(true, ["a", "b"], [part(true, 0, 3600_000, 1), part(true, 3, 0, 3)])
+    assert.strictEqual(Duration.toMillis(d.retryAfter), 0)
+    assert.deepStrictEqual([d.remaining, d.limit], [0, 1])
+  })
 })
