@@ -4,6 +4,7 @@ import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import type { Decision } from "../src/index.ts"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { bind } from "../src/internal/algorithm/Algorithm.ts"
 import * as AllOrNothing from "../src/internal/coordinator/AllOrNothing.ts"
 
 // Lets forked fibers and bucket actors run until they park.
@@ -105,6 +106,17 @@ for (const variant of variants) {
           2000,
           7
         ])
+      }))
+
+    it.effect("stats: an admitted call counts once per key it took from, a refused one once", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        assert.isTrue(yield* limiter.acquire(["user:1", "org:a", "global"], { cost: 5 }))
+        assert.isFalse(yield* limiter.acquire(["user:1", "org:a", "global"]))
+        // the figures of a refused consume are read without counting a decision
+        assert.isFalse((yield* limiter.consume(["user:1", "org:a"])).allowed)
+        const stats = yield* limiter.stats
+        assert.deepStrictEqual([stats.allowed, stats.denied], [3, 2])
       }))
 
     it.effect("bad input names the field", () =>
@@ -545,4 +557,33 @@ describe("combine: one decision from the keys' own", () => {
     assert.strictEqual(Duration.toMillis(d.retryAfter), 0)
     assert.deepStrictEqual([d.remaining, d.limit], [0, 1])
   })
+})
+
+// A token bucket whose step throws for cost 3: a stand-in for an algorithm bug.
+const faulty = (() => {
+  const base = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.TokenBucket
+  const algorithm: Policy.TokenBucket["algorithm"] = {
+    ...base.algorithm,
+    takeInPlace: undefined,
+    step: (c, s, now, cost) => {
+      if (cost === 3) throw new Error("step exploded")
+      return base.algorithm.step(c, s, now, cost)
+    }
+  }
+  return { ...base, algorithm, rule: bind(algorithm, base.config) } as Policy.Policy
+})()
+
+describe("acquire over several keys: a defect in one key's policy", () => {
+  for (const fastPath of [true, false]) {
+    it.effect(`fails the call with BucketFailed, and the other keys pay nothing (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.make({ fastPath, policy: (key) => key === "bad" ? faulty : tiers(key) })
+        assert.isTrue(yield* limiter.acquire(["bad", "org:a"], { cost: 2 }))
+        const error = yield* Effect.flip(limiter.acquire(["bad", "org:a"], { cost: 3 }))
+        assert.strictEqual(error._tag, "BucketFailed")
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 8)
+        assert.isTrue(yield* limiter.acquire(["bad", "org:a"], { cost: 2 }))
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 6)
+      }))
+  }
 })
