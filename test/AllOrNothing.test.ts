@@ -254,6 +254,34 @@ describe("acquire over several keys, in process: holds", () => {
       assert.strictEqual(stats.waiting, 0)
     }))
 
+  it.effect("a key taken from under its hold (force) is waited for again, within maxWait, and taken from once", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } })
+      })
+      assert.isTrue(yield* limiter.acquire("b", { cost: 5 }))
+      // holds 3 on "a", then waits 3 s for "b"
+      const fiber = yield* Effect.forkChild(
+        Effect.andThen(limiter.wait(["a", "b"], { cost: 3, maxWait: "10 seconds" }), Clock.currentTimeMillis)
+      )
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      // over the limit, past the hold: "a" has 0 at 1 s, 2 at 3 s when "b" has 3
+      assert.isTrue((yield* limiter.force("a", { cost: 5 })).allowed)
+      for (let t = 0; t < 60; t++) {
+        yield* TestClock.adjust("100 millis")
+        yield* settle
+      }
+      // the commit at 3 s found "a" short; it held "a" again at 4 s, then "b"
+      assert.strictEqual(yield* Fiber.join(fiber), 4000)
+      // taken once from each, at 4 s; nothing still held (7 s now)
+      assert.strictEqual((yield* limiter.peek("a")).remaining, 3)
+      assert.strictEqual((yield* limiter.peek("b")).remaining, 4)
+      assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
+      assert.strictEqual((yield* limiter.stats).waiting, 0)
+    }))
+
   it.effect("calls over the same keys named in opposite orders never deadlock, and each key keeps its limit", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({
