@@ -254,6 +254,28 @@ describe("acquire over several keys, in process: holds", () => {
       assert.strictEqual(stats.waiting, 0)
     }))
 
+  it.effect("consume: a key taken from under its hold (force) denies the call at the commit, and nothing is taken", () =>
+    Effect.gen(function*() {
+      // actors only: each hold is a message to its key's actor, so a force can come between two
+      const limiter = yield* RateLimiter.make({
+        fastPath: false,
+        policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 hour" } })
+      })
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      const call = yield* Effect.forkChild(limiter.consume(["a", "b"], { cost: 3 }), { startImmediately: true })
+      // after the hold on "a" (4 left, 3 held): 3 more, over the limit
+      assert.isTrue((yield* limiter.force("a", { cost: 3 })).allowed)
+      const d = yield* Fiber.join(call)
+      assert.isFalse(d.allowed)
+      assert.deepStrictEqual(d.keys?.map((k) => [k.key, k.decision.allowed, k.decision.remaining]), [
+        ["a", false, 1],
+        ["b", true, 4]
+      ])
+      assert.strictEqual((yield* limiter.peek("a")).remaining, 1)
+      assert.strictEqual((yield* limiter.peek("b")).remaining, 4)
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+    }))
+
   it.effect("a key taken from under its hold (force) is waited for again, within maxWait, and taken from once", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({
