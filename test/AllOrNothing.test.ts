@@ -68,6 +68,7 @@ for (const variant of variants) {
         assert.isTrue(d.allowed)
         assert.strictEqual(d.remaining, 3)
         assert.strictEqual(d.limit, 5)
+        assert.notProperty(d, "degraded", "decided by the keys' own state")
         assert.deepStrictEqual(d.keys?.map((k) => [k.key, k.decision.remaining]), [
           ["global", 18],
           ["user:1", 3],
@@ -93,6 +94,8 @@ for (const variant of variants) {
         assert.deepStrictEqual([ab.allowed, ab.remaining, ab.limit], [true, 4, 5])
         const ba = yield* limiter.consume(["b", "a"])
         assert.deepStrictEqual([ba.allowed, ba.remaining, ba.limit], [true, 3, 7])
+        // full again after the longest of the keys' resetAfter (b's 4 s, named first)
+        assert.strictEqual(Duration.toMillis(ba.resetAfter), 4000)
         // both short by 2 units: denied, each to retry in 2 s
         const deniedAb = yield* limiter.consume(["a", "b"], { cost: 5 })
         assert.deepStrictEqual([deniedAb.allowed, Duration.toMillis(deniedAb.retryAfter), deniedAb.limit], [
@@ -117,6 +120,24 @@ for (const variant of variants) {
         assert.isFalse((yield* limiter.consume(["user:1", "org:a"])).allowed)
         const stats = yield* limiter.stats
         assert.deepStrictEqual([stats.allowed, stats.denied], [3, 2])
+      }))
+
+    it.effect("a key whose policy cannot be made fails the call with InvalidPolicy; the others pay and hold nothing", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: (key) => {
+            if (key === "boom") throw new Error("no policy")
+            return tiers(key)
+          }
+        })
+        // "boom" comes after "global" and "org:a", before "user:1"
+        const keys = ["user:1", "org:a", "boom", "global"]
+        assert.strictEqual((yield* Effect.flip(limiter.acquire(keys, { cost: 5 })))._tag, "InvalidPolicy")
+        assert.strictEqual((yield* Effect.flip(limiter.consume(keys, { cost: 5 })))._tag, "InvalidPolicy")
+        assert.strictEqual((yield* Effect.flip(limiter.wait(keys, { cost: 5 })))._tag, "InvalidPolicy")
+        assert.isTrue(yield* limiter.acquire(["user:1", "org:a", "global"], { cost: 5 }))
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 5)
+        assert.isTrue(yield* limiter.acquire(["org:a", "global"], { cost: 5 }))
       }))
 
     it.effect("bad input names the field", () =>
@@ -206,6 +227,8 @@ for (const variant of variants) {
           policy: (key) =>
             Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: key === "slow" ? "2 seconds" : "1 second" } })
         })
+        // the call starts a minute on: maxWait counts from then, not from the clock's origin
+        yield* TestClock.adjust("1 minute")
         assert.isTrue(yield* limiter.acquire(["fast", "slow"]))
         const late = yield* Effect.forkChild(Effect.exit(limiter.wait(["slow", "fast"], { maxWait: "1999 millis" })))
         const onTime = yield* Effect.forkChild(
@@ -218,7 +241,7 @@ for (const variant of variants) {
         }
         const exit = yield* Fiber.join(late)
         assert.isTrue(Exit.isFailure(exit), "admitted past its maxWait")
-        assert.strictEqual(yield* Fiber.join(onTime), 2000)
+        assert.strictEqual(yield* Fiber.join(onTime), 62_000)
       }))
 
     it.effect("wait over several keys fails at once past maxWait, taking nothing", () =>
@@ -302,6 +325,21 @@ describe("acquire over several keys, in process: holds", () => {
       assert.strictEqual((yield* limiter.peek("b")).remaining, 4)
       assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
       assert.strictEqual((yield* limiter.stats).waiting, 0)
+    }))
+
+  it.effect("a call over several keys counts the units another call holds, on the fast path too", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      // holds 4 on the org, waits on the user
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      assert.isFalse(yield* limiter.acquire(["org:a", "global"], { cost: 7 }))
+      const d = yield* limiter.consume(["org:a", "global"], { cost: 7 })
+      assert.isFalse(d.allowed)
+      assert.strictEqual(yield* remaining(limiter, "global"), 20)
+      assert.isTrue(yield* limiter.acquire(["org:a", "global"], { cost: 6 }))
+      yield* Fiber.interrupt(fiber)
     }))
 
   it.effect("calls over the same keys named in opposite orders never deadlock, and each key keeps its limit", () =>
@@ -636,4 +674,26 @@ describe("acquire over several keys: a defect in one key's policy", () => {
         assert.strictEqual(yield* remaining(limiter, "org:a"), 6)
       }))
   }
+})
+
+describe("wait over several keys on a store whose fallback denies", () => {
+  it.effect("while the store is down the call fails at once, with the fallback's retryAfter, however long it may wait", () =>
+    Effect.gen(function*() {
+      const store: Store.Store = {
+        name: "down",
+        apply: () => Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "down" })),
+        applyAll: () => Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "down" }))
+      }
+      const limiter = yield* RateLimiter.make({
+        policy: tiers,
+        fallback: { mode: "deny", timeout: "100 millis", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const fiber = yield* Effect.forkChild(Effect.flip(limiter.wait(["user:1", "org:a"])))
+      yield* settle
+      const error = fiber.pollUnsafe()
+      assert.isDefined(error, "still waiting on a store that is down")
+      const e = yield* Fiber.join(fiber)
+      assert.strictEqual(e._tag, "RateLimitExceeded")
+      if (e._tag === "RateLimitExceeded") assert.strictEqual(Duration.toMillis(e.retryAfter), 1000)
+    }))
 })
