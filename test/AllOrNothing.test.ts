@@ -126,12 +126,12 @@ for (const variant of variants) {
       Effect.gen(function*() {
         const limiter = yield* make({
           policy: (key) => {
-            if (key === "boom") throw new Error("no policy")
+            if (key === "x:boom") throw new Error("no policy")
             return tiers(key)
           }
         })
-        // "boom" comes after "global" and "org:a", before "user:1"
-        const keys = ["user:1", "org:a", "boom", "global"]
+        // "x:boom" comes last: the call holds on every other key first
+        const keys = ["user:1", "org:a", "x:boom", "global"]
         assert.strictEqual((yield* Effect.flip(limiter.acquire(keys, { cost: 5 })))._tag, "InvalidPolicy")
         assert.strictEqual((yield* Effect.flip(limiter.consume(keys, { cost: 5 })))._tag, "InvalidPolicy")
         assert.strictEqual((yield* Effect.flip(limiter.wait(keys, { cost: 5 })))._tag, "InvalidPolicy")
@@ -340,6 +340,25 @@ describe("acquire over several keys, in process: holds", () => {
       assert.strictEqual(yield* remaining(limiter, "global"), 20)
       assert.isTrue(yield* limiter.acquire(["org:a", "global"], { cost: 6 }))
       yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("a call over several keys does not pass a waiter in a key's line, even when every key is busy", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      // holds 4 on the org, waits in the user's line for 4 units (at 4 s)
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      // the user has 2 units, the org 6 free: a call for 1 of each would fit, but the waiter is ahead
+      assert.isFalse(yield* limiter.acquire(["org:a", "user:1"]))
+      assert.isFalse((yield* limiter.consume(["org:a", "user:1"])).allowed)
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      yield* Fiber.join(fiber)
+      assert.strictEqual(yield* remaining(limiter, "user:1"), 0)
+      assert.strictEqual(yield* remaining(limiter, "org:a"), 6)
     }))
 
   it.effect("calls over the same keys named in opposite orders never deadlock, and each key keeps its limit", () =>
