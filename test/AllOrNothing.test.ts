@@ -1,8 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
+import type { Decision } from "../src/index.ts"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { bind } from "../src/internal/algorithm/Algorithm.ts"
+import * as AllOrNothing from "../src/internal/coordinator/AllOrNothing.ts"
 
 // Lets forked fibers and bucket actors run until they park.
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
@@ -65,6 +68,7 @@ for (const variant of variants) {
         assert.isTrue(d.allowed)
         assert.strictEqual(d.remaining, 3)
         assert.strictEqual(d.limit, 5)
+        assert.notProperty(d, "degraded", "decided by the keys' own state")
         assert.deepStrictEqual(d.keys?.map((k) => [k.key, k.decision.remaining]), [
           ["global", 18],
           ["user:1", 3],
@@ -77,6 +81,63 @@ for (const variant of variants) {
         assert.deepStrictEqual(denied.keys?.map((k) => k.decision.allowed), [true, false, true])
         yield* TestClock.adjust("1 second")
         assert.isTrue(yield* limiter.acquire(["global", "user:1", "org:a"], { cost: 4 }))
+      }))
+
+    it.effect("consume: a tie goes to the earlier key named (its limit is the call's)", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: (key) => Policy.tokenBucket({ capacity: key === "a" ? 5 : 7, refill: { tokens: 1, per: "1 second" } })
+        })
+        assert.isTrue(yield* limiter.acquire("b", { cost: 2 }))
+        // both have 5 left: admitted, each with 4 remaining
+        const ab = yield* limiter.consume(["a", "b"])
+        assert.deepStrictEqual([ab.allowed, ab.remaining, ab.limit], [true, 4, 5])
+        const ba = yield* limiter.consume(["b", "a"])
+        assert.deepStrictEqual([ba.allowed, ba.remaining, ba.limit], [true, 3, 7])
+        // full again after the longest of the keys' resetAfter (b's 4 s, named first)
+        assert.strictEqual(Duration.toMillis(ba.resetAfter), 4000)
+        // both short by 2 units: denied, each to retry in 2 s
+        const deniedAb = yield* limiter.consume(["a", "b"], { cost: 5 })
+        assert.deepStrictEqual([deniedAb.allowed, Duration.toMillis(deniedAb.retryAfter), deniedAb.limit], [
+          false,
+          2000,
+          5
+        ])
+        const deniedBa = yield* limiter.consume(["b", "a"], { cost: 5 })
+        assert.deepStrictEqual([deniedBa.allowed, Duration.toMillis(deniedBa.retryAfter), deniedBa.limit], [
+          false,
+          2000,
+          7
+        ])
+      }))
+
+    it.effect("stats: an admitted call counts once per key it took from, a refused one once", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        assert.isTrue(yield* limiter.acquire(["user:1", "org:a", "global"], { cost: 5 }))
+        assert.isFalse(yield* limiter.acquire(["user:1", "org:a", "global"]))
+        // the figures of a refused consume are read without counting a decision
+        assert.isFalse((yield* limiter.consume(["user:1", "org:a"])).allowed)
+        const stats = yield* limiter.stats
+        assert.deepStrictEqual([stats.allowed, stats.denied], [3, 2])
+      }))
+
+    it.effect("a key whose policy cannot be made fails the call with InvalidPolicy; the others pay and hold nothing", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: (key) => {
+            if (key === "x:boom") throw new Error("no policy")
+            return tiers(key)
+          }
+        })
+        // "x:boom" comes last: the call holds on every other key first
+        const keys = ["user:1", "org:a", "x:boom", "global"]
+        assert.strictEqual((yield* Effect.flip(limiter.acquire(keys, { cost: 5 })))._tag, "InvalidPolicy")
+        assert.strictEqual((yield* Effect.flip(limiter.consume(keys, { cost: 5 })))._tag, "InvalidPolicy")
+        assert.strictEqual((yield* Effect.flip(limiter.wait(keys, { cost: 5 })))._tag, "InvalidPolicy")
+        assert.isTrue(yield* limiter.acquire(["user:1", "org:a", "global"], { cost: 5 }))
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 5)
+        assert.isTrue(yield* limiter.acquire(["org:a", "global"], { cost: 5 }))
       }))
 
     it.effect("bad input names the field", () =>
@@ -111,6 +172,78 @@ for (const variant of variants) {
         assert.strictEqual(yield* remaining(limiter, "org:a"), 8)
       }))
 
+    it.effect("a shaper's delay: consume reports the longest key's, acquire answers only once it has passed", () =>
+      Effect.gen(function*() {
+        // no nodelay: a request past the first one's level waits its turn to pass
+        const limiter = yield* make({ policy: Policy.leakyBucket({ rate: { tokens: 1, per: "1 second" }, burst: 3 }) })
+        assert.isTrue(yield* limiter.acquire(["x", "y"], { cost: 2 }))
+        const d = yield* limiter.consume(["w", "x"])
+        assert.isTrue(d.allowed)
+        assert.strictEqual(Duration.toMillis(d.delay ?? Duration.zero), 2000)
+        assert.deepStrictEqual(
+          d.keys?.map((k) => k.decision.delay === undefined ? 0 : Duration.toMillis(k.decision.delay)),
+          [
+            0,
+            2000
+          ]
+        )
+        const acquired = yield* Effect.forkChild(limiter.acquire(["v", "x"]))
+        yield* settle
+        yield* TestClock.adjust("2999 millis")
+        yield* settle
+        assert.isUndefined(acquired.pollUnsafe(), "answered before x's delay passed")
+        yield* TestClock.adjust("1 millis")
+        yield* settle
+        assert.isTrue(yield* Fiber.join(acquired))
+        // and so does wait: admitted at once (at 3 s), it proceeds after x's delay then, 1 s
+        const waited = yield* Effect.forkChild(
+          Effect.andThen(limiter.wait(["u", "x"], { cost: 3 }), Clock.currentTimeMillis)
+        )
+        for (let t = 0; t < 80; t++) {
+          yield* settle
+          yield* TestClock.adjust("100 millis")
+        }
+        assert.strictEqual(yield* Fiber.join(waited), 4000)
+      }))
+
+    it.effect("wait over several keys: the error names the key that would keep it waiting too long", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: tiers })
+        assert.isTrue(yield* limiter.acquire("org:a", { cost: 10 }))
+        // the org key comes after the global one and before the user's (keys are taken in sorted order)
+        const e = yield* Effect.flip(limiter.wait(["user:1", "org:a", "global"], { cost: 3, maxWait: "2 seconds" }))
+        assert.strictEqual(e._tag, "RateLimitExceeded")
+        if (e._tag === "RateLimitExceeded") {
+          assert.strictEqual(e.key, "org:a")
+          assert.strictEqual(Duration.toMillis(e.retryAfter), 3000)
+        }
+        assert.strictEqual(yield* remaining(limiter, "global"), 20)
+      }))
+
+    it.effect("wait over several keys: maxWait counts from the call's start, across the keys it waits for in turn", () =>
+      Effect.gen(function*() {
+        // "fast" refills 1 per second, "slow" 1 per 2 seconds; both empty
+        const limiter = yield* make({
+          policy: (key) =>
+            Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: key === "slow" ? "2 seconds" : "1 second" } })
+        })
+        // the call starts a minute on: maxWait counts from then, not from the clock's origin
+        yield* TestClock.adjust("1 minute")
+        assert.isTrue(yield* limiter.acquire(["fast", "slow"]))
+        const late = yield* Effect.forkChild(Effect.exit(limiter.wait(["slow", "fast"], { maxWait: "1999 millis" })))
+        const onTime = yield* Effect.forkChild(
+          Effect.andThen(limiter.wait(["fast", "slow"], { maxWait: "2 seconds", cost: 1 }), Clock.currentTimeMillis)
+        )
+        yield* settle
+        for (let t = 0; t < 40; t++) {
+          yield* TestClock.adjust("100 millis")
+          yield* settle
+        }
+        const exit = yield* Fiber.join(late)
+        assert.isTrue(Exit.isFailure(exit), "admitted past its maxWait")
+        assert.strictEqual(yield* Fiber.join(onTime), 62_000)
+      }))
+
     it.effect("wait over several keys fails at once past maxWait, taking nothing", () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: tiers })
@@ -142,6 +275,90 @@ describe("acquire over several keys, in process: holds", () => {
       yield* settle
       const stats = yield* limiter.stats
       assert.strictEqual(stats.waiting, 0)
+    }))
+
+  it.effect("consume: a key taken from under its hold (force) denies the call at the commit, and nothing is taken", () =>
+    Effect.gen(function*() {
+      // actors only: each hold is a message to its key's actor, so a force can come between two
+      const limiter = yield* RateLimiter.make({
+        fastPath: false,
+        policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 hour" } })
+      })
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      const call = yield* Effect.forkChild(limiter.consume(["a", "b"], { cost: 3 }), { startImmediately: true })
+      // after the hold on "a" (4 left, 3 held): 3 more, over the limit
+      assert.isTrue((yield* limiter.force("a", { cost: 3 })).allowed)
+      const d = yield* Fiber.join(call)
+      assert.isFalse(d.allowed)
+      assert.deepStrictEqual(d.keys?.map((k) => [k.key, k.decision.allowed, k.decision.remaining]), [
+        ["a", false, 1],
+        ["b", true, 4]
+      ])
+      assert.strictEqual((yield* limiter.peek("a")).remaining, 1)
+      assert.strictEqual((yield* limiter.peek("b")).remaining, 4)
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+    }))
+
+  it.effect("a key taken from under its hold (force) is waited for again, within maxWait, and taken from once", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } })
+      })
+      assert.isTrue(yield* limiter.acquire("b", { cost: 5 }))
+      // holds 3 on "a", then waits 3 s for "b"
+      const fiber = yield* Effect.forkChild(
+        Effect.andThen(limiter.wait(["a", "b"], { cost: 3, maxWait: "10 seconds" }), Clock.currentTimeMillis)
+      )
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      // over the limit, past the hold: "a" has 0 at 1 s, 2 at 3 s when "b" has 3
+      assert.isTrue((yield* limiter.force("a", { cost: 5 })).allowed)
+      for (let t = 0; t < 60; t++) {
+        yield* TestClock.adjust("100 millis")
+        yield* settle
+      }
+      // the commit at 3 s found "a" short; it held "a" again at 4 s, then "b"
+      assert.strictEqual(yield* Fiber.join(fiber), 4000)
+      // taken once from each, at 4 s; nothing still held (7 s now)
+      assert.strictEqual((yield* limiter.peek("a")).remaining, 3)
+      assert.strictEqual((yield* limiter.peek("b")).remaining, 4)
+      assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
+      assert.strictEqual((yield* limiter.stats).waiting, 0)
+    }))
+
+  it.effect("a call over several keys counts the units another call holds, on the fast path too", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      // holds 4 on the org, waits on the user
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      assert.isFalse(yield* limiter.acquire(["org:a", "global"], { cost: 7 }))
+      const d = yield* limiter.consume(["org:a", "global"], { cost: 7 })
+      assert.isFalse(d.allowed)
+      assert.strictEqual(yield* remaining(limiter, "global"), 20)
+      assert.isTrue(yield* limiter.acquire(["org:a", "global"], { cost: 6 }))
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("a call over several keys does not pass a waiter in a key's line, even when every key is busy", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      // holds 4 on the org, waits in the user's line for 4 units (at 4 s)
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      // the user has 2 units, the org 6 free: a call for 1 of each would fit, but the waiter is ahead
+      assert.isFalse(yield* limiter.acquire(["org:a", "user:1"]))
+      assert.isFalse((yield* limiter.consume(["org:a", "user:1"])).allowed)
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      yield* Fiber.join(fiber)
+      assert.strictEqual(yield* remaining(limiter, "user:1"), 0)
+      assert.strictEqual(yield* remaining(limiter, "org:a"), 6)
     }))
 
   it.effect("calls over the same keys named in opposite orders never deadlock, and each key keeps its limit", () =>
@@ -372,4 +589,130 @@ describe("acquire over several keys: blocks and dry runs", () => {
         assert.isTrue(yield* limiter.acquire(["a", "b"]))
       }))
   }
+})
+
+describe("acquire over several keys: the store's fallback", () => {
+  it.effect("while the store is down the fallback decides, and the call says degraded; once back, it does not", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      const applyAll = inner.applyAll
+      if (applyAll === undefined) return assert.fail("MemoryStore takes from several keys at once")
+      const control = { down: false }
+      const store: Store.Store = {
+        name: "flaky",
+        apply: (call) =>
+          Effect.suspend(() =>
+            control.down
+              ? Effect.fail(new Store.StoreUnavailable({ store: "flaky", reason: "down" }))
+              : inner.apply(call)
+          ),
+        applyAll: (calls) =>
+          Effect.suspend(() =>
+            control.down
+              ? Effect.fail(new Store.StoreUnavailable({ store: "flaky", reason: "down" }))
+              : applyAll(calls)
+          )
+      }
+      const limiter = yield* RateLimiter.make({
+        policy: tiers,
+        fallback: { mode: "local", share: 0.5, timeout: "100 millis", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const up = yield* limiter.consume(["user:1", "org:a"])
+      assert.isTrue(up.allowed)
+      assert.notProperty(up, "degraded")
+      control.down = true
+      const down = yield* limiter.consume(["user:1", "org:a"])
+      assert.isTrue(down.allowed)
+      assert.isTrue(down.degraded)
+      // half of the user's limit, decided here
+      assert.strictEqual(down.limit, 2.5)
+      control.down = false
+      yield* TestClock.adjust("1 second")
+      const back = yield* limiter.consume(["user:1", "org:a"])
+      assert.notProperty(back, "degraded")
+      assert.strictEqual(back.limit, 5)
+    }))
+})
+
+describe("combine: one decision from the keys' own", () => {
+  const part = (allowed: boolean, remaining: number, retryAfter: number, limit: number): Decision.Decision => ({
+    allowed,
+    remaining,
+    retryAfter: Duration.millis(retryAfter),
+    resetAfter: Duration.zero,
+    limit
+  })
+
+  it("no keys: nothing remains, no limit", () => {
+    const d = AllOrNothing.combine(true, [], [])
+    assert.deepStrictEqual([d.allowed, d.remaining, d.limit, d.keys], [true, 0, 0, []])
+  })
+
+  it("denied while no key alone denies any more (a race): the first key that did not admit is binding", () => {
+    const d = AllOrNothing.combine(false, ["a", "b", "c"], [
+      part(true, 3, 0, 5),
+      part(false, 0, 0, 7),
+      part(false, 0, 0, 9)
+    ])
+    assert.deepStrictEqual([d.allowed, Duration.toMillis(d.retryAfter), d.limit], [false, 0, 7])
+    const none = AllOrNothing.combine(false, ["a", "b"], [part(true, 3, 0, 5), part(true, 1, 0, 7)])
+    assert.strictEqual(none.limit, 5)
+  })
+
+  it("admitted: no retryAfter, whatever a key's own says (a dry run's refusal let through)", () => {
+    const d = AllOrNothing.combine(true, ["a", "b"], [part(true, 0, 3600_000, 1), part(true, 3, 0, 3)])
+    assert.strictEqual(Duration.toMillis(d.retryAfter), 0)
+    assert.deepStrictEqual([d.remaining, d.limit], [0, 1])
+  })
+})
+
+// A token bucket whose step throws for cost 3: a stand-in for an algorithm bug.
+const faulty = (() => {
+  const base = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.TokenBucket
+  const algorithm: Policy.TokenBucket["algorithm"] = {
+    ...base.algorithm,
+    takeInPlace: undefined,
+    step: (c, s, now, cost) => {
+      if (cost === 3) throw new Error("step exploded")
+      return base.algorithm.step(c, s, now, cost)
+    }
+  }
+  return { ...base, algorithm, rule: bind(algorithm, base.config) } as Policy.Policy
+})()
+
+describe("acquire over several keys: a defect in one key's policy", () => {
+  for (const fastPath of [true, false]) {
+    it.effect(`fails the call with BucketFailed, and the other keys pay nothing (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.make({ fastPath, policy: (key) => key === "bad" ? faulty : tiers(key) })
+        assert.isTrue(yield* limiter.acquire(["bad", "org:a"], { cost: 2 }))
+        const error = yield* Effect.flip(limiter.acquire(["bad", "org:a"], { cost: 3 }))
+        assert.strictEqual(error._tag, "BucketFailed")
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 8)
+        assert.isTrue(yield* limiter.acquire(["bad", "org:a"], { cost: 2 }))
+        assert.strictEqual(yield* remaining(limiter, "org:a"), 6)
+      }))
+  }
+})
+
+describe("wait over several keys on a store whose fallback denies", () => {
+  it.effect("while the store is down the call fails at once, with the fallback's retryAfter, however long it may wait", () =>
+    Effect.gen(function*() {
+      const store: Store.Store = {
+        name: "down",
+        apply: () => Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "down" })),
+        applyAll: () => Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "down" }))
+      }
+      const limiter = yield* RateLimiter.make({
+        policy: tiers,
+        fallback: { mode: "deny", timeout: "100 millis", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const fiber = yield* Effect.forkChild(Effect.flip(limiter.wait(["user:1", "org:a"])))
+      yield* settle
+      const error = fiber.pollUnsafe()
+      assert.isDefined(error, "still waiting on a store that is down")
+      const e = yield* Fiber.join(fiber)
+      assert.strictEqual(e._tag, "RateLimitExceeded")
+      if (e._tag === "RateLimitExceeded") assert.strictEqual(Duration.toMillis(e.retryAfter), 1000)
+    }))
 })

@@ -45,8 +45,9 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): Record<string, unknown> =
       "tollgate.retry_after_ms": Duration.isDuration(retry) ? Duration.toMillis(retry) : 0
     }
   }
-  if (Predicate.hasProperty(value, "delay") && Duration.isDuration(value.delay)) {
-    return { "tollgate.allowed": true, "tollgate.delay_ms": Duration.toMillis(value.delay) }
+  // a reservation, as its bucket answers it: when to act, in ms
+  if (Predicate.hasProperty(value, "delay") && Predicate.isNumber(value.delay)) {
+    return { "tollgate.allowed": true, "tollgate.delay_ms": value.delay }
   }
   return { "tollgate.allowed": true }
 }

@@ -176,6 +176,10 @@ const committed = (
 // (what a decision's figures are read as: a take's)
 const take = Op.make(Op.Kind.Take, 1)
 
+// An admitted decision's shaper delay (ms): how long the caller sleeps first.
+const shaped = (decision: Decision): number =>
+  decision.allowed && decision.delay !== undefined ? Duration.toMillis(decision.delay) : 0
+
 // The longest shaper's delay among the keys' replies.
 const delayOf = (replies: ReadonlyArray<Op.Reply>): number => replies.reduce((max, r) => Math.max(max, r.delay ?? 0), 0)
 
@@ -243,7 +247,7 @@ const decideWith = (
       }
       return Effect.map(all(limiter, buckets, cost), (answer): Decided => {
         const decision = combine(answer.allowed, keys, answer.decisions)
-        return { allowed: answer.allowed, decision, delay: 0 }
+        return { allowed: answer.allowed, decision, delay: shaped(decision) }
       })
     })
   }
@@ -383,7 +387,11 @@ const waitStore = (
         buckets.push(bucket)
       }
       const answer = yield* all(supervisor.limiter, buckets, cost)
-      if (answer.allowed) return
+      if (answer.allowed) {
+        const delay = shaped(combine(true, keys, answer.decisions))
+        if (delay > 0) yield* Effect.sleep(Duration.millis(delay))
+        return
+      }
       const decision = combine(false, keys, answer.decisions)
       const retry = Duration.toMillis(decision.retryAfter)
       const waited = (yield* Clock.currentTimeMillis) - start
