@@ -361,7 +361,8 @@ export const table: Defined = {
     limited: false,
     refuse: never,
     // nobody jumps the line: behind waiters, nothing is taken
-    op: (cost, _, q) => q.line > 0 ? Op.make(Op.Kind.WaitTime, 1, q.line + q.held) : Op.make(Op.Kind.TakeUpTo, cost),
+    op: (cost, _, q) =>
+      q.line > 0 ? Op.make(Op.Kind.WaitTime, 1, q.line + q.held) : Op.make(Op.Kind.TakeUpTo, cost, q.held),
     answer: (a, op, r) => {
       const taken = op.kind === Op.Kind.TakeUpTo ? r.value ?? 0 : 0
       if (taken > 0) a.recorder.allowed++
