@@ -1,0 +1,155 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Exit, Fiber, type Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import * as Engine from "../src/internal/actor/Engine.ts"
+
+// How each kind of request's answer is made from its operation's reply, in
+// process and on a store alike: what is counted allowed or denied, a
+// shaper's delay (slept by `acquire`, told by `consume`, absent when there is
+// none), and a partial take behind waiters.
+
+const bucket = Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } })
+// one per second, two more may queue, every one after the first delayed
+const shaper = Policy.leakyBucket({ rate: { tokens: 1, per: "1 second" }, burst: 2 })
+
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+type Make = (options: RateLimiter.Options) => Effect.Effect<RateLimiter["Service"], unknown, Scope.Scope>
+
+const backends: ReadonlyArray<readonly [string, Make]> = [
+  ["in process", (options) => RateLimiter.make(options)],
+  ["in process, actors only", (options) => RateLimiter.make({ fastPath: false, ...options })],
+  [
+    "on a store",
+    (options) =>
+      Effect.flatMap(
+        MemoryStore.make,
+        (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
+      )
+  ]
+]
+
+for (const [where, make] of backends) {
+  describe(`answers, ${where}`, () => {
+    it.effect("a partial take is counted allowed when it takes some, denied when it takes none", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: bucket })
+        const some = yield* limiter.consumeUpTo("k", { cost: 3 })
+        assert.strictEqual(some.taken, 2)
+        assert.isTrue(some.allowed)
+        assert.deepStrictEqual([(yield* limiter.stats).allowed, (yield* limiter.stats).denied], [1, 0])
+        const none = yield* limiter.consumeUpTo("k", { cost: 3 })
+        assert.strictEqual(none.taken, 0)
+        assert.isFalse(none.allowed)
+        assert.deepStrictEqual([(yield* limiter.stats).allowed, (yield* limiter.stats).denied], [1, 1])
+      }))
+
+    it.effect("a partial take behind a waiter takes nothing, is told its turn behind the line, and counted denied", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: bucket })
+        assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+        // a waiter for 1 unit stands in line (its turn: 1 s)
+        const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+        yield* settle
+        const before = yield* limiter.stats
+        const d = yield* limiter.consumeUpTo("k", { cost: 2 })
+        assert.strictEqual(d.taken, 0)
+        assert.isFalse(d.allowed)
+        assert.strictEqual(d.remaining, 0)
+        // one unit behind the waiter's: 2 s
+        assert.strictEqual(Duration.toMillis(d.retryAfter), 2000)
+        const after = yield* limiter.stats
+        assert.deepStrictEqual([after.allowed - before.allowed, after.denied - before.denied], [0, 1])
+        // the waiter's turn is untouched: 1 s
+        yield* TestClock.adjust("1 second")
+        yield* Fiber.join(waiter)
+        assert.isFalse(yield* limiter.acquire("k"))
+      }))
+
+    it.effect("acquire under a shaper proceeds after its delay, and answers true", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: shaper })
+        assert.isTrue(yield* limiter.acquire("k"))
+        // the second is admitted now and spaced out: it proceeds 1 s later
+        const second = yield* Effect.forkChild(limiter.acquire("k"), { startImmediately: true })
+        yield* settle
+        yield* TestClock.adjust("999 millis")
+        yield* settle
+        assert.isUndefined(second.pollUnsafe())
+        yield* TestClock.adjust("1 millis")
+        assert.isTrue(yield* Fiber.join(second))
+        assert.strictEqual((yield* limiter.stats).allowed, 2)
+      }))
+
+    it.effect("a decision carries a delay only when a shaper spaces the request out", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: (key) => key.startsWith("shaped") ? shaper : bucket })
+        const plain = yield* limiter.consume("plain")
+        assert.isTrue(plain.allowed)
+        assert.isFalse("delay" in plain)
+        const first = yield* limiter.consume("shaped")
+        assert.isTrue(first.allowed)
+        assert.isFalse("delay" in first)
+        const second = yield* limiter.consume("shaped")
+        assert.isTrue(second.allowed)
+        assert.strictEqual(Duration.toMillis(second.delay!), 1000)
+        // a refusal carries none
+        assert.isTrue((yield* limiter.consume("plain")).allowed)
+        const refused = yield* limiter.consume("plain")
+        assert.isFalse(refused.allowed)
+        assert.isFalse("delay" in refused)
+      }))
+  })
+}
+
+// A MemoryStore that can be made to fail every call.
+const failing = Effect.gen(function*() {
+  const inner = Engine.engineOf(yield* MemoryStore.make)
+  const control = { down: false }
+  const store = Engine.pluggable({
+    name: "failing",
+    apply: (key, policy, ops) =>
+      Effect.suspend(() =>
+        control.down
+          ? Effect.fail(new Store.StoreUnavailable({ store: "failing", reason: "down" }))
+          : inner.apply(key, policy, ops)
+      )
+  })
+  return { store, control } as const
+})
+
+describe("answers, on a store that fails, with the fallback allow", () => {
+  it.effect("calls and waiters that find waiters in line are admitted at once (fail open), and so is the line", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failing
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 hour" } }),
+        fallback: { mode: "allow", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      // a waiter in line on each key (its turn an hour away), while the store answers
+      const waiters = yield* Effect.forEach(["a", "b", "c"], (key) =>
+        Effect.gen(function*() {
+          assert.isTrue(yield* limiter.acquire(key, { cost: 2 }))
+          return yield* Effect.forkChild(limiter.wait(key), { startImmediately: true })
+        }))
+      yield* settle
+      const before = yield* limiter.stats
+      control.down = true
+      const d = yield* limiter.consume("a")
+      assert.isTrue(d.allowed)
+      assert.isTrue(d.degraded)
+      assert.strictEqual(d.remaining, 2)
+      const upTo = yield* limiter.consumeUpTo("b", { cost: 2 })
+      assert.strictEqual(upTo.taken, 2)
+      assert.isTrue(upTo.allowed)
+      assert.isTrue(upTo.degraded)
+      const newcomer = yield* Effect.forkChild(limiter.wait("c"), { startImmediately: true })
+      yield* settle
+      // the newcomer and the waiters in line go at once too, the clock never moved
+      for (const waiter of [...waiters, newcomer]) assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+      const after = yield* limiter.stats
+      // the two calls, the new waiter and the three in line
+      assert.deepStrictEqual([after.allowed - before.allowed, after.denied - before.denied], [6, 0])
+    }))
+})
