@@ -88,6 +88,24 @@ for (const fastPath of [true, false]) {
         assert.isTrue(Option.isNone(yield* limiter.get("a")))
       }))
 
+    it.effect("a key with a waiter in line is live for get, even in the instant its state settles", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(1) })
+        yield* limiter.block("k", "1 second")
+        // a get that comes exactly when the block ends (its sleep starts before the line's)
+        const get = yield* Effect.forkChild(Effect.andThen(Effect.sleep("1 second"), limiter.get("k")), {
+          startImmediately: true
+        })
+        // a waiter for no units stands in line while the key is blocked
+        const waiter = yield* Effect.forkChild(limiter.wait("k", { cost: 0 }), { startImmediately: true })
+        yield* settle
+        assert.isUndefined(waiter.pollUnsafe())
+        yield* TestClock.adjust("1 second")
+        // the key's state is settled (full), but someone waits on it
+        assert.isTrue(Option.isSome(yield* Fiber.join(get)))
+        yield* Fiber.join(waiter)
+      }))
+
     it.effect("a block goes on under a new policy", () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: perSecond(2) })
