@@ -106,6 +106,22 @@ for (const fastPath of [true, false]) {
         yield* Fiber.join(waiter)
       }))
 
+    it.effect("a waiter whose caller leaves in the pass that admits it gives its permit back", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: Policy.concurrency({ capacity: 1 }) })
+        assert.isTrue(yield* limiter.acquire("k"))
+        const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+        yield* settle
+        // the release admits the waiter; the releasing fiber, answered first in
+        // that pass, interrupts the waiter before its own answer reaches it
+        yield* Effect.andThen(limiter.release("k"), Effect.sync(() => waiter.interruptUnsafe()))
+        assert.isTrue(Exit.hasInterrupts(yield* Fiber.await(waiter)))
+        yield* settle
+        // the permit is not lost
+        assert.strictEqual((yield* limiter.peek("k")).remaining, 1)
+        assert.isTrue(yield* limiter.acquire("k"))
+      }))
+
     it.effect("a block goes on under a new policy", () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: perSecond(2) })
