@@ -122,6 +122,20 @@ for (const fastPath of [true, false]) {
         assert.isTrue(yield* limiter.acquire("k"))
       }))
 
+    it.effect("the permit a leaving waiter gives back goes to the next in line at once", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: Policy.concurrency({ capacity: 1 }) })
+        assert.isTrue(yield* limiter.acquire("k"))
+        const first = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+        yield* settle
+        const second = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+        yield* settle
+        yield* Effect.andThen(limiter.release("k"), Effect.sync(() => first.interruptUnsafe()))
+        yield* settle
+        assert.deepStrictEqual(second.pollUnsafe(), Exit.void)
+        assert.strictEqual((yield* limiter.peek("k")).remaining, 0)
+      }))
+
     it.effect("a block goes on under a new policy", () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: perSecond(2) })
