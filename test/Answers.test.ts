@@ -153,3 +153,58 @@ describe("answers, on a store that fails, with the fallback allow", () => {
       assert.deepStrictEqual([after.allowed - before.allowed, after.denied - before.denied], [6, 0])
     }))
 })
+
+describe("answers, on a store: a change to a key wakes the head of its line", () => {
+  const changes: ReadonlyArray<
+    readonly [string, (limiter: RateLimiter["Service"]) => Effect.Effect<unknown, unknown>]
+  > = [
+    ["reset", (l) => l.reset("k")],
+    ["fill", (l) => l.fill("k")],
+    ["release", (l) => l.release("k", 1)],
+    ["add", (l) => l.add("k", 1)],
+    ["add over the limit", (l) => l.add("k", 1, { overLimit: true })],
+    ["set", (l) => l.set("k", 0)],
+    ["delete", (l) => l.delete("k")],
+    [
+      "reconfigure",
+      (l) =>
+        l.reconfigure("k", Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 hour" } }), {
+          carry: "reset"
+        })
+    ]
+  ]
+  for (const [name, change] of changes) {
+    it.effect(`${name}: the waiter it makes room for goes at once, not at its estimated turn`, () =>
+      Effect.gen(function*() {
+        const store = yield* MemoryStore.make
+        const limiter = yield* RateLimiter.make({
+          policy: Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 hour" } })
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+        // its turn: an hour away
+        const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+        yield* settle
+        assert.isUndefined(waiter.pollUnsafe())
+        yield* change(limiter)
+        yield* settle
+        assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+      }))
+  }
+})
+
+describe("answers, on a store that fails, with the fallback error", () => {
+  it.effect("each call fails with StoreUnavailable saying why: the store died, or is skipped while it is down", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failing
+      const limiter = yield* RateLimiter.make({ policy: bucket, fallback: { mode: "error", retryAfter: "1 second" } })
+        .pipe(Effect.provideService(Store.CurrentStore, store))
+      control.down = true
+      const first = yield* Effect.flip(limiter.acquire("k"))
+      assert.strictEqual(first._tag, "StoreUnavailable")
+      // the store's own error
+      assert.strictEqual(first._tag === "StoreUnavailable" && first.reason, "down")
+      // skipped for a second: not asked again
+      const second = yield* Effect.flip(limiter.consume("k"))
+      assert.strictEqual(second._tag === "StoreUnavailable" && second.reason, "down; retrying shortly")
+    }))
+})
