@@ -106,12 +106,16 @@ for (const [where, make] of backends) {
 // A MemoryStore that can be made to fail every call.
 const failing = Effect.gen(function*() {
   const inner = Engine.engineOf(yield* MemoryStore.make)
-  const control = { down: false }
+  const control = { down: false, dies: false, hangs: false }
   const store = Engine.pluggable({
     name: "failing",
     apply: (key, policy, ops) =>
       Effect.suspend(() =>
-        control.down
+        control.hangs
+          ? Effect.never
+          : control.dies
+          ? Effect.die(new Error("boom"))
+          : control.down
           ? Effect.fail(new Store.StoreUnavailable({ store: "failing", reason: "down" }))
           : inner.apply(key, policy, ops)
       )
@@ -206,5 +210,51 @@ describe("answers, on a store that fails, with the fallback error", () => {
       // skipped for a second: not asked again
       const second = yield* Effect.flip(limiter.consume("k"))
       assert.strictEqual(second._tag === "StoreUnavailable" && second.reason, "down; retrying shortly")
+      // a store that dies, or does not answer within the timeout
+      yield* TestClock.adjust("1 second")
+      control.down = false
+      control.dies = true
+      const died = yield* Effect.flip(limiter.acquire("k"))
+      assert.isTrue(died._tag === "StoreUnavailable" && died.reason.startsWith("it died: "), String(died))
+      yield* TestClock.adjust("1 second")
+      control.dies = false
+      control.hangs = true
+      const hung = yield* Effect.forkChild(Effect.flip(limiter.acquire("k")), { startImmediately: true })
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      const timedOut = yield* Fiber.join(hung)
+      assert.isTrue(timedOut._tag === "StoreUnavailable" && timedOut.reason.startsWith("timed out after "))
+    }))
+})
+
+describe("answers, on a store: a batch in order", () => {
+  it.effect("a call and a waiter in one batch are decided in the order they came", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({
+        fastPath: false,
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const first = yield* Effect.forkChild(limiter.consume("k"), { startImmediately: true })
+      const second = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+      yield* settle
+      assert.isTrue((yield* Fiber.join(first)).allowed)
+      assert.isUndefined(second.pollUnsafe())
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(second)
+    }))
+})
+
+describe("answers, on a store that fails, with the fallback deny", () => {
+  it.effect("a waiter is refused at once, told when the store is tried again, and counted denied", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failing
+      const limiter = yield* RateLimiter.make({ policy: bucket, fallback: { mode: "deny", retryAfter: "2 seconds" } })
+        .pipe(Effect.provideService(Store.CurrentStore, store))
+      control.down = true
+      const error = yield* Effect.flip(limiter.wait("k"))
+      assert.strictEqual(error._tag, "RateLimitExceeded")
+      assert.strictEqual(Duration.toMillis(error.retryAfter), 2000)
+      assert.strictEqual((yield* limiter.stats).denied, 1)
     }))
 })
