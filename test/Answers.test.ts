@@ -103,13 +103,13 @@ for (const [where, make] of backends) {
   })
 }
 
-// A MemoryStore that can be made to fail every call.
-const failing = Effect.gen(function*() {
-  const inner = Engine.engineOf(yield* MemoryStore.make)
-  const control = { down: false, dies: false, hangs: false }
-  const store = Engine.pluggable({
-    name: "failing",
-    apply: (key, policy, ops) =>
+// A MemoryStore that can be made to fail every call (with or without calls
+// over several keys).
+const failingWith = (several: boolean) =>
+  Effect.gen(function*() {
+    const inner = Engine.engineOf(yield* MemoryStore.make)
+    const control = { down: false, dies: false, hangs: false }
+    const fail = <A>(run: Effect.Effect<A, Store.StoreUnavailable>) =>
       Effect.suspend(() =>
         control.hangs
           ? Effect.never
@@ -117,11 +117,16 @@ const failing = Effect.gen(function*() {
           ? Effect.die(new Error("boom"))
           : control.down
           ? Effect.fail(new Store.StoreUnavailable({ store: "failing", reason: "down" }))
-          : inner.apply(key, policy, ops)
+          : run
       )
+    const store = Engine.pluggable({
+      name: "failing",
+      apply: (key, policy, ops) => fail(inner.apply(key, policy, ops)),
+      applyAll: several ? (entries) => fail(inner.applyAll!(entries)) : undefined
+    })
+    return { store, control } as const
   })
-  return { store, control } as const
-})
+const failing = failingWith(false)
 
 describe("answers, on a store that fails, with the fallback allow", () => {
   it.effect("calls and waiters that find waiters in line are admitted at once (fail open), and so is the line", () =>
@@ -256,5 +261,49 @@ describe("answers, on a store that fails, with the fallback deny", () => {
       assert.strictEqual(error._tag, "RateLimitExceeded")
       assert.strictEqual(error._tag === "RateLimitExceeded" && Duration.toMillis(error.retryAfter), 2000)
       assert.strictEqual((yield* limiter.stats).denied, 1)
+    }))
+})
+
+describe("answers, on a store: calls over several keys", () => {
+  it.effect("a store that cannot take from several keys at once says so", () =>
+    Effect.gen(function*() {
+      const { store } = yield* failing
+      const limiter = yield* RateLimiter.make({ policy: bucket }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const error = yield* Effect.flip(limiter.acquire(["a", "b"]))
+      assert.strictEqual(error._tag, "InvalidRequest")
+      assert.deepStrictEqual(
+        error._tag === "InvalidRequest" ? [error.field, error.value, error.reason] : [],
+        ["keys", "2", "the failing store cannot take from several keys at once"]
+      )
+    }))
+
+  it.effect("while the store is down, the local fallback takes all or nothing from each key's share", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failingWith(true)
+      const limiter = yield* RateLimiter.make({
+        policy: (key: string) =>
+          Policy.tokenBucket({ capacity: key === "a" ? 4 : 2, refill: { tokens: 1, per: "1 hour" } }),
+        fallback: { mode: "local", share: 1 }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      control.down = true
+      const first = yield* limiter.consume(["a", "b"])
+      assert.isTrue(first.allowed && first.degraded === true)
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      // "b"'s share is spent: nothing is taken from "a" either
+      assert.isFalse(yield* limiter.acquire(["a", "b"]))
+      assert.isTrue(yield* limiter.acquire("a", { cost: 2 }))
+      assert.isFalse(yield* limiter.acquire("a"))
+    }))
+
+  it.effect("with the fallback error, a call over several keys fails with StoreUnavailable", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failingWith(true)
+      const limiter = yield* RateLimiter.make({ policy: bucket, fallback: { mode: "error", retryAfter: "1 second" } })
+        .pipe(Effect.provideService(Store.CurrentStore, store))
+      control.down = true
+      const first = yield* Effect.flip(limiter.acquire(["a", "b"]))
+      assert.strictEqual(first._tag === "StoreUnavailable" && first.reason, "down")
+      const second = yield* Effect.flip(limiter.acquire(["a", "b"]))
+      assert.strictEqual(second._tag === "StoreUnavailable" && second.reason, "down; retrying shortly")
     }))
 })
