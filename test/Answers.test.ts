@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, type Scope } from "effect"
+import { Duration, Effect, Exit, Fiber, Option, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
@@ -305,5 +305,42 @@ describe("answers, on a store: calls over several keys", () => {
       assert.strictEqual(first._tag === "StoreUnavailable" && first.reason, "down")
       const second = yield* Effect.flip(limiter.acquire(["a", "b"]))
       assert.strictEqual(second._tag === "StoreUnavailable" && second.reason, "down; retrying shortly")
+    }))
+})
+
+describe("answers, on a store: dry runs and waiters", () => {
+  it.effect("a waiter under a dry run goes at once, counted, and takes nothing", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" }, dryRun: true })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.isTrue(yield* limiter.acquire("k"))
+      const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+      yield* settle
+      assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+      assert.strictEqual((yield* limiter.stats).dryRun, 1)
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 0)
+    }))
+})
+
+describe("answers, on a store: a key others wait on", () => {
+  it.effect("a key with a waiter in line is live for get, even in the instant its state settles", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      yield* limiter.block("k", "1 second")
+      // a get that comes exactly when the block ends (its sleep starts before the line's)
+      const get = yield* Effect.forkChild(Effect.andThen(Effect.sleep("1 second"), limiter.get("k")), {
+        startImmediately: true
+      })
+      const waiter = yield* Effect.forkChild(limiter.wait("k", { cost: 0 }), { startImmediately: true })
+      yield* settle
+      assert.isUndefined(waiter.pollUnsafe())
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(Option.isSome(yield* Fiber.join(get)))
+      yield* Fiber.join(waiter)
     }))
 })
