@@ -361,6 +361,72 @@ describe("acquire over several keys, in process: holds", () => {
       assert.strictEqual(yield* remaining(limiter, "org:a"), 6)
     }))
 
+  it.effect("a take of one unit counts the units held too, as a take of several does", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      // the call holds 4 of the org's 10 while it waits on the user
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      assert.isTrue(yield* limiter.acquire("org:a", { cost: 5 }))
+      // 5 taken, 4 held: one unit is left, and one take of one gets it
+      assert.isTrue(yield* limiter.acquire("org:a"))
+      assert.isFalse(yield* limiter.acquire("org:a"))
+      const d = yield* limiter.consume("org:a")
+      assert.isFalse(d.allowed)
+      assert.strictEqual(d.remaining, 0)
+      // the held units come first: one unit is free again after 1 s
+      assert.strictEqual(Duration.toMillis(d.retryAfter), 1000)
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("a decision behind waiters is told its turn behind the waiters and the units held", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      assert.isTrue(yield* limiter.acquire("org:a", { cost: 6 }))
+      // 4 tokens are left, all held: a waiter of 2 stands in line
+      const waiter = yield* Effect.forkChild(limiter.wait("org:a", { cost: 2 }))
+      yield* settle
+      assert.isUndefined(waiter.pollUnsafe())
+      // behind 2 in line and 4 held, with 4 there: one more unit in 3 s
+      const d = yield* limiter.consume("org:a")
+      assert.isFalse(d.allowed)
+      assert.strictEqual(d.remaining, 0)
+      assert.strictEqual(Duration.toMillis(d.retryAfter), 3000)
+      const upTo = yield* limiter.consumeUpTo("org:a", { cost: 3 })
+      assert.strictEqual(upTo.taken, 0)
+      assert.isFalse(upTo.allowed)
+      assert.strictEqual(Duration.toMillis(upTo.retryAfter), 3000)
+      yield* Fiber.interrupt(waiter)
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("a partial take leaves the units held alone", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      // 10 there, 4 held: a take of up to 10 takes 6, as a take of 7 is refused
+      assert.isFalse((yield* limiter.consume("org:a", { cost: 7 })).allowed)
+      const d = yield* limiter.consumeUpTo("org:a", { cost: 10 })
+      assert.strictEqual(d.taken, 6)
+      assert.isTrue(d.allowed)
+      assert.strictEqual(d.remaining, 0)
+      const none = yield* limiter.consumeUpTo("org:a", { cost: 10 })
+      assert.strictEqual(none.taken, 0)
+      assert.strictEqual(Duration.toMillis(none.retryAfter), 1000)
+      // the call gets its 4 when the user has 4 again: nothing was taken from under its hold
+      yield* TestClock.adjust("4 seconds")
+      yield* settle
+      assert.isTrue(Exit.isSuccess(yield* Fiber.await(fiber)))
+      // 4 left beside the hold, 4 refilled, 4 taken by the call
+      assert.strictEqual(yield* remaining(limiter, "org:a"), 4)
+    }))
+
   it.effect("calls over the same keys named in opposite orders never deadlock, and each key keeps its limit", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({

@@ -206,6 +206,28 @@ describe("Interpreter: each operation", () => {
     assert.deepStrictEqual(after, blocked)
   })
 
+  it("TakeUpTo with units held takes only what fits beside them, as a take would", () => {
+    // 5 there, 2 held: up to 3 taken, and the reply counts the held units out
+    const [some, after] = one(bucket, undefined, Op.make(Op.Kind.TakeUpTo, 4, 2))
+    assert.isTrue(some.allowed)
+    assert.strictEqual(some.value, 3)
+    assert.strictEqual(some.remaining, 0)
+    assert.strictEqual(one(bucket, after, Op.make(Op.Kind.Peek, 1))[0].remaining, 2)
+    // a cost below what is free is taken whole
+    assert.strictEqual(one(bucket, undefined, Op.make(Op.Kind.TakeUpTo, 2, 2))[0].value, 2)
+    // everything held: nothing taken, the key left as it was, told when one unit fits
+    const [none, untouched] = one(bucket, after, Op.make(Op.Kind.TakeUpTo, 4, 2), 0)
+    assert.isFalse(none.allowed)
+    assert.strictEqual(none.value, 0)
+    assert.strictEqual(none.retryAfter, 1000)
+    assert.strictEqual(untouched, after)
+    // for every amount held, the units taken and those held never pass what a take admits
+    for (let held = 0; held <= 6; held++) {
+      const [r] = one(bucket, undefined, Op.make(Op.Kind.TakeUpTo, 10, held))
+      assert.strictEqual(r.value, Math.max(0, 5 - held))
+    }
+  })
+
   it("a block that is over is not kept beside the state; no state settles at once", () => {
     const [, taken] = one(bucket, undefined, Op.make(Op.Kind.Take, 1))
     assert.notInstanceOf(taken, Block.Stored)

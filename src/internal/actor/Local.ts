@@ -111,7 +111,7 @@ const decide: Decide<Request.Answer> = (limiter, bucket, kind, cost, now, payloa
       return Exit.void
     }
     case Request.Kind.Hold:
-      return hold(limiter, bucket, undefined, cost, now)
+      return hold(limiter, bucket, cost, now)
     case Request.Kind.Transact:
       return transact(limiter, bucket, now, payload)
     case Request.Kind.Delete: {
@@ -172,7 +172,6 @@ const anchor = (bucket: Bucket.Bucket, now: number): void => {
 const hold = (
   limiter: Bucket.Limiter,
   bucket: Bucket.Bucket,
-  request: Request.Request | undefined,
   cost: number,
   now: number
 ): Request.Answer<typeof Request.Kind.Hold> => {
@@ -184,7 +183,6 @@ const hold = (
   const d = Operations.decision(op, reply, false, limiter.clock.behind)
   if (!d.allowed) return Exit.succeed({ decision: d, holder: undefined })
   Bucket.hold(bucket, cost)
-  if (request !== undefined) request.holding = true
   return Exit.succeed({ decision: d, holder: bucket })
 }
 
@@ -424,7 +422,8 @@ const serve = (
         admitLine(limiter, bucket, line, now)
       }
     }
-    if (deleted && line.waiters.length === 0 && actor.pending === 0) {
+    // (a waiter admitted after the delete used the key: it has state again)
+    if (deleted && line.waiters.length === 0 && actor.pending === 0 && Bucket.read(bucket) === undefined) {
       limiter.forget(bucket.key, bucket)
       Bucket.retire(bucket)
     }

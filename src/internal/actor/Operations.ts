@@ -164,21 +164,6 @@ const counted = (recorder: Recorder, op: Op.Op, r: Op.Reply): boolean => {
 const exitTrue = Exit.succeed(true)
 const exitFalse = Exit.succeed(false)
 
-/**
- * The answer to an admitted waiter: at once, or after a shaper's delay.
- *
- * @example
- * ```ts
- * import * as Operations from "./Operations.ts"
- *
- * const admitted = Operations.admitted(0) // Exit.void
- * ```
- *
- * @since 0.3.0
- */
-export const admitted = (delay: number): Effect.Effect<void> =>
-  delay > 0 ? Effect.sleep(Duration.millis(delay)) : Exit.void
-
 // The figures of the key as it stands (the operations that change a key
 // without deciding a request answer them).
 const standing = (a: Answering, op: Op.Op, r: Op.Reply) => Exit.succeed(decision(op, r, a.degraded, a.behind))
@@ -361,7 +346,8 @@ export const table: Defined = {
     limited: false,
     refuse: never,
     // nobody jumps the line: behind waiters, nothing is taken
-    op: (cost, _, q) => q.line > 0 ? Op.make(Op.Kind.WaitTime, 1, q.line + q.held) : Op.make(Op.Kind.TakeUpTo, cost),
+    op: (cost, _, q) =>
+      q.line > 0 ? Op.make(Op.Kind.WaitTime, 1, q.line + q.held) : Op.make(Op.Kind.TakeUpTo, cost, q.held),
     answer: (a, op, r) => {
       const taken = op.kind === Op.Kind.TakeUpTo ? r.value ?? 0 : 0
       if (taken > 0) a.recorder.allowed++

@@ -147,6 +147,22 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
     return local
   }
 
+  // What the fallback "allow" or "deny" answers, knowing nothing of a key's state.
+  const blind = (bucket: Bucket.Bucket, ops: ReadonlyArray<Op>): ReadonlyArray<Reply> => {
+    const limit = bucket.policy.rule.maxCost
+    const allowed = fallback.mode === "allow"
+    const retryAfter = allowed ? 0 : fallback.retryMillis
+    return ops.map((op) => ({
+      allowed,
+      remaining: allowed ? limit : 0,
+      retryAfter,
+      resetAfter: retryAfter,
+      limit,
+      // a partial take takes all it asks for, or nothing
+      ...(op.kind === OpKind.TakeUpTo ? { value: allowed ? op.cost : 0 } : {})
+    }))
+  }
+
   const degrade = (
     bucket: Bucket.Bucket,
     ops: ReadonlyArray<Op>,
@@ -154,7 +170,6 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
     error?: StoreUnavailable
   ): Answered => {
     health.degraded += ops.length
-    const limit = bucket.policy.rule.maxCost
     switch (fallback.mode) {
       case "local": {
         const [replies, state] = Interpreter.apply(localPolicy(bucket.policy), Bucket.read(bucket), now, ops)
@@ -162,23 +177,8 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
         return { replies, degraded: true, error: undefined }
       }
       case "allow":
-      case "deny": {
-        const allowed = fallback.mode === "allow"
-        const retryAfter = allowed ? 0 : fallback.retryMillis
-        return {
-          replies: ops.map((op) => ({
-            allowed,
-            remaining: allowed ? limit : 0,
-            retryAfter,
-            resetAfter: retryAfter,
-            limit,
-            // a partial take takes all it asks for, or nothing; nothing is known of a key's state
-            ...(op.kind === OpKind.TakeUpTo ? { value: allowed ? op.cost : 0 } : {})
-          })),
-          degraded: true,
-          error: undefined
-        }
-      }
+      case "deny":
+        return { replies: blind(bucket, ops), degraded: true, error: undefined }
       case "error":
         return {
           replies: [],
@@ -383,6 +383,12 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
     }
     const result = yield* call(limiter, bucket, ops)
     Bucket.touch(limiter, bucket, limiter.clock.currentTimeMillisUnsafe())
+    // Failing open, the fallback admits the line at once (its head asks now):
+    // nobody is behind it, and each request is answered as on a quiet key.
+    const open = result.degraded && fallback.mode === "allow"
+    if (open) line.wakeAt = 0
+    const asked = open ? requests.map((r) => opFor(undefined, r.kind, r.cost, r.payload)) : ops
+    const replies = open ? blind(bucket, asked) : result.replies
     for (let i = 0; i < requests.length; i++) {
       const request = requests[i]
       const kind = request.kind
@@ -391,7 +397,7 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
         kind !== Request.Kind.Wait && kind !== Request.Kind.Reserve && kind !== Request.Kind.Poke &&
         kind !== Request.Kind.HoldWait
       ) {
-        Request.reply(request, answerOf(limiter, kind, ops[i], result.replies[i], result.degraded, bucket.policy))
+        Request.reply(request, answerOf(limiter, kind, asked[i], replies[i], result.degraded, bucket.policy))
       }
     }
   })
@@ -425,6 +431,8 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
       limiter.recorder.denied++
       return Request.reply(request, Exit.fail(deniedWaiter(bucket)))
     }
+    // failing open, the line goes at once (its head asks now)
+    if (result.degraded && fallback.mode === "allow") line.wakeAt = 0
     if (empty && result.replies[0].allowed) {
       limiter.recorder.allowed++
       return Request.reply(request, Line.admittedAtOnce(request, Operations.shaping(result.replies[0], bucket.policy)))

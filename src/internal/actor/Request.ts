@@ -302,6 +302,11 @@ export class Request {
   tag = 0
   /** Set when a `Hold` or `HoldWait` was granted: its units are held until committed or given back. */
   holding = false
+  /**
+   * The answer kept for the batch's {@link flush}: the request is decided
+   * (its units taken) before the answer reaches it.
+   */
+  answered: Answer | undefined = undefined
   constructor(kind: Kind, cost: number, maxWait: number, payload?: Payload | undefined) {
     this.kind = kind
     this.cost = cost
@@ -386,6 +391,7 @@ const answers: Array<Answer> = []
  * @since 0.2.0
  */
 export const answer = (request: Request, answer: Answer): void => {
+  request.answered = answer
   requests.push(request)
   answers.push(answer)
 }

@@ -255,9 +255,16 @@ export const transitions: { readonly [K in Op.Kind]: Transition } = {
     const before = current(key)
     key.state = before
     if (blocked(key)) return replyOf(Block.outcome(key.rule, before, key.now, key.until, 1), 0)
-    const { outcome, taken } = key.rule.takeUpTo(before, key.now, op.cost)
+    if (op.queued === 0) {
+      const { outcome, taken } = key.rule.takeUpTo(before, key.now, op.cost)
+      if (taken > 0) key.state = outcome.state
+      return replyOf(outcome, taken)
+    }
+    // Units held come first, as for a take: the most that fits beside them.
+    const taken = Math.max(0, key.rule.takeUpTo(before, key.now, op.queued + op.cost).taken - op.queued)
+    const outcome = fit(key.rule, before, key.now, Math.max(1, taken), op.queued)
     if (taken > 0) key.state = outcome.state
-    return replyOf(outcome, taken)
+    return replyOf(taken > 0 ? outcome : { ...outcome, allowed: false }, taken)
   },
   [Op.Kind.Get]: (key, op) => standing(key, live(key, op) ? 1 : 0),
   [Op.Kind.Set]: (key, op) => {

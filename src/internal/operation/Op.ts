@@ -30,7 +30,8 @@
  * - `ForceAdd`: add `cost` units with no cap.
  * - `Fill`: the key full (nothing used), unblocked.
  * - `TakeUpTo`: take as much as admitted now, at most `cost`; `value`
- *   answers how many.
+ *   answers how many (`queued`: units held, which come first, as for
+ *   `Take`).
  * - `Get`: the key as it stands; `value` answers 1 if it has state not yet
  *   settled (or `queued` > 0: others wait on it), else 0; nothing is created.
  * - `Set`: the key as if `cost` units had been used from full, unblocked.

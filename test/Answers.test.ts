@@ -1,0 +1,346 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Exit, Fiber, Option, type Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import * as Engine from "../src/internal/actor/Engine.ts"
+
+// How each kind of request's answer is made from its operation's reply, in
+// process and on a store alike: what is counted allowed or denied, a
+// shaper's delay (slept by `acquire`, told by `consume`, absent when there is
+// none), and a partial take behind waiters.
+
+const bucket = Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } })
+// one per second, two more may queue, every one after the first delayed
+const shaper = Policy.leakyBucket({ rate: { tokens: 1, per: "1 second" }, burst: 2 })
+
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+type Make = (options: RateLimiter.Options) => Effect.Effect<RateLimiter["Service"], unknown, Scope.Scope>
+
+const backends: ReadonlyArray<readonly [string, Make]> = [
+  ["in process", (options) => RateLimiter.make(options)],
+  ["in process, actors only", (options) => RateLimiter.make({ fastPath: false, ...options })],
+  [
+    "on a store",
+    (options) =>
+      Effect.flatMap(
+        MemoryStore.make,
+        (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
+      )
+  ]
+]
+
+for (const [where, make] of backends) {
+  describe(`answers, ${where}`, () => {
+    it.effect("a partial take is counted allowed when it takes some, denied when it takes none", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: bucket })
+        const some = yield* limiter.consumeUpTo("k", { cost: 3 })
+        assert.strictEqual(some.taken, 2)
+        assert.isTrue(some.allowed)
+        assert.deepStrictEqual([(yield* limiter.stats).allowed, (yield* limiter.stats).denied], [1, 0])
+        const none = yield* limiter.consumeUpTo("k", { cost: 3 })
+        assert.strictEqual(none.taken, 0)
+        assert.isFalse(none.allowed)
+        assert.deepStrictEqual([(yield* limiter.stats).allowed, (yield* limiter.stats).denied], [1, 1])
+      }))
+
+    it.effect("a partial take behind a waiter takes nothing, is told its turn behind the line, and counted denied", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: bucket })
+        assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+        // a waiter for 1 unit stands in line (its turn: 1 s)
+        const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+        yield* settle
+        const before = yield* limiter.stats
+        const d = yield* limiter.consumeUpTo("k", { cost: 2 })
+        assert.strictEqual(d.taken, 0)
+        assert.isFalse(d.allowed)
+        assert.strictEqual(d.remaining, 0)
+        // one unit behind the waiter's: 2 s
+        assert.strictEqual(Duration.toMillis(d.retryAfter), 2000)
+        const after = yield* limiter.stats
+        assert.deepStrictEqual([after.allowed - before.allowed, after.denied - before.denied], [0, 1])
+        // the waiter's turn is untouched: 1 s
+        yield* TestClock.adjust("1 second")
+        yield* Fiber.join(waiter)
+        assert.isFalse(yield* limiter.acquire("k"))
+      }))
+
+    it.effect("acquire under a shaper proceeds after its delay, and answers true", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: shaper })
+        assert.isTrue(yield* limiter.acquire("k"))
+        // the second is admitted now and spaced out: it proceeds 1 s later
+        const second = yield* Effect.forkChild(limiter.acquire("k"), { startImmediately: true })
+        yield* settle
+        yield* TestClock.adjust("999 millis")
+        yield* settle
+        assert.isUndefined(second.pollUnsafe())
+        yield* TestClock.adjust("1 millis")
+        assert.isTrue(yield* Fiber.join(second))
+        assert.strictEqual((yield* limiter.stats).allowed, 2)
+      }))
+
+    it.effect("a decision carries a delay only when a shaper spaces the request out", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: (key) => key.startsWith("shaped") ? shaper : bucket })
+        const plain = yield* limiter.consume("plain")
+        assert.isTrue(plain.allowed)
+        assert.isFalse("delay" in plain)
+        const first = yield* limiter.consume("shaped")
+        assert.isTrue(first.allowed)
+        assert.isFalse("delay" in first)
+        const second = yield* limiter.consume("shaped")
+        assert.isTrue(second.allowed)
+        assert.strictEqual(Duration.toMillis(second.delay!), 1000)
+        // a refusal carries none
+        assert.isTrue((yield* limiter.consume("plain")).allowed)
+        const refused = yield* limiter.consume("plain")
+        assert.isFalse(refused.allowed)
+        assert.isFalse("delay" in refused)
+      }))
+  })
+}
+
+// A MemoryStore that can be made to fail every call (with or without calls
+// over several keys).
+const failingWith = (several: boolean) =>
+  Effect.gen(function*() {
+    const inner = Engine.engineOf(yield* MemoryStore.make)
+    const control = { down: false, dies: false, hangs: false }
+    const fail = <A>(run: Effect.Effect<A, Store.StoreUnavailable>) =>
+      Effect.suspend(() =>
+        control.hangs
+          ? Effect.never
+          : control.dies
+          ? Effect.die(new Error("boom"))
+          : control.down
+          ? Effect.fail(new Store.StoreUnavailable({ store: "failing", reason: "down" }))
+          : run
+      )
+    const store = Engine.pluggable({
+      name: "failing",
+      apply: (key, policy, ops) => fail(inner.apply(key, policy, ops)),
+      applyAll: several ? (entries) => fail(inner.applyAll!(entries)) : undefined
+    })
+    return { store, control } as const
+  })
+const failing = failingWith(false)
+
+describe("answers, on a store that fails, with the fallback allow", () => {
+  it.effect("calls and waiters that find waiters in line are admitted at once (fail open), and so is the line", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failing
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 hour" } }),
+        fallback: { mode: "allow", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      // a waiter in line on each key (its turn an hour away), while the store answers
+      const waiters = yield* Effect.forEach(["a", "b", "c"], (key) =>
+        Effect.gen(function*() {
+          assert.isTrue(yield* limiter.acquire(key, { cost: 2 }))
+          return yield* Effect.forkChild(limiter.wait(key), { startImmediately: true })
+        }))
+      yield* settle
+      const before = yield* limiter.stats
+      control.down = true
+      const d = yield* limiter.consume("a")
+      assert.isTrue(d.allowed)
+      assert.isTrue(d.degraded)
+      assert.strictEqual(d.remaining, 2)
+      const upTo = yield* limiter.consumeUpTo("b", { cost: 2 })
+      assert.strictEqual(upTo.taken, 2)
+      assert.isTrue(upTo.allowed)
+      assert.isTrue(upTo.degraded)
+      const newcomer = yield* Effect.forkChild(limiter.wait("c"), { startImmediately: true })
+      yield* settle
+      // the newcomer and the waiters in line go at once too, the clock never moved
+      for (const waiter of [...waiters, newcomer]) assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+      const after = yield* limiter.stats
+      // the two calls, the new waiter and the three in line
+      assert.deepStrictEqual([after.allowed - before.allowed, after.denied - before.denied], [6, 0])
+    }))
+})
+
+describe("answers, on a store: a change to a key wakes the head of its line", () => {
+  const changes: ReadonlyArray<
+    readonly [string, (limiter: RateLimiter["Service"]) => Effect.Effect<unknown, unknown>]
+  > = [
+    ["reset", (l) => l.reset("k")],
+    ["fill", (l) => l.fill("k")],
+    ["release", (l) => l.release("k", 1)],
+    ["add", (l) => l.add("k", 1)],
+    ["add over the limit", (l) => l.add("k", 1, { overLimit: true })],
+    ["set", (l) => l.set("k", 0)],
+    ["delete", (l) => l.delete("k")],
+    [
+      "reconfigure",
+      (l) =>
+        l.reconfigure("k", Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 hour" } }), {
+          carry: "reset"
+        })
+    ]
+  ]
+  for (const [name, change] of changes) {
+    it.effect(`${name}: the waiter it makes room for goes at once, not at its estimated turn`, () =>
+      Effect.gen(function*() {
+        const store = yield* MemoryStore.make
+        const limiter = yield* RateLimiter.make({
+          policy: Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 hour" } })
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+        // its turn: an hour away
+        const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+        yield* settle
+        assert.isUndefined(waiter.pollUnsafe())
+        yield* change(limiter)
+        yield* settle
+        assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+      }))
+  }
+})
+
+describe("answers, on a store that fails, with the fallback error", () => {
+  it.effect("each call fails with StoreUnavailable saying why: the store died, or is skipped while it is down", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failing
+      const limiter = yield* RateLimiter.make({ policy: bucket, fallback: { mode: "error", retryAfter: "1 second" } })
+        .pipe(Effect.provideService(Store.CurrentStore, store))
+      control.down = true
+      const first = yield* Effect.flip(limiter.acquire("k"))
+      assert.strictEqual(first._tag, "StoreUnavailable")
+      // the store's own error
+      assert.strictEqual(first._tag === "StoreUnavailable" && first.reason, "down")
+      // skipped for a second: not asked again
+      const second = yield* Effect.flip(limiter.consume("k"))
+      assert.strictEqual(second._tag === "StoreUnavailable" && second.reason, "down; retrying shortly")
+      // a store that dies, or does not answer within the timeout
+      yield* TestClock.adjust("1 second")
+      control.down = false
+      control.dies = true
+      const died = yield* Effect.flip(limiter.acquire("k"))
+      assert.isTrue(died._tag === "StoreUnavailable" && died.reason.startsWith("it died: "), String(died))
+      yield* TestClock.adjust("1 second")
+      control.dies = false
+      control.hangs = true
+      const hung = yield* Effect.forkChild(Effect.flip(limiter.acquire("k")), { startImmediately: true })
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      const timedOut = yield* Fiber.join(hung)
+      assert.isTrue(timedOut._tag === "StoreUnavailable" && timedOut.reason.startsWith("timed out after "))
+    }))
+})
+
+describe("answers, on a store: a batch in order", () => {
+  it.effect("a call and a waiter in one batch are decided in the order they came", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({
+        fastPath: false,
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const first = yield* Effect.forkChild(limiter.consume("k"), { startImmediately: true })
+      const second = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+      yield* settle
+      assert.isTrue((yield* Fiber.join(first)).allowed)
+      assert.isUndefined(second.pollUnsafe())
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(second)
+    }))
+})
+
+describe("answers, on a store that fails, with the fallback deny", () => {
+  it.effect("a waiter is refused at once, told when the store is tried again, and counted denied", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failing
+      const limiter = yield* RateLimiter.make({ policy: bucket, fallback: { mode: "deny", retryAfter: "2 seconds" } })
+        .pipe(Effect.provideService(Store.CurrentStore, store))
+      control.down = true
+      const error = yield* Effect.flip(limiter.wait("k"))
+      assert.strictEqual(error._tag, "RateLimitExceeded")
+      assert.strictEqual(error._tag === "RateLimitExceeded" && Duration.toMillis(error.retryAfter), 2000)
+      assert.strictEqual((yield* limiter.stats).denied, 1)
+    }))
+})
+
+describe("answers, on a store: calls over several keys", () => {
+  it.effect("a store that cannot take from several keys at once says so", () =>
+    Effect.gen(function*() {
+      const { store } = yield* failing
+      const limiter = yield* RateLimiter.make({ policy: bucket }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const error = yield* Effect.flip(limiter.acquire(["a", "b"]))
+      assert.strictEqual(error._tag, "InvalidRequest")
+      assert.deepStrictEqual(
+        error._tag === "InvalidRequest" ? [error.field, error.value, error.reason] : [],
+        ["keys", "2", "the failing store cannot take from several keys at once"]
+      )
+    }))
+
+  it.effect("while the store is down, the local fallback takes all or nothing from each key's share", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failingWith(true)
+      const limiter = yield* RateLimiter.make({
+        policy: (key: string) =>
+          Policy.tokenBucket({ capacity: key === "a" ? 4 : 2, refill: { tokens: 1, per: "1 hour" } }),
+        fallback: { mode: "local", share: 1 }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      control.down = true
+      const first = yield* limiter.consume(["a", "b"])
+      assert.isTrue(first.allowed && first.degraded === true)
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      // "b"'s share is spent: nothing is taken from "a" either
+      assert.isFalse(yield* limiter.acquire(["a", "b"]))
+      assert.isTrue(yield* limiter.acquire("a", { cost: 2 }))
+      assert.isFalse(yield* limiter.acquire("a"))
+    }))
+
+  it.effect("with the fallback error, a call over several keys fails with StoreUnavailable", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failingWith(true)
+      const limiter = yield* RateLimiter.make({ policy: bucket, fallback: { mode: "error", retryAfter: "1 second" } })
+        .pipe(Effect.provideService(Store.CurrentStore, store))
+      control.down = true
+      const first = yield* Effect.flip(limiter.acquire(["a", "b"]))
+      assert.strictEqual(first._tag === "StoreUnavailable" && first.reason, "down")
+      const second = yield* Effect.flip(limiter.acquire(["a", "b"]))
+      assert.strictEqual(second._tag === "StoreUnavailable" && second.reason, "down; retrying shortly")
+    }))
+})
+
+describe("answers, on a store: dry runs and waiters", () => {
+  it.effect("a waiter under a dry run goes at once, counted, and takes nothing", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" }, dryRun: true })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.isTrue(yield* limiter.acquire("k"))
+      const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+      yield* settle
+      assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+      assert.strictEqual((yield* limiter.stats).dryRun, 1)
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 0)
+    }))
+})
+
+describe("answers, on a store: a key others wait on", () => {
+  it.effect("a key with a waiter in line is live for get, even in the instant its state settles", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      yield* limiter.block("k", "1 second")
+      // a get that comes exactly when the block ends (its sleep starts before the line's)
+      const get = yield* Effect.forkChild(Effect.andThen(Effect.sleep("1 second"), limiter.get("k")), {
+        startImmediately: true
+      })
+      const waiter = yield* Effect.forkChild(limiter.wait("k", { cost: 0 }), { startImmediately: true })
+      yield* settle
+      assert.isUndefined(waiter.pollUnsafe())
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(Option.isSome(yield* Fiber.join(get)))
+      yield* Fiber.join(waiter)
+    }))
+})
