@@ -174,7 +174,8 @@ const rows: ReadonlyArray<Row> = [
     "invalid policy: carry = keep: must be reset, proportional or as-is"
   ],
   ["a reconfigure of an empty key", (l) => l.reconfigure("", bucket), "invalid request: key = \"\": must not be empty"],
-  ["a setRate of an empty key", (l) => l.setRate("", 2), "invalid request: key = \"\": must not be empty"]
+  ["a setRate of an empty key", (l) => l.setRate("", 2), "invalid request: key = \"\": must not be empty"],
+  ["a feedback on an empty key", (l) => l.feedback("", "ok"), "invalid request: key = \"\": must not be empty"]
 ]
 
 const backends = [
@@ -220,6 +221,53 @@ for (const [where, make] of backends) {
         assert.strictEqual(error.field, "rate")
         assert.strictEqual(error.value, "-1")
         assert.isAbove(error.reason.length, 0)
+      }))
+
+    it.effect("a tenant exactly maxKeyLength long is taken", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: bucket })
+        yield* limiter.wait("k", { tenant: "t".repeat(512) })
+        assert.isFalse((yield* limiter.peek("k", { cost: 3 })).allowed)
+        assert.isTrue((yield* limiter.peek("k", { cost: 2 })).allowed)
+      }))
+
+    it.effect("a throttled signal needs no options", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: adaptive })
+        yield* limiter.feedback("k", "throttled")
+        assert.isTrue(yield* limiter.acquire("k"))
+      }))
+
+    it.effect("withPermit gives back the cost it took", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: Policy.concurrency({ capacity: 2 }) })
+        yield* limiter.withPermit("k", { cost: 2 })(Effect.void)
+        assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+      }))
+
+    it.effect("setRate keeps the key's level as it is", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: bucket })
+        assert.isTrue(yield* limiter.acquire("k", { cost: 3 }))
+        yield* limiter.setRate("k", 2)
+        assert.isFalse(yield* limiter.acquire("k"))
+        // the new rate: 2 per second
+        yield* TestClock.adjust("500 millis")
+        assert.isTrue(yield* limiter.acquire("k"))
+      }))
+
+    it.effect("setRate on a key whose policy function throws fails with its InvalidPolicy", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({
+          policy: () => {
+            throw new Error("no tier")
+          }
+        })
+        const error = yield* Effect.flip(limiter.setRate("k", 2))
+        assert.strictEqual(
+          error.message,
+          "invalid policy: policy = function: the policy function threw: Error: no tier"
+        )
       }))
 
     it.effect("a throttled signal's retryAfter is kept to a day", () =>

@@ -78,6 +78,35 @@ describe("traces", () => {
       }).pipe(Effect.withTracer(tracer))
       assert.strictEqual(attributes(spans[0])["tollgate.key"], "user:42")
     }))
+
+  it.effect("calls over several keys and a permit are spans of their own names, with the call's cost and keys", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = recording()
+      yield* Effect.gen(function*() {
+        const limiter = yield* RateLimiter.make({
+          policy: (key) => {
+            if (key === "broken") throw new Error("no policy")
+            return policy
+          },
+          traceKeys: true
+        })
+        assert.isTrue((yield* limiter.consume(["a", "b"], { cost: 2 })).allowed)
+        yield* TestClock.adjust("2 seconds")
+        yield* limiter.wait(["a", "b"], { cost: 2 })
+        yield* TestClock.adjust("2 seconds")
+        yield* limiter.withPermit("c")(Effect.void)
+        yield* Effect.flip(limiter.acquire("broken"))
+      }).pipe(Effect.withTracer(tracer))
+      assert.deepStrictEqual(spans.map((s) => s.name), [
+        "RateLimiter.consume",
+        "RateLimiter.wait",
+        "RateLimiter.withPermit",
+        "RateLimiter.acquire"
+      ])
+      assert.deepInclude(attributes(spans[0]), { "tollgate.cost": 2, "tollgate.key": "a b" })
+      assert.deepInclude(attributes(spans[1]), { "tollgate.cost": 2, "tollgate.key": "a b" })
+      assert.deepInclude(attributes(spans[3]), { "tollgate.policy": "invalid", "tollgate.key": "broken" })
+    }))
 })
 
 // The stack frames a failure was annotated with (innermost first): a span
