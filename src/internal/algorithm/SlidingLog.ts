@@ -165,8 +165,13 @@ const append = (
 ): ReadonlyArray<number> => {
   const keep = Math.min(c.size, log.length - from + cost)
   const old = keep - Math.min(cost, keep)
-  const out: Array<number> = log.slice(log.length - old)
-  while (out.length < keep) out.push(t)
+  // A loop rather than `slice` and `push`: the same in JavaScript, and in
+  // the Lua compiled from it no library call and no length taken per step.
+  const out: Array<number> = []
+  const end = log.length
+  let n = 0
+  for (let i = end - old; i < end; i++) out[n++] = log[i]
+  while (n < keep) out[n++] = t
   return out
 }
 
