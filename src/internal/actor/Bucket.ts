@@ -447,8 +447,10 @@ const start = (limiter: Limiter, bucket: Bucket, actor: Actor, mailbox: Mailbox)
  * @since 0.1.0
  */
 export const leave = (limiter: Limiter, bucket: Bucket, request: Request.Request, refund: boolean): void => {
-  if (Deferred.isDoneUnsafe(request.reply)) {
-    const answer = request.reply.effect
+  // Answered: sent, or decided and not yet sent (its batch's answers are
+  // being sent, and a caller resumed before it interrupted it).
+  const answer = Deferred.isDoneUnsafe(request.reply) ? request.reply.effect : request.kept
+  if (answer !== undefined) {
     if (refund && Exit.isExit(answer) && Exit.isSuccess(answer)) {
       if (request.kind === Request.Kind.Wait) limiter.backend.refund(limiter, bucket, request.cost)
       // a hold granted in the very instant its caller left: given back

@@ -302,6 +302,12 @@ export class Request {
   tag = 0
   /** Set when a `Hold` or `HoldWait` was granted: its units are held until committed or given back. */
   holding = false
+  /**
+   * Its answer, once decided and kept to be sent ({@link answer}): a caller
+   * that leaves while its batch's answers are being sent (another caller,
+   * resumed first, interrupts it) finds here what it was given.
+   */
+  kept: Answer | undefined = undefined
   constructor(kind: Kind, cost: number, maxWait: number, payload?: Payload | undefined) {
     this.kind = kind
     this.cost = cost
@@ -386,6 +392,7 @@ const answers: Array<Answer> = []
  * @since 0.2.0
  */
 export const answer = (request: Request, answer: Answer): void => {
+  request.kept = answer
   requests.push(request)
   answers.push(answer)
 }

@@ -1,0 +1,127 @@
+/**
+ * What a key's bucket and its actor promise, through the public API: a
+ * caller that leaves in the instant its answer is being sent keeps nothing
+ * it was not given (a permit, a hold), and a decision already made stays
+ * made; a store-backed limiter's actors give their fibers back once idle;
+ * and the store's metrics are published exactly for limiters with a store.
+ * Each test was written for mutants of the actor no other test caught
+ * (docs/reliability.md, "The actor's Request, Engine, Limiter and Bucket
+ * survivors").
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Metric } from "effect"
+import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+
+// Lets forked fibers and bucket actors run until they park.
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+
+const perHour = (capacity: number) => Policy.tokenBucket({ capacity, refill: { tokens: 1, per: "1 hour" } })
+
+// A metric of the limiter named `limiter`, as an exporter reads it
+// (`undefined`: not published).
+const metricOf = (id: string, limiter: string) =>
+  Effect.map(Metric.snapshot, (all) => {
+    const found = all.find((s) => s.id === id && s.attributes?.limiter === limiter)
+    if (found === undefined) return undefined
+    const state: unknown = found.state
+    return typeof state === "object" && state !== null && "count" in state ? state.count : undefined
+  })
+
+describe("a caller that leaves while its batch's answers are sent", () => {
+  for (const fastPath of [true, false]) {
+    const name = fastPath ? "fast path" : "actor only"
+    // Both waiters are admitted by one release, in one batch; the first,
+    // resumed as its answer is sent, wins the race, which interrupts the
+    // second before its own answer is sent.
+    it.effect(`a waiter that loses a race in the instant both are admitted gives its permit back (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 2 }), fastPath })
+        assert.isTrue(yield* limiter.acquire("k"))
+        assert.isTrue(yield* limiter.acquire("k"))
+        const race = yield* Effect.race(limiter.wait("k"), limiter.wait("k")).pipe(
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* settle
+        assert.strictEqual((yield* limiter.stats).waiting, 2)
+        yield* limiter.release("k", 2)
+        yield* settle
+        yield* Fiber.join(race)
+        // the winner holds one permit; the loser's came back
+        assert.isTrue(yield* limiter.acquire("k"))
+        assert.isFalse(yield* limiter.acquire("k"))
+      }))
+
+    it.effect(`a call over several keys that loses such a race gives back what it held (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 2 }), fastPath })
+        assert.isTrue(yield* limiter.acquire("a"))
+        assert.isTrue(yield* limiter.acquire("a"))
+        const race = yield* Effect.race(limiter.wait(["a", "b"]), limiter.wait(["a", "b"])).pipe(
+          Effect.forkChild({ startImmediately: true })
+        )
+        yield* settle
+        yield* limiter.release("a", 2)
+        yield* settle
+        yield* Fiber.join(race)
+        // the winner took one unit of each key; nothing else is held
+        for (const key of ["a", "b"]) {
+          assert.isTrue(yield* limiter.acquire(key), key)
+          assert.isFalse(yield* limiter.acquire(key), key)
+        }
+      }))
+  }
+
+  // The actor (no fast path: it keeps running) takes both calls in one
+  // batch; the first, resumed as its answer is sent, wins the race.
+  it.effect("a decision sent in the same batch as a race's winner stays made: nothing is given back", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: perHour(4), fastPath: false })
+      assert.isTrue(yield* limiter.acquire("k"))
+      const race = yield* Effect.race(limiter.consume("k"), limiter.consume("k")).pipe(
+        Effect.forkChild({ startImmediately: true })
+      )
+      yield* settle
+      assert.isTrue((yield* Fiber.join(race)).allowed)
+      // both consumes took their unit: one is left of four
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 1)
+      const last = yield* limiter.consume("k")
+      assert.isTrue(last.allowed)
+      assert.strictEqual(last.remaining, 0)
+      assert.isFalse((yield* limiter.consume("k")).allowed)
+      assert.strictEqual((yield* limiter.stats).allowed, 4)
+    }))
+})
+
+describe("a limiter's actors and metrics", () => {
+  it.effect("a store-backed limiter without the fast path gives its actors' fibers back once idle", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({ policy: perHour(2), fastPath: false }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      assert.isTrue(yield* limiter.acquire("k"))
+      yield* settle
+      const stats = yield* limiter.stats
+      assert.strictEqual(stats.started, 1)
+      assert.strictEqual(stats.actors, 0)
+      // the state stayed in the store: the next call sees it
+      assert.isTrue(yield* limiter.acquire("k"))
+      assert.isFalse(yield* limiter.acquire("k"))
+    }))
+
+  it.effect("the store's metrics are published for a store-backed limiter, and only for one", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const shared = yield* RateLimiter.make({ policy: perHour(2), name: "with-store" }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      yield* RateLimiter.make({ policy: perHour(2), name: "in-process" })
+      assert.isTrue(yield* shared.acquire("k"))
+      assert.isTrue(yield* shared.acquire("k"))
+      assert.strictEqual(yield* metricOf("tollgate_store_calls_total", "with-store"), 2)
+      assert.strictEqual(yield* metricOf("tollgate_store_failures_total", "with-store"), 0)
+      assert.strictEqual(yield* metricOf("tollgate_decisions_total", "in-process"), 0)
+      assert.isUndefined(yield* metricOf("tollgate_store_calls_total", "in-process"))
+      assert.isUndefined(yield* metricOf("tollgate_degraded_total", "in-process"))
+    }))
+})
