@@ -10,12 +10,29 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Metric } from "effect"
+import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { bind } from "../src/internal/algorithm/Algorithm.ts"
 
 // Lets forked fibers and bucket actors run until they park.
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
 const perHour = (capacity: number) => Policy.tokenBucket({ capacity, refill: { tokens: 1, per: "1 hour" } })
+
+// A token bucket (5, one per second) whose step throws for cost 3 from
+// t = 1 s on: a stand-in for an algorithm bug.
+const faulty = (() => {
+  const base = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.TokenBucket
+  const algorithm: Policy.TokenBucket["algorithm"] = {
+    ...base.algorithm,
+    takeInPlace: undefined,
+    step: (c, s, now, cost) => {
+      if (cost === 3 && now >= 1000) throw new Error("step exploded")
+      return base.algorithm.step(c, s, now, cost)
+    }
+  }
+  return { ...base, algorithm, rule: bind(algorithm, base.config) } as Policy.Policy
+})()
 
 // A metric of the limiter named `limiter`, as an exporter reads it
 // (`undefined`: not published).
@@ -123,5 +140,87 @@ describe("a limiter's actors and metrics", () => {
       assert.strictEqual(yield* metricOf("tollgate_decisions_total", "in-process"), 0)
       assert.isUndefined(yield* metricOf("tollgate_store_calls_total", "in-process"))
       assert.isUndefined(yield* metricOf("tollgate_degraded_total", "in-process"))
+    }))
+})
+
+describe("units held for a call over several keys, given back", () => {
+  it.effect("a waiter behind units held by a call waiting on another key is admitted once they are given back", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }) })
+      assert.isTrue(yield* limiter.acquire("b"))
+      // holds a's only permit, and waits in b's line
+      const both = yield* limiter.wait(["a", "b"]).pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      // waits in a's line, behind the hold
+      const one = yield* limiter.wait("a").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      assert.isUndefined(one.pollUnsafe())
+      yield* Fiber.interrupt(both)
+      yield* settle
+      // the hold came back: the waiter on a is admitted at once, with no release of a
+      assert.isDefined(one.pollUnsafe(), "the waiter on a is still waiting")
+      yield* Fiber.join(one)
+      assert.isFalse(yield* limiter.acquire("a"))
+    }))
+
+  it.effect("a key decided on the caller's fiber gets back the hold of a call another key refused", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }), fastPath: true })
+      assert.isTrue(yield* limiter.acquire("b"))
+      // someone waits on b: the call over a and b holds a (which has no actor), and b refuses
+      yield* limiter.wait("b").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      assert.isFalse(yield* limiter.acquire(["a", "b"]))
+      assert.isTrue(yield* limiter.acquire("a"))
+      assert.isFalse(yield* limiter.acquire("a"))
+    }))
+
+  it.effect("giving back a hold on a key nobody waits for puts nothing in its mailbox", () =>
+    Effect.gen(function*() {
+      // no fast path: a's actor keeps running, with a mailbox of one
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.concurrency({ capacity: 1 }),
+        fastPath: false,
+        mailboxCapacity: 1
+      })
+      assert.isTrue(yield* limiter.acquire("b"))
+      yield* limiter.wait("b").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      // a held, then given back as b refuses; straight after, a's mailbox has room for a call
+      assert.isFalse(yield* limiter.acquire(["a", "b"]))
+      assert.isTrue(yield* limiter.acquire("a"))
+      assert.strictEqual((yield* limiter.stats).overloaded, 0)
+    }))
+})
+
+describe("a defect on the caller's fiber", () => {
+  it.effect("restarts a key that never queued: the call fails with BucketFailed, and the key starts afresh", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: faulty, fastPath: true })
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
+      const error = yield* Effect.flip(limiter.acquire("k", { cost: 3 }))
+      assert.strictEqual(error._tag, "BucketFailed")
+      assert.strictEqual((yield* limiter.stats).actors, 0)
+      // afresh: full again, not the 3 left before the defect
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 5)
+      assert.isTrue(yield* limiter.acquire("k", { cost: 5 }))
+    }))
+
+  it.effect("counts as the key's last activity: it is reaped idleTimeout after the defect, not before", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: faulty, fastPath: true, idleTimeout: "10 seconds" })
+      assert.isTrue(yield* limiter.acquire("k"))
+      yield* TestClock.adjust("4 seconds")
+      assert.strictEqual((yield* Effect.flip(limiter.acquire("k", { cost: 3 })))._tag, "BucketFailed")
+      // the sweeps at 5 s and 10 s find it idle for 1 s and 6 s
+      yield* TestClock.adjust("6 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 0)
+      // at 15 s, idle for 11 s
+      yield* TestClock.adjust("5 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 1)
     }))
 })
