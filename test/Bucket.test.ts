@@ -9,7 +9,7 @@
  * survivors").
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Metric } from "effect"
+import { Effect, Exit, Fiber, Metric, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 import { bind } from "../src/internal/algorithm/Algorithm.ts"
@@ -222,5 +222,89 @@ describe("a defect on the caller's fiber", () => {
       yield* TestClock.adjust("5 seconds")
       yield* settle
       assert.strictEqual((yield* limiter.stats).reaped, 1)
+    }))
+})
+
+describe("a call over several keys decided at once only when every key is quiet", () => {
+  it.effect("it does not jump a key's line: a waiting head keeps its turn though units are there", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } })
+      })
+      assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
+      // the head wants 5 and waits; 2 are there
+      const head = yield* limiter.wait("a", { cost: 5 }).pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      assert.isFalse(yield* limiter.acquire(["a", "b"]))
+      yield* TestClock.adjust("3 seconds")
+      yield* settle
+      assert.isDefined(head.pollUnsafe(), "the head is still waiting")
+    }))
+
+  it.effect("it counts units another call holds", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }) })
+      assert.isTrue(yield* limiter.acquire("z"))
+      // holds the only permit of a and of c while it waits for z
+      yield* limiter.wait(["a", "c", "z"]).pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      assert.isFalse(yield* limiter.acquire(["a", "c"]))
+      assert.isFalse(yield* limiter.acquire(["a", "d"]))
+      assert.strictEqual((yield* limiter.peek("d")).remaining, 1)
+    }))
+})
+
+describe("a bucket is reaped only when forgetting it changes nothing", () => {
+  it.effect("not while a caller waits in its line on a store, however long the wait", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "10 seconds" } }),
+        idleTimeout: "2 seconds"
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.isTrue(yield* limiter.acquire("k"))
+      const waiter = yield* Effect.exit(limiter.wait("k")).pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      // idle for 2 s, then 3 s, ..., 9 s: the key's state is in the store, but its line is here
+      for (let i = 0; i < 9; i++) {
+        yield* TestClock.adjust("1 second")
+        yield* settle
+      }
+      assert.strictEqual((yield* limiter.stats).reaped, 0)
+      assert.isUndefined(waiter.pollUnsafe())
+      // its turn at 10 s
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      assert.isTrue(Exit.isSuccess(yield* Fiber.join(waiter)))
+    }))
+
+  it.effect("not while units of it are held by a call waiting on another key", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }), idleTimeout: "2 seconds" })
+      assert.isTrue(yield* limiter.acquire("b"))
+      // a is full (nothing taken) but its permit is held
+      yield* limiter.wait(["a", "b"]).pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      yield* TestClock.adjust("5 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 0)
+      assert.isFalse(yield* limiter.acquire("a"))
+    }))
+})
+
+describe("shutdown", () => {
+  it.effect("a store-backed actor retired while it gathers a batch stops once: no actor is left counted", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const scope = yield* Scope.make()
+      const limiter = yield* RateLimiter.make({ policy: perHour(2), fastPath: false }).pipe(
+        Effect.provideService(Store.CurrentStore, store),
+        Scope.provide(scope)
+      )
+      const call = yield* Effect.exit(limiter.acquire("k")).pipe(Effect.forkChild({ startImmediately: true }))
+      yield* Scope.close(scope, Exit.void)
+      yield* settle
+      yield* Fiber.join(call)
+      assert.strictEqual((yield* limiter.stats).actors, 0)
     }))
 })
