@@ -308,3 +308,29 @@ describe("shutdown", () => {
       assert.strictEqual((yield* limiter.stats).actors, 0)
     }))
 })
+
+describe("what a key's policy cannot do is refused for a key already in use, naming the field", () => {
+  for (const fastPath of [true, false]) {
+    const name = fastPath ? "fast path" : "actor only"
+    it.effect(`a release on the smooth limiter (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.make({ policy: Policy.smooth({ permits: 1, per: "1 second" }), fastPath })
+        assert.isTrue(yield* limiter.acquire("k"))
+        const error = yield* Effect.flip(limiter.release("k"))
+        assert.strictEqual(error._tag, "InvalidRequest")
+        assert.include(error.message, "key")
+        assert.include(error.message, "no release")
+        assert.isFalse(yield* limiter.acquire("k"))
+      }))
+
+    it.effect(`a window of its own on a token bucket (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.make({ policy: perHour(2), fastPath })
+        assert.isTrue(yield* limiter.acquire("k"))
+        const error = yield* Effect.flip(limiter.acquire("k", { duration: "5 seconds" }))
+        assert.strictEqual(error._tag, "InvalidRequest")
+        assert.include(error.message, "duration")
+        assert.strictEqual((yield* limiter.peek("k")).remaining, 1)
+      }))
+  }
+})
