@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import * as Engine from "../src/internal/actor/Engine.ts"
 import * as Block from "../src/internal/algorithm/Block.ts"
 import * as Interpreter from "../src/internal/operation/Interpreter.ts"
 import * as Op from "../src/internal/operation/Op.ts"
@@ -164,6 +165,100 @@ describe("store-backed limiter", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(RateLimiter.make({ policy: perSecond(1, 1), fallback: { share: 2 } }))
       assert.strictEqual(error.field, "fallback.share")
+    }))
+})
+
+// A store of tollgate's own (as `RedisStore` is: its engine behind the public
+// `apply` and `applyAll`), over a MemoryStore; `several: false` leaves out
+// `applyAll`.
+const ownStore = (options: {
+  readonly several: boolean
+  readonly checkKeys?: (keys: ReadonlyArray<string>) => string | undefined
+}) =>
+  Effect.map(MemoryStore.make, (memory) => {
+    const inner = Engine.engineOf(memory)
+    return Engine.pluggable({
+      name: "own",
+      apply: inner.apply,
+      applyAll: options.several ? inner.applyAll : undefined,
+      checkKeys: options.checkKeys
+    })
+  })
+
+// A store as a user writes one around another (to count or trace its
+// calls): through the inner store's public `apply` and `applyAll` only.
+const wrap = (inner: Store.Store): Store.Store => ({
+  name: "wrapped",
+  apply: (call) => inner.apply(call),
+  applyAll: inner.applyAll
+})
+
+const onStore = (store: Store.Store) => (options: RateLimiter.Options) =>
+  RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
+
+describe("stores of every kind behind the store seam", () => {
+  it.effect("a store without applyAll refuses a call over several keys, naming the field", () =>
+    Effect.gen(function*() {
+      const values = new Map<string, unknown>()
+      const store: Store.Store = {
+        name: "map",
+        apply: (call) =>
+          Effect.sync(() => {
+            const ran = Store.run(call, values.get(call.key), 0)
+            values.set(call.key, ran.stored)
+            return ran.answer
+          })
+      }
+      const limiter = yield* onStore(store)({ policy: perSecond(2, 1) })
+      assert.isTrue(yield* limiter.acquire("a"))
+      const error = yield* Effect.flip(limiter.acquire(["a", "b"]))
+      assert.strictEqual(error._tag, "InvalidRequest")
+      assert.include(error.message, "keys")
+      assert.include(error.message, "the map store cannot take from several keys at once")
+    }))
+
+  it.effect("a store of tollgate's own is called through its own engine (its key check holds)", () =>
+    Effect.gen(function*() {
+      const store = yield* ownStore({
+        several: true,
+        checkKeys: (keys) => keys.includes("x") ? "x must be taken alone" : undefined
+      })
+      const limiter = yield* onStore(store)({ policy: perSecond(2, 1) })
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      const error = yield* Effect.flip(limiter.acquire(["a", "x"]))
+      assert.strictEqual(error._tag, "InvalidRequest")
+      assert.include(error.message, "x must be taken alone")
+    }))
+
+  it.effect("a store wrapping one of tollgate's own through its public calls shares its limits, all or nothing", () =>
+    Effect.gen(function*() {
+      const own = yield* ownStore({ several: true })
+      const direct = yield* onStore(own)({ policy: perSecond(2, 1) })
+      const wrapped = yield* onStore(wrap(own))({ policy: perSecond(2, 1) })
+      // one key: the two limiters share its two tokens
+      assert.isTrue(yield* direct.acquire("k"))
+      assert.isTrue(yield* wrapped.acquire("k"))
+      assert.isFalse(yield* direct.acquire("k"))
+      assert.isFalse(yield* wrapped.acquire("k"))
+      // several keys, through the wrapper: taken from both, or from neither
+      const taken = yield* wrapped.consume(["a", "b"])
+      assert.isTrue(taken.allowed)
+      assert.deepStrictEqual(taken.keys?.map((k) => [k.key, k.decision.remaining]), [["a", 1], ["b", 1]])
+      assert.isTrue(yield* direct.acquire("b"))
+      const refused = yield* wrapped.consume(["a", "b"])
+      assert.isFalse(refused.allowed)
+      assert.strictEqual((yield* direct.peek("a")).remaining, 1)
+    }))
+
+  it.effect("a store wrapping one of tollgate's own that cannot take several keys refuses them as it does", () =>
+    Effect.gen(function*() {
+      const own = yield* ownStore({ several: false })
+      const limiter = yield* onStore(wrap(own))({ policy: perSecond(2, 1) })
+      assert.isTrue(yield* limiter.acquire("a"))
+      const error = yield* Effect.flip(limiter.acquire(["a", "b"]))
+      assert.strictEqual(error._tag, "InvalidRequest")
+      assert.include(error.message, "the wrapped store cannot take from several keys at once")
+      assert.strictEqual((yield* limiter.peek("a")).remaining, 1)
     }))
 })
 
