@@ -137,12 +137,11 @@ export const decodeState = (module: Compiled, code: number, into: string): strin
     end
   end`
   }
-  const scalars = module.state.filter((f) => f.kind !== "numbers")
-  const lists = module.state.filter((f) => f.kind === "numbers")
+  const [scalars, list] = varying(module)
   const names = scalars.map((_, i) => `_${i + 1}`)
   // The numbers are read where they lie (no table of them all first): the
-  // scalars and the first list's count in one struct call, each list into a
-  // table of its own.
+  // scalars and the list's count in one struct call, the list into a table
+  // of its own.
   return `
   local s, deferred
   if raw and #raw >= 16 then
@@ -151,26 +150,23 @@ export const decodeState = (module: Compiled, code: number, into: string): strin
       deferred = true
     elseif _code == ${code} and #raw >= ${8 * (scalars.length + 2)} then
       local ${names.join(", ")}, n, pos = sunpack("<${"d".repeat(scalars.length + 1)}", raw, 9)
-      local ok = true
-      ${scalars.map((f) => get(into, f.name)).join(", ")} = ${names.join(", ")}${
-    lists.map((f, i) => {
-      const read = `
-        if n >= 0 and n % 1 == 0 and #raw >= pos - 1 + 8 * n then
-          ${get(into, f.name)}, pos = unpackRange(raw, pos, n)
-        else
-          ok = false
-        end`
-      return i === 0 ? read.replace(/\n {2}/g, "\n") : `
-      if ok and #raw >= pos + 7 then
-        n, pos = sunpack("<d", raw, pos)${read}
-      else
-        ok = false
-      end`
-    }).join("")
-  }
-      if ok then s = ${into} end
+      if n >= 0 and n % 1 == 0 and #raw >= pos - 1 + 8 * n then
+        ${scalars.map((f) => get(into, f.name)).join(", ")} = ${names.join(", ")}
+        ${get(into, list.name)} = unpackRange(raw, pos, n)
+        s = ${into}
+      end
     end
   end`
+}
+
+// A state of varying size: its numbers, and its one list of numbers after
+// them (the stored format: the scalars, the list's count, the list). No
+// algorithm keeps more than one list; one that did would need its counts
+// read one after another.
+const varying = (module: Compiled): readonly [ReadonlyArray<Field>, Field] => {
+  const lists = module.state.filter((f) => f.kind === "numbers")
+  if (lists.length !== 1) throw new Error(`${module.name}: a state of varying size keeps exactly one list`)
+  return [module.state.filter((f) => f.kind !== "numbers"), lists[0]]
 }
 
 /**
@@ -193,17 +189,13 @@ export const encodeState = (module: Compiled, code: number, t: string, out: stri
       module.state.map((f) => get(t, f.name)).join(", ")
     })`
   }
-  const scalars = module.state.filter((f) => f.kind !== "numbers")
-  const lists = module.state.filter((f) => f.kind === "numbers")
-  // One struct call for the code, the scalars and the first list's count,
-  // then each list packed as it lies (no table of every number first).
+  const [scalars, list] = varying(module)
+  const l = get(t, list.name)
+  // One struct call for the code, the scalars and the list's count, then the
+  // list packed as it lies (no table of every number first).
   return `${out} = spack("<${"d".repeat(scalars.length + 2)}", ${
-    [String(code), ...scalars.map((f) => get(t, f.name)), `#${get(t, lists[0].name)}`].join(", ")
-  }) .. ${
-    lists.map((f, i) =>
-      `${i === 0 ? "" : `spack("<d", #${get(t, f.name)}) .. `}packRange(${get(t, f.name)}, 1, #${get(t, f.name)})`
-    ).join(" .. ")
-  }`
+    [String(code), ...scalars.map((f) => get(t, f.name)), `#${l}`].join(", ")
+  }) .. packRange(${l}, 1, #${l})`
 }
 
 /**
