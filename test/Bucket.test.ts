@@ -12,6 +12,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Metric, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import * as Engine from "../src/internal/actor/Engine.ts"
 import { bind } from "../src/internal/algorithm/Algorithm.ts"
 
 // Lets forked fibers and bucket actors run until they park.
@@ -289,6 +290,54 @@ describe("a bucket is reaped only when forgetting it changes nothing", () => {
       yield* settle
       assert.strictEqual((yield* limiter.stats).reaped, 0)
       assert.isFalse(yield* limiter.acquire("a"))
+    }))
+
+  it.effect("not while its batch is out at the store, so the waiter it brings stays in line", () =>
+    Effect.gen(function*() {
+      const inner = Engine.engineOf(yield* MemoryStore.make)
+      // a store that answers each call 5 s after it is made (within the 10 s timeout)
+      const store = Engine.pluggable({
+        name: "slow",
+        apply: (key, policy, ops) => Effect.andThen(Effect.sleep("5 seconds"), inner.apply(key, policy, ops))
+      })
+      const limiter = yield* RateLimiter.make({
+        policy: perHour(1),
+        idleTimeout: "2 seconds",
+        fallback: { mode: "deny", timeout: "10 seconds" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const first = yield* Effect.forkChild(limiter.acquire("k"))
+      yield* TestClock.adjust("5 seconds")
+      assert.isTrue(yield* Fiber.join(first))
+      const waiter = yield* Effect.forkChild(limiter.wait("k", { maxWait: "2 hours" }))
+      // the sweep runs every second while the waiter's ask is out, the key idle past idleTimeout
+      for (let i = 0; i < 6; i++) yield* TestClock.adjust("1 second")
+      const stats = yield* limiter.stats
+      assert.strictEqual(stats.reaped, 0)
+      assert.strictEqual(stats.waiting, 1)
+      // its turn comes with the token an hour on: admitted, not shut down with a reaped bucket
+      yield* TestClock.adjust("1 hour")
+      const exit = yield* Fiber.await(waiter)
+      assert.isTrue(Exit.isSuccess(exit), String(exit))
+    }))
+
+  it.effect("not at the cap while a call to it is queued and not yet served", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({
+        policy: perHour(2),
+        fastPath: false,
+        maxBuckets: 1,
+        idleTimeout: "1 day"
+      })
+      assert.isTrue(yield* limiter.acquire("a"))
+      // a is full again: safe to forget, until a call to it is queued
+      yield* TestClock.adjust("2 hours")
+      const [a, b] = yield* Effect.all([Effect.exit(limiter.acquire("a")), Effect.exit(limiter.acquire("b"))], {
+        concurrency: "unbounded"
+      })
+      assert.deepStrictEqual(a, Exit.succeed(true))
+      assert.isTrue(Exit.isFailure(b) && String(b).includes("Overloaded"), String(b))
+      // a kept what its queued call took: one of two left
+      assert.strictEqual((yield* limiter.peek("a")).remaining, 1)
     }))
 })
 
