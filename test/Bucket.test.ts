@@ -209,6 +209,30 @@ describe("a defect on the caller's fiber", () => {
       assert.isTrue(yield* limiter.acquire("k", { cost: 5 }))
     }))
 
+  it.effect("is answered, not tried again: a step that throws once still fails its call with BucketFailed", () =>
+    Effect.gen(function*() {
+      // a step that throws on its first call of cost 3 only (a defect that would not recur)
+      const base = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }) as Policy.TokenBucket
+      let thrown = false
+      const algorithm: Policy.TokenBucket["algorithm"] = {
+        ...base.algorithm,
+        takeInPlace: undefined,
+        step: (c, s, now, cost) => {
+          if (cost === 3 && !thrown) {
+            thrown = true
+            throw new Error("step exploded")
+          }
+          return base.algorithm.step(c, s, now, cost)
+        }
+      }
+      const once = { ...base, algorithm, rule: bind(algorithm, base.config) } as Policy.Policy
+      const limiter = yield* RateLimiter.make({ policy: once, fastPath: true })
+      assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+      // the state the step threw over may be half-written: the call is not decided on it again
+      assert.strictEqual((yield* Effect.flip(limiter.acquire("k", { cost: 3 })))._tag, "BucketFailed")
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 5)
+    }))
+
   it.effect("counts as the key's last activity: it is reaped idleTimeout after the defect, not before", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({ policy: faulty, fastPath: true, idleTimeout: "10 seconds" })
