@@ -923,7 +923,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
           const cost = options?.cost ?? 1
-          if (options?.duration === undefined || kind === Request.Kind.Peek) {
+          if (options?.duration === undefined) {
             return traced(operations[kind], key, cost, supervisor.submitUnsafe(key, kind, cost, 0))
           }
           const window = parseWindow(options.duration)
@@ -1275,12 +1275,12 @@ const orderOf = (options: WaitOptions, maxKeyLength: number): Request.Order | In
 }
 
 const signalOf = (signal: Feedback, options: FeedbackOptions | undefined): Request.Signal | InvalidRequest => {
-  if (signal === "ok") return { signal: "ok", millis: 0 }
+  if (signal === "ok") return { signal, millis: 0 }
   if (signal === "throttled") {
-    if (options?.retryAfter === undefined) return { signal: "throttled", millis: 0 }
+    if (options?.retryAfter === undefined) return { signal, millis: 0 }
     const millis = parseMaxWait(options.retryAfter)
     if (millis instanceof InvalidRequest) return new InvalidRequest({ ...millis, field: "retryAfter" })
-    return { signal: "throttled", millis: Math.min(millis, 86_400_000) }
+    return { signal, millis: Math.min(millis, 86_400_000) }
   }
   if (Predicate.isObject(signal) && "latency" in signal) {
     const millis = parseMaxWait(signal.latency)

@@ -256,6 +256,45 @@ for (const [where, make] of backends) {
         assert.isTrue(yield* limiter.acquire("k"))
       }))
 
+    it.effect("setRate back to the policy's own rate gives up the key's override; rates are shared by value", () =>
+      Effect.gen(function*() {
+        // the policy refills 1 per second
+        const limiter = yield* make({ policy: bucket })
+        yield* limiter.setRate("a", 2)
+        yield* limiter.setRate("b", 2)
+        assert.strictEqual((yield* limiter.stats).overrides, 2)
+        // back to its own rate: a is the policy's again, not a key reconfigured
+        yield* limiter.setRate("a", 1)
+        assert.strictEqual((yield* limiter.stats).overrides, 1)
+        // b at 2, then 3, then its own 1 again
+        yield* limiter.setRate("b", 3)
+        assert.strictEqual((yield* limiter.stats).overrides, 1)
+        yield* limiter.setRate("b", 1)
+        assert.strictEqual((yield* limiter.stats).overrides, 0)
+        // many rates in turn (more than the cache keeps), each decided at its own rate
+        for (let rate = 2; rate <= 300; rate++) yield* limiter.setRate("c", rate)
+        yield* limiter.setRate("c", 1)
+        assert.strictEqual((yield* limiter.stats).overrides, 0)
+        yield* limiter.setRate("c", 2)
+        assert.isTrue(yield* limiter.acquire("c", { cost: 3 }))
+        assert.isFalse(yield* limiter.acquire("c"))
+        yield* TestClock.adjust("500 millis")
+        assert.isTrue(yield* limiter.acquire("c"))
+      }))
+
+    it.effect("setRate to a count the policy has per another period is that rate, not the policy's", () =>
+      Effect.gen(function*() {
+        // ten a minute; set to ten a second: same count, another period
+        const limiter = yield* make({
+          policy: Policy.tokenBucket({ capacity: 10, refill: { tokens: 10, per: "1 minute" } })
+        })
+        yield* limiter.setRate("k", 10)
+        assert.strictEqual((yield* limiter.stats).overrides, 1)
+        assert.isTrue(yield* limiter.acquire("k", { cost: 10 }))
+        yield* TestClock.adjust("1 second")
+        assert.isTrue(yield* limiter.acquire("k", { cost: 10 }))
+      }))
+
     it.effect("setRate on a key whose policy function throws fails with its InvalidPolicy", () =>
       Effect.gen(function*() {
         const limiter = yield* make({

@@ -74,6 +74,32 @@ for (const fastPath of [true, false]) {
         assert.isTrue(yield* limiter.acquire("k", { duration: "10 seconds" }))
       }))
 
+    it.effect("peek with a window of its own answers what consume with it would, and takes nothing", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: Policy.fixedWindow({ limit: 2, window: "1 second" }) })
+        const ten = { duration: "10 seconds" } as const
+        assert.isTrue(yield* limiter.acquire("k", ten))
+        // past the policy's second, within the call's ten: one unit left
+        yield* TestClock.adjust("2 seconds")
+        const before = yield* limiter.peek("k", ten)
+        assert.deepStrictEqual([before.allowed, before.remaining], [true, 1])
+        const taken = yield* limiter.consume("k", ten)
+        assert.deepStrictEqual([taken.allowed, taken.remaining], [true, 0])
+        const after = yield* limiter.peek("k", ten)
+        const refused = yield* limiter.consume("k", ten)
+        for (const d of [after, refused]) {
+          assert.deepStrictEqual([d.allowed, Duration.toMillis(d.retryAfter)], [false, 8_000])
+        }
+        // a policy whose windows are not per call refuses the duration, as consume does
+        const other = yield* make({ policy: perSecond(5) })
+        for (const call of [other.peek("k", ten), other.consume("k", ten)]) {
+          const error = yield* Effect.flip(call)
+          assert.strictEqual(error._tag, "InvalidRequest")
+          assert.strictEqual(error._tag === "InvalidRequest" && error.field, "duration")
+        }
+        assert.strictEqual((yield* other.peek("k")).remaining, 5)
+      }))
+
     it.effect("a key whose only activity is units held for a call over several keys is live for get and delete", () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: perSecond(5) })

@@ -188,7 +188,7 @@ const take =
       ? Op.make(Op.Kind.WaitTime, cost, q.line + q.held)
       : kind === Op.Kind.Take && cost === 1 && q.held === 0 && payload === undefined
       ? takeOne
-      : Op.make(kind, cost, q.held, kind === Op.Kind.Take ? windowOf(payload) : 0)
+      : Op.make(kind, cost, q.held, windowOf(payload))
 
 const described = (policy: Limit) => `its policy (${policy.rule.name})`
 
@@ -274,7 +274,7 @@ export const table: Defined = {
   },
   [Request.Kind.Peek]: {
     limited: false,
-    refuse: never,
+    refuse: windowless,
     op: take(Op.Kind.Peek),
     answer: standing,
     touches: false

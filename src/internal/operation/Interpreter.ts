@@ -193,10 +193,12 @@ export const transitions: { readonly [K in Op.Kind]: Transition } = {
   [Op.Kind.Peek]: (key, op) => {
     const state = current(key)
     if (blocked(key)) return replyOf(Block.outcome(key.rule, state, key.now, key.until, op.cost))
-    if (op.queued === 0) return replyOf(key.rule.peek(state, key.now, op.cost))
+    // (a window of the call's own, as the take it stands for would use)
+    const rule = windowed(key, op)
+    if (op.queued === 0) return replyOf(rule.peek(state, key.now, op.cost))
     // with units held: admitted as a take would be; what remains, as a peek sees it
-    const held = fit(key.rule, state, key.now, op.cost, op.queued)
-    return replyOf({ ...held, remaining: key.rule.peek(state, key.now, op.cost).remaining })
+    const held = fit(rule, state, key.now, op.cost, op.queued)
+    return replyOf({ ...held, remaining: rule.peek(state, key.now, op.cost).remaining })
   },
   [Op.Kind.Reset]: (key) => {
     if (key.state !== undefined) key.state = key.rule.initial(key.now)
