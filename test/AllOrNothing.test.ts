@@ -79,6 +79,12 @@ for (const variant of variants) {
         assert.strictEqual(Duration.toMillis(denied.retryAfter), 1000)
         assert.strictEqual(denied.limit, 5)
         assert.deepStrictEqual(denied.keys?.map((k) => k.decision.allowed), [true, false, true])
+        // nothing was taken: each key reports what it has now (the keys that would admit as a peek sees them)
+        assert.strictEqual(denied.remaining, 3)
+        assert.deepStrictEqual(
+          denied.keys?.map((k) => [k.key, k.decision.remaining, Duration.toMillis(k.decision.resetAfter)]),
+          [["global", 18, 2000], ["user:1", 3, 2000], ["org:a", 8, 2000]]
+        )
         yield* TestClock.adjust("1 second")
         assert.isTrue(yield* limiter.acquire(["global", "user:1", "org:a"], { cost: 4 }))
       }))

@@ -403,7 +403,9 @@ export interface Entry {
  * from none. Each key is stepped on its own state at `now`; if all admit,
  * the replies are what each took and the values after are returned; if one
  * denies, nothing changes (the values come back as they were, a key with
- * none still has none) and each reply is what that key alone would decide.
+ * none still has none): a key that denies replies as it alone would, and a
+ * key that would have admitted replies as a peek at it sees it (nothing was
+ * taken from it).
  *
  * @example
  * ```ts
@@ -441,7 +443,17 @@ export const applyAll = (
     next.push(outcome.state)
     replies.push(replyOf(outcome))
   }
-  return [{ allowed, replies }, allowed ? next : stored]
+  if (allowed) return [{ allowed, replies }, next]
+  // Refused: nothing was taken, so a key that would have admitted reports
+  // what it has now, as a peek sees it (as the call in process does).
+  for (let i = 0; i < entries.length; i++) {
+    if (replies[i].allowed) {
+      const { cost, policy } = entries[i]
+      const key = open(policy, stored[i], now)
+      replies[i] = replyOf(key.rule.peek(current(key), now, cost))
+    }
+  }
+  return [{ allowed, replies }, stored]
 }
 
 /**
