@@ -196,9 +196,10 @@ export const transitions: { readonly [K in Op.Kind]: Transition } = {
     // (a window of the call's own, as the take it stands for would use)
     const rule = windowed(key, op)
     if (op.queued === 0) return replyOf(rule.peek(state, key.now, op.cost))
-    // with units held: admitted as a take would be; what remains, as a peek sees it
+    // with units held: admitted as a take would be; what remains, as a peek
+    // sees it, less the units held (they are not there for anyone else)
     const held = fit(rule, state, key.now, op.cost, op.queued)
-    return replyOf({ ...held, remaining: rule.peek(state, key.now, op.cost).remaining })
+    return replyOf({ ...held, remaining: Math.max(0, rule.peek(state, key.now, op.cost).remaining - op.queued) })
   },
   [Op.Kind.Reset]: (key) => {
     if (key.state !== undefined) key.state = key.rule.initial(key.now)
