@@ -1122,7 +1122,7 @@ export const slidingWindow = (options: SlidingWindowOptions): Policy => {
     algorithm: SlidingWindowAlgorithm.algorithm,
     config,
     rule: bind(SlidingWindowAlgorithm.algorithm, config),
-    quota: { limit: o.limit, windowMillis: o.window }
+    quota: { limit: o.limit, windowMillis: config.windowMillis }
   }, o)
 }
 

@@ -208,6 +208,40 @@ describe("SlidingWindow at its edges", () => {
     assert.isTrue(SlidingWindow.step(d, fourteen.state, 0, 9).allowed)
   })
 
+  it("a window that is not a whole number of milliseconds decides as the next whole one, retryAfter exact", () => {
+    assert.strictEqual(SlidingWindow.config({ limit: 5, windowMillis: 141.4 }).windowMillis, 142)
+    assert.strictEqual(SlidingWindow.config({ limit: 5, windowMillis: 142 }).windowMillis, 142)
+    // with 141.4 ms as it is, a retry at retryAfter was refused in about 0.7 % of the denials
+    const windows = fc.tuple(fc.integer({ min: 1, max: 5000 }), fc.constantFrom(3, 7, 10, 20)).map(([n, d]) => n / d)
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 12 }),
+        windows,
+        fc.array(fc.record({ delta: fc.integer({ min: 0, max: 60 }), cost: fc.integer({ min: 1, max: 12 }) }), {
+          minLength: 1,
+          maxLength: 40
+        }),
+        (limit, w, run) => {
+          const c = SlidingWindow.config({ limit, windowMillis: w })
+          let s = SlidingWindow.initial(c, 0)
+          let now = 0
+          for (const { cost, delta } of run) {
+            now += delta
+            const o = SlidingWindow.step(c, s, now, cost)
+            if (!o.allowed && o.retryAfter !== Infinity) {
+              assert.isTrue(SlidingWindow.step(c, s, now + o.retryAfter, cost).allowed, "admitted at retryAfter")
+              if (o.retryAfter >= 1) {
+                assert.isFalse(SlidingWindow.step(c, s, now + o.retryAfter - 1, cost).allowed, "refused before it")
+              }
+            }
+            s = o.state
+          }
+        }
+      ),
+      { numRuns: 2000 }
+    )
+  })
+
   it("a read of nothing on a key whose clock is ahead resets after nothing", () => {
     const c = SlidingWindow.config({ limit: 3, windowMillis: 1000 })
     const o = SlidingWindow.step(c, SlidingWindow.initial(c, 5000), 4000, 0)
