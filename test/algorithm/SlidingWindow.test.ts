@@ -158,8 +158,8 @@ describe("SlidingWindow", () => {
 
 describe("SlidingWindow at its edges", () => {
   // `remaining` is a promise (Outcome): the whole units a request could take
-  // right now. With a window of a fraction of a millisecond the products do
-  // not come out exact, so the figure is checked against the decision itself.
+  // right now, checked against the decision itself (for windows given with a
+  // fraction of a millisecond too, which the config rounds up).
   const takesNow = (c: SlidingWindow.Config, s: SlidingWindow.State, now: number): number => {
     let k = 0
     while (k < c.limit && SlidingWindow.step(c, s, now, k + 1).allowed) k++
@@ -194,8 +194,8 @@ describe("SlidingWindow at its edges", () => {
     )
   })
 
-  it("remaining is never below 0, nor below what fits (windows of 10/3 ms and 5.51 ms)", () => {
-    // 1 then 2 of 3: nothing left, not -1 (3 × w − w − 2w rounds below 0)
+  it("remaining is never below 0, nor below what fits (windows of 10/3 ms and 5.51 ms, taken as 4 and 6)", () => {
+    // 1 then 2 of 3: nothing left, not -1 (with 10/3 ms as it was, 3 × w − w − 2w rounded below 0)
     const c = SlidingWindow.config({ limit: 3, windowMillis: 10 / 3 })
     const s = SlidingWindow.step(c, SlidingWindow.initial(c, 0), 0, 1).state
     const o = SlidingWindow.step(c, s, 0, 2)
