@@ -1,0 +1,148 @@
+/**
+ * What a policy's constructor refuses, and what it says: the field, the value
+ * and the rule, as a user reads them in `InvalidPolicy`. Each policy is made
+ * inside its test, so a mutation run counts the test against the checks it
+ * goes through (docs/reliability.md, "Policy.ts survivors").
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Policy } from "../src/index.ts"
+
+const per = "1 second"
+
+// [field, value, reason] of an invalid policy, or its tag when it is valid.
+const refusal = (policy: Policy.Policy) =>
+  policy._tag === "Invalid" ? [policy.error.field, policy.error.value, policy.error.reason] : policy._tag
+
+describe("a rate is { tokens, per } or { every }, never both", () => {
+  it("every with tokens, or with per, is refused naming every", () => {
+    const reason = "must not be given with tokens and per"
+    assert.deepStrictEqual(
+      refusal(Policy.tokenBucket({ capacity: 5, refill: { every: per, tokens: 2 } as any })),
+      ["refill.every", "\"1 second\"", reason]
+    )
+    assert.deepStrictEqual(
+      refusal(Policy.tokenBucket({ capacity: 5, refill: { every: per, per: "2 seconds" } as any })),
+      ["refill.every", "\"1 second\"", reason]
+    )
+    assert.deepStrictEqual(
+      refusal(Policy.gcra({ rate: { every: per, count: 3 } as any })),
+      ["rate.every", "\"1 second\"", "must not be given with count and per"]
+    )
+  })
+
+  it("every alone is one unit per interval", () => {
+    const policy = Policy.tokenBucket({ capacity: 5, refill: { every: "200 millis" } })
+    assert.strictEqual(policy._tag, "TokenBucket")
+    if (policy._tag !== "TokenBucket") return
+    assert.strictEqual(policy.refill.tokens, 1)
+    assert.strictEqual(policy.config.periodMillis, 200)
+  })
+
+  it("tokens without per: per is required", () => {
+    assert.deepStrictEqual(
+      refusal(Policy.leakyBucket({ rate: { tokens: 3 } as any })),
+      ["rate.per", "undefined", "is required"]
+    )
+  })
+})
+
+describe("a token bucket's rules between its options", () => {
+  it("initialTokens above capacity is refused, the capacity said", () => {
+    assert.deepStrictEqual(
+      refusal(Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per }, initialTokens: 6 })),
+      ["initialTokens", "6", "must not exceed capacity (5)"]
+    )
+  })
+
+  it("a capacity whose refill time overflows is refused, naming capacity", () => {
+    assert.deepStrictEqual(
+      refusal(Policy.tokenBucket({ capacity: 1e308, refill: { tokens: 1, per: "1 hour" } })),
+      ["capacity", "1e+308", "capacity * refill.per overflows"]
+    )
+  })
+
+  it("options that need another are refused when made at run time too", () => {
+    assert.deepStrictEqual(
+      refusal(Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per }, firstRefill: 100 })),
+      ["firstRefill", "100", "needs mode \"interval\" (refills at whole periods)"]
+    )
+    assert.deepStrictEqual(
+      refusal(
+        Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per }, mode: "interval", adaptiveInitialTokens: true })
+      ),
+      ["adaptiveInitialTokens", "boolean", "needs firstRefill"]
+    )
+    assert.deepStrictEqual(
+      refusal(Policy.tokenBucket({
+        capacity: 5,
+        refill: { tokens: 1, per },
+        mode: "interval",
+        firstRefill: 100,
+        adaptiveInitialTokens: true,
+        initialTokens: 2
+      })),
+      ["initialTokens", "2", "must be left out with adaptiveInitialTokens (Bucket4j refuses both)"]
+    )
+    assert.deepStrictEqual(
+      refusal(Policy.fixedWindow({ limit: 5, window: per, execEvenlyMinDelay: "10 millis" })),
+      ["execEvenlyMinDelay", "\"10 millis\"", "needs execEvenly"]
+    )
+  })
+})
+
+describe("a smooth rate's initialPermits", () => {
+  it("above what the rate stores is refused, the most said; up to it is taken", () => {
+    // 5 per second, 1 second of idle time stored: at most 5 permits
+    assert.deepStrictEqual(
+      refusal(Policy.smooth({ permits: 5, per, initialPermits: 6 })),
+      ["initialPermits", "6", "must not exceed the most permits stored (5)"]
+    )
+    assert.strictEqual(refusal(Policy.smooth({ permits: 5, per, initialPermits: 5 })), "Smooth")
+  })
+})
+
+describe("an adaptive rate's bounds", () => {
+  const adaptive = (o: Partial<Policy.AdaptiveOptions>) =>
+    Policy.adaptive({ capacity: 10, rate: { tokens: 4, per }, floor: 2, ceiling: 8, ...o })
+
+  it("decrease is strictly between 0 and 1", () => {
+    const reason = "must be a number between 0 and 1 (excluded)"
+    assert.deepStrictEqual(refusal(adaptive({ decrease: 0 })), ["decrease", "0", reason])
+    assert.deepStrictEqual(refusal(adaptive({ decrease: 1 })), ["decrease", "1", reason])
+    assert.deepStrictEqual(refusal(adaptive({ decrease: 1.5 })), ["decrease", "1.5", reason])
+    assert.strictEqual(refusal(adaptive({ decrease: 0.01 })), "Adaptive")
+  })
+
+  it("a floor above the ceiling is refused naming the ceiling; a floor equal to it is a fixed rate", () => {
+    assert.deepStrictEqual(
+      refusal(adaptive({ rate: { tokens: 6, per }, floor: 6, ceiling: 5 })),
+      ["ceiling", "5", "must be at least the floor (6)"]
+    )
+    assert.strictEqual(refusal(adaptive({ rate: { tokens: 5, per }, floor: 5, ceiling: 5 })), "Adaptive")
+  })
+
+  it("a starting rate outside floor and ceiling is refused; at either bound it is taken", () => {
+    const reason = "must be between the floor (2) and the ceiling (8)"
+    assert.deepStrictEqual(refusal(adaptive({ rate: { tokens: 1, per } })), ["rate.tokens", "1", reason])
+    assert.deepStrictEqual(refusal(adaptive({ rate: { tokens: 9, per } })), ["rate.tokens", "9", reason])
+    assert.strictEqual(refusal(adaptive({ rate: { tokens: 2, per } })), "Adaptive")
+    assert.strictEqual(refusal(adaptive({ rate: { tokens: 8, per } })), "Adaptive")
+  })
+
+  it("a capacity whose refill time overflows is refused, naming capacity", () => {
+    assert.deepStrictEqual(
+      refusal(adaptive({ capacity: 1e308, rate: { tokens: 4, per: "1 hour" } })),
+      ["capacity", "1e+308", "capacity * rate.per overflows"]
+    )
+  })
+})
+
+describe("the value of a bad field is shown as the user gave it", () => {
+  it("an array is shown as [] when empty, as its type otherwise; null as null", () => {
+    const limit = (value: unknown) => refusal(Policy.fixedWindow({ limit: value as number, window: per }))
+    assert.strictEqual((limit([]) as Array<string>)[1], "[]")
+    assert.strictEqual((limit([1, 2]) as Array<string>)[1], "object")
+    assert.strictEqual((limit(null) as Array<string>)[1], "null")
+    assert.strictEqual((limit({}) as Array<string>)[1], "object")
+  })
+})
