@@ -146,3 +146,48 @@ describe("the value of a bad field is shown as the user gave it", () => {
     assert.strictEqual((limit({}) as Array<string>)[1], "object")
   })
 })
+
+describe("the combinators take policies only", () => {
+  // Values that look like a policy but are not one: each lacks a field every
+  // policy has (an invalid one has its error; a valid one its algorithm and
+  // configuration, and an error field left undefined).
+  const good = Policy.fixedWindow({ limit: 5, window: per })
+  const lookalikes = (): ReadonlyArray<readonly [string, unknown]> => {
+    if (good._tag === "Invalid") throw new Error("the good policy is invalid")
+    const { error: _, ...noError } = good
+    const { algorithm: __, ...noAlgorithm } = good
+    const { config: ___, ...noConfig } = good
+    return [
+      ["without its error field", noError],
+      ["without its algorithm", noAlgorithm],
+      ["without its configuration", noConfig],
+      ["a tag alone", { _tag: "FixedWindow", error: undefined }]
+    ]
+  }
+
+  it("withOptions, burst and all refuse a look-alike, naming where it was", () => {
+    for (const [label, value] of lookalikes()) {
+      assert.deepStrictEqual(refusal(Policy.withOptions(value as Policy.Policy, {})), [
+        "policy",
+        "object",
+        "must be a Policy"
+      ], label)
+      assert.deepStrictEqual(refusal(Policy.burst(good, value as Policy.Policy)), [
+        "burst",
+        "object",
+        "must be a Policy"
+      ], label)
+      assert.deepStrictEqual(refusal(Policy.all(good, value as Policy.Policy)), [
+        "all[1]",
+        "object",
+        "must be a Policy"
+      ], label)
+    }
+  })
+
+  it("an invalid policy is a policy: the combinators pass its error on", () => {
+    const bad = Policy.fixedWindow({ limit: 0, window: per })
+    assert.strictEqual(Policy.withOptions(bad, { dryRun: true }), bad)
+    assert.deepStrictEqual(refusal(Policy.burst(good, bad)), ["burst.limit", "0", "must be a positive integer"])
+  })
+})

@@ -98,6 +98,39 @@ describe("RateLimitHeaders", () => {
     )
   })
 
+  it("the quota each kind advertises: a smooth rate its permits per period, a replenished concurrency limit its period", () => {
+    const quota = (policy: Policy.Policy) => {
+      assert.notStrictEqual(policy._tag, "Invalid")
+      return policy._tag === "Invalid" ? undefined : RateLimitHeaders.quotaOf("p", policy)
+    }
+    assert.deepStrictEqual(
+      quota(Policy.smooth({ permits: 5, per: "2 seconds" })),
+      { name: "p", limit: 5, windowSeconds: 2 }
+    )
+    assert.deepStrictEqual(
+      quota(Policy.concurrency({ capacity: 3, replenish: { tokens: 1, per: "4 seconds" } })),
+      { name: "p", limit: 3, windowSeconds: 4 }
+    )
+    // released units come back at once: a second is the window
+    assert.deepStrictEqual(quota(Policy.concurrency({ capacity: 3 })), { name: "p", limit: 3, windowSeconds: 1 })
+  })
+
+  it("all advertises the part that allows the least per unit of time; the first of equals", () => {
+    const quota = (policy: Policy.Policy) => {
+      assert.notStrictEqual(policy._tag, "Invalid")
+      return policy._tag === "Invalid" ? undefined : RateLimitHeaders.quotaOf("p", policy)
+    }
+    const perMinute = Policy.fixedWindow({ limit: 100, window: "1 minute" })
+    const perSecond = Policy.fixedWindow({ limit: 10, window: "1 second" })
+    // 100 a minute is less than 10 a second, whichever comes first
+    assert.deepStrictEqual(quota(Policy.all(perMinute, perSecond)), { name: "p", limit: 100, windowSeconds: 60 })
+    assert.deepStrictEqual(quota(Policy.all(perSecond, perMinute)), { name: "p", limit: 100, windowSeconds: 60 })
+    // 10 a second and 20 every two seconds are the same rate: the first is told
+    const perTwo = Policy.fixedWindow({ limit: 20, window: "2 seconds" })
+    assert.deepStrictEqual(quota(Policy.all(perSecond, perTwo)), { name: "p", limit: 10, windowSeconds: 1 })
+    assert.deepStrictEqual(quota(Policy.all(perTwo, perSecond)), { name: "p", limit: 20, windowSeconds: 2 })
+  })
+
   it("make: RateLimit and RateLimit-Policy always, Retry-After on a denial only, the legacy fields when asked", () => {
     const quota = { name: "api", limit: 10, windowSeconds: 60 }
     const allowed = decision({ remaining: 4, resetAfter: Duration.millis(2500) })
