@@ -191,3 +191,59 @@ describe("the combinators take policies only", () => {
     assert.deepStrictEqual(refusal(Policy.burst(good, bad)), ["burst.limit", "0", "must be a positive integer"])
   })
 })
+
+describe("withOptions, withRate and share keep what they are given", () => {
+  const bucket = () =>
+    Policy.tokenBucket({ capacity: 10, refill: { tokens: 2, per }, dryRun: true, blockDuration: 5000 })
+
+  it("withOptions refuses bad options, naming the field", () => {
+    const good = bucket()
+    assert.deepStrictEqual(refusal(Policy.withOptions(good, { blockDuration: "never" })), [
+      "blockDuration",
+      "\"never\"",
+      "must be a positive finite duration such as \"1 second\""
+    ])
+    assert.deepStrictEqual(refusal(Policy.withOptions(good, { dryRun: "yes" as any })).slice(0, 2), [
+      "dryRun",
+      "\"yes\""
+    ])
+  })
+
+  it("withRate keeps dryRun and blockDuration; a policy without a block gets none", () => {
+    const good = bucket()
+    if (good._tag === "Invalid") return assert.fail("invalid")
+    const faster = Policy.withRate(good, 4)
+    assert.deepStrictEqual(
+      faster._tag === "TokenBucket" && [faster.refill.tokens, faster.dryRun, faster.blockMillis],
+      [4, true, 5000]
+    )
+    const plain = Policy.smooth({ permits: 5, per })
+    if (plain._tag === "Invalid") return assert.fail("invalid")
+    const slower = Policy.withRate(plain, 2)
+    assert.deepStrictEqual(slower._tag === "Smooth" && [slower.dryRun, slower.blockMillis], [false, 0])
+  })
+
+  it("withRate says why it refuses a rate", () => {
+    const smooth = Policy.smooth({ permits: 5, per })
+    const window = Policy.fixedWindow({ limit: 5, window: per })
+    if (smooth._tag === "Invalid" || window._tag === "Invalid") return assert.fail("invalid")
+    assert.deepStrictEqual(refusal(Policy.withRate(smooth, 0)), ["rate", "0", "must be a positive finite number"])
+    const [field, value, reason] = refusal(Policy.withRate(window, 3)) as Array<string>
+    assert.deepStrictEqual([field, value], ["rate", "3"])
+    assert.include(reason, "fixed-window has no one rate to set")
+  })
+
+  it("no limit at all is Unlimited, and any share of it is itself", () => {
+    const none = Policy.unlimited()
+    assert.strictEqual(none._tag, "Unlimited")
+    if (none._tag === "Invalid") return
+    assert.deepStrictEqual(Policy.share(none, 0.5), none)
+  })
+
+  it("share always gives a valid policy: where the fraction rounds a number to 0, the policy stays whole", () => {
+    // 0.1 times the smallest double is 0: no token bucket can have it
+    const tiny = Policy.tokenBucket({ capacity: 0.1, refill: { tokens: 0.1, per } })
+    if (tiny._tag === "Invalid") return assert.fail("invalid")
+    assert.strictEqual(Policy.share(tiny, Number.MIN_VALUE), tiny)
+  })
+})

@@ -98,7 +98,7 @@ describe("RateLimitHeaders", () => {
     )
   })
 
-  it("the quota each kind advertises: a smooth rate its permits per period, a replenished concurrency limit its period", () => {
+  it("the quota each kind advertises: a smooth rate its permits per period, a concurrency limit its period, no limit the largest", () => {
     const quota = (policy: Policy.Policy) => {
       assert.notStrictEqual(policy._tag, "Invalid")
       return policy._tag === "Invalid" ? undefined : RateLimitHeaders.quotaOf("p", policy)
@@ -113,6 +113,8 @@ describe("RateLimitHeaders", () => {
     )
     // released units come back at once: a second is the window
     assert.deepStrictEqual(quota(Policy.concurrency({ capacity: 3 })), { name: "p", limit: 3, windowSeconds: 1 })
+    // no limit: the largest integer a header carries, per second
+    assert.deepStrictEqual(quota(Policy.unlimited()), { name: "p", limit: 999_999_999_999_999, windowSeconds: 1 })
   })
 
   it("all advertises the part that allows the least per unit of time; the first of equals", () => {
