@@ -279,6 +279,11 @@ describe("Policy.share: the local fallback's fraction of each kind", () => {
       Policy.fixedWindow({ limit: 3, window: "1 minute", aligned: true, countBlocked: true, execEvenly: true })
     ],
     [
+      "fixed window spread evenly with a least delay of its own",
+      Policy.fixedWindow({ limit: 7, window: "1 minute", execEvenly: true, execEvenlyMinDelay: "10 millis" }),
+      Policy.fixedWindow({ limit: 3, window: "1 minute", execEvenly: true, execEvenlyMinDelay: "10 millis" })
+    ],
+    [
       "sliding window",
       Policy.slidingWindow({ limit: 7, window: "1 minute" }),
       Policy.slidingWindow({ limit: 3, window: "1 minute" })
