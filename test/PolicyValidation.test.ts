@@ -198,7 +198,7 @@ describe("withOptions, withRate and share keep what they are given", () => {
 
   it("withOptions refuses bad options, naming the field", () => {
     const good = bucket()
-    assert.deepStrictEqual(refusal(Policy.withOptions(good, { blockDuration: "never" })), [
+    assert.deepStrictEqual(refusal(Policy.withOptions(good, { blockDuration: "never" as any })), [
       "blockDuration",
       "\"never\"",
       "must be a positive finite duration such as \"1 second\""
