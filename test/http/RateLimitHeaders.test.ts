@@ -98,7 +98,7 @@ describe("RateLimitHeaders", () => {
     )
   })
 
-  it("the quota each kind advertises: a smooth rate its permits per period, a concurrency limit its period, no limit the largest", () => {
+  it("the quota each kind advertises: its limit and the time it takes to come back, no limit the largest", () => {
     const quota = (policy: Policy.Policy) => {
       assert.notStrictEqual(policy._tag, "Invalid")
       return policy._tag === "Invalid" ? undefined : RateLimitHeaders.quotaOf("p", policy)
@@ -113,6 +113,38 @@ describe("RateLimitHeaders", () => {
     )
     // released units come back at once: a second is the window
     assert.deepStrictEqual(quota(Policy.concurrency({ capacity: 3 })), { name: "p", limit: 3, windowSeconds: 1 })
+    // a meter's burst (maxBurst + 1) and the time it takes to come back:
+    // 16 at 30 a minute, 32 s; 21 at 10 a second, 2.1 s rounded up
+    assert.deepStrictEqual(
+      quota(Policy.gcra({ rate: { count: 30, per: "1 minute" }, maxBurst: 15 })),
+      { name: "p", limit: 16, windowSeconds: 32 }
+    )
+    assert.deepStrictEqual(
+      quota(Policy.leakyBucket({ rate: { tokens: 10, per: "1 second" }, burst: 20 })),
+      { name: "p", limit: 21, windowSeconds: 3 }
+    )
+    // windows advertise their limit and window
+    assert.deepStrictEqual(
+      quota(Policy.slidingWindow({ limit: 100, window: "1 minute" })),
+      { name: "p", limit: 100, windowSeconds: 60 }
+    )
+    assert.deepStrictEqual(
+      quota(Policy.slidingLog({ limit: 5, window: "15 minutes" })),
+      { name: "p", limit: 5, windowSeconds: 900 }
+    )
+    // an adaptive rate: its capacity, refilled at its starting rate (20 at 4 a second: 5 s)
+    assert.deepStrictEqual(
+      quota(Policy.adaptive({ capacity: 20, rate: { tokens: 4, per: "1 second" }, floor: 2, ceiling: 8 })),
+      { name: "p", limit: 20, windowSeconds: 5 }
+    )
+    // a burst allowance: the two limits added up, over the base's window
+    assert.deepStrictEqual(
+      quota(Policy.burst(
+        Policy.fixedWindow({ limit: 10, window: "2 seconds" }),
+        Policy.fixedWindow({ limit: 20, window: "1 minute" })
+      )),
+      { name: "p", limit: 30, windowSeconds: 2 }
+    )
     // no limit: the largest integer a header carries, per second
     assert.deepStrictEqual(quota(Policy.unlimited()), { name: "p", limit: 999_999_999_999_999, windowSeconds: 1 })
   })
