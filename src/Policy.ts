@@ -1569,7 +1569,13 @@ const scale = (p: Valid, f: number): Policy => {
         window: p.config.windowMillis,
         aligned: p.config.align,
         countBlocked: p.config.countBlocked,
-        execEvenly: p.config.execEvenly
+        execEvenly: p.config.execEvenly,
+        // a least delay of the policy's own is a time, kept as `minGap` is; the
+        // default (`window / limit`) is the share's own. One given equal to the
+        // default cannot be told from it, and goes with the share's limit.
+        execEvenlyMinDelay: p.config.minDelay !== Math.ceil(p.config.windowMillis / p.config.limit)
+          ? p.config.minDelay
+          : undefined
       })
     case "SlidingWindow":
       return slidingWindow({ limit: Math.max(1, Math.floor(p.config.limit * f)), window: p.config.windowMillis })

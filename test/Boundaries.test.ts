@@ -222,9 +222,10 @@ describe("setRate on a smooth policy carries its stored permits (Guava's setRate
 describe("Policy.share: the local fallback's fraction of each kind", () => {
   // Each kind at half, against the same kind built by hand at half: every
   // setting is carried, and the limits are halved (rounded down for counts,
-  // at least 1).
+  // at least 1). The policies are made inside each test, so that a mutation
+  // run counts the test against the constructors it goes through.
   const per = "1 second"
-  const cases: ReadonlyArray<readonly [string, Policy.Policy, Policy.Policy]> = [
+  const cases = (): ReadonlyArray<readonly [string, Policy.Policy, Policy.Policy]> => [
     [
       "token bucket",
       Policy.tokenBucket({ capacity: 10, refill: { tokens: 4, per }, initialTokens: 6, dryRun: true }),
@@ -248,6 +249,16 @@ describe("Policy.share: the local fallback's fraction of each kind", () => {
       })
     ],
     [
+      "token bucket, interval refill",
+      Policy.tokenBucket({ capacity: 10, refill: { tokens: 4, per }, mode: "interval" }),
+      Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per }, mode: "interval" })
+    ],
+    [
+      "token bucket, interval refill aligned to the clock",
+      Policy.tokenBucket({ capacity: 10, refill: { tokens: 4, per }, mode: "interval", aligned: true }),
+      Policy.tokenBucket({ capacity: 5, refill: { tokens: 2, per }, mode: "interval", aligned: true })
+    ],
+    [
       "gcra",
       Policy.gcra({ rate: { count: 10, per }, maxBurst: 9, blockDuration: "5 seconds" }),
       Policy.gcra({ rate: { count: 5, per }, maxBurst: 4, blockDuration: "5 seconds" })
@@ -268,6 +279,11 @@ describe("Policy.share: the local fallback's fraction of each kind", () => {
       Policy.fixedWindow({ limit: 3, window: "1 minute", aligned: true, countBlocked: true, execEvenly: true })
     ],
     [
+      "fixed window spread evenly with a least delay of its own",
+      Policy.fixedWindow({ limit: 7, window: "1 minute", execEvenly: true, execEvenlyMinDelay: "10 millis" }),
+      Policy.fixedWindow({ limit: 3, window: "1 minute", execEvenly: true, execEvenlyMinDelay: "10 millis" })
+    ],
+    [
       "sliding window",
       Policy.slidingWindow({ limit: 7, window: "1 minute" }),
       Policy.slidingWindow({ limit: 3, window: "1 minute" })
@@ -276,6 +292,11 @@ describe("Policy.share: the local fallback's fraction of each kind", () => {
       "sliding log",
       Policy.slidingLog({ limit: 7, window: "1 minute", minGap: "2 seconds", countBlocked: true }),
       Policy.slidingLog({ limit: 3, window: "1 minute", minGap: "2 seconds", countBlocked: true })
+    ],
+    [
+      "sliding log without minGap",
+      Policy.slidingLog({ limit: 7, window: "1 minute" }),
+      Policy.slidingLog({ limit: 3, window: "1 minute" })
     ],
     [
       "sliding log of 1 (never below 1)",
@@ -321,6 +342,11 @@ describe("Policy.share: the local fallback's fraction of each kind", () => {
       })
     ],
     [
+      "adaptive without a latency target",
+      Policy.adaptive({ capacity: 10, rate: { tokens: 4, per }, floor: 2, ceiling: 8 }),
+      Policy.adaptive({ capacity: 5, rate: { tokens: 2, per }, floor: 1, ceiling: 4 })
+    ],
+    [
       "burst",
       Policy.burst(
         Policy.fixedWindow({ limit: 4, window: per }),
@@ -335,8 +361,9 @@ describe("Policy.share: the local fallback's fraction of each kind", () => {
     ["smooth", Policy.smooth({ permits: 5, per }), Policy.smooth({ permits: 5, per })],
     ["unlimited", Policy.unlimited(), Policy.unlimited()]
   ]
-  for (const [name, policy, half] of cases) {
+  for (const [index, [name]] of cases().entries()) {
     it(`${name}: half of it is the same kind at half`, () => {
+      const [, policy, half] = cases()[index]
       assert.notStrictEqual(policy._tag, "Invalid", name)
       assert.notStrictEqual(half._tag, "Invalid", name)
       if (policy._tag === "Invalid" || half._tag === "Invalid") return

@@ -126,6 +126,18 @@ for (const fastPath of [true, false]) {
         assert.isTrue(yield* limiter.acquire("k"))
       }))
 
+    it.effect("sliding log with minGap: an admission within the gap of the last is refused, told the gap's end", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make(Policy.slidingLog({ limit: 5, window: "1 minute", minGap: "2 seconds" }))
+        assert.isTrue(yield* limiter.acquire("k"))
+        yield* TestClock.adjust("1500 millis")
+        const early = yield* limiter.consume("k")
+        assert.isFalse(early.allowed)
+        assert.strictEqual(Duration.toMillis(early.retryAfter), 500)
+        yield* TestClock.adjust("500 millis")
+        assert.isTrue(yield* limiter.acquire("k"))
+      }))
+
     it.effect("smooth with warm-up starts slow and reaches the stable rate", () =>
       Effect.gen(function*() {
         const limiter = yield* make(Policy.smooth({ permits: 100, per: "1 second", warmup: "100 millis" }))

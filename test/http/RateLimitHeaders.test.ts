@@ -98,6 +98,73 @@ describe("RateLimitHeaders", () => {
     )
   })
 
+  it("the quota each kind advertises: its limit and the time it takes to come back, no limit the largest", () => {
+    const quota = (policy: Policy.Policy) => {
+      assert.notStrictEqual(policy._tag, "Invalid")
+      return policy._tag === "Invalid" ? undefined : RateLimitHeaders.quotaOf("p", policy)
+    }
+    assert.deepStrictEqual(
+      quota(Policy.smooth({ permits: 5, per: "2 seconds" })),
+      { name: "p", limit: 5, windowSeconds: 2 }
+    )
+    assert.deepStrictEqual(
+      quota(Policy.concurrency({ capacity: 3, replenish: { tokens: 1, per: "4 seconds" } })),
+      { name: "p", limit: 3, windowSeconds: 4 }
+    )
+    // released units come back at once: a second is the window
+    assert.deepStrictEqual(quota(Policy.concurrency({ capacity: 3 })), { name: "p", limit: 3, windowSeconds: 1 })
+    // a meter's burst (maxBurst + 1) and the time it takes to come back:
+    // 16 at 30 a minute, 32 s; 21 at 10 a second, 2.1 s rounded up
+    assert.deepStrictEqual(
+      quota(Policy.gcra({ rate: { count: 30, per: "1 minute" }, maxBurst: 15 })),
+      { name: "p", limit: 16, windowSeconds: 32 }
+    )
+    assert.deepStrictEqual(
+      quota(Policy.leakyBucket({ rate: { tokens: 10, per: "1 second" }, burst: 20 })),
+      { name: "p", limit: 21, windowSeconds: 3 }
+    )
+    // windows advertise their limit and window
+    assert.deepStrictEqual(
+      quota(Policy.slidingWindow({ limit: 100, window: "1 minute" })),
+      { name: "p", limit: 100, windowSeconds: 60 }
+    )
+    assert.deepStrictEqual(
+      quota(Policy.slidingLog({ limit: 5, window: "15 minutes" })),
+      { name: "p", limit: 5, windowSeconds: 900 }
+    )
+    // an adaptive rate: its capacity, refilled at its starting rate (20 at 4 a second: 5 s)
+    assert.deepStrictEqual(
+      quota(Policy.adaptive({ capacity: 20, rate: { tokens: 4, per: "1 second" }, floor: 2, ceiling: 8 })),
+      { name: "p", limit: 20, windowSeconds: 5 }
+    )
+    // a burst allowance: the two limits added up, over the base's window
+    assert.deepStrictEqual(
+      quota(Policy.burst(
+        Policy.fixedWindow({ limit: 10, window: "2 seconds" }),
+        Policy.fixedWindow({ limit: 20, window: "1 minute" })
+      )),
+      { name: "p", limit: 30, windowSeconds: 2 }
+    )
+    // no limit: the largest integer a header carries, per second
+    assert.deepStrictEqual(quota(Policy.unlimited()), { name: "p", limit: 999_999_999_999_999, windowSeconds: 1 })
+  })
+
+  it("all advertises the part that allows the least per unit of time; the first of equals", () => {
+    const quota = (policy: Policy.Policy) => {
+      assert.notStrictEqual(policy._tag, "Invalid")
+      return policy._tag === "Invalid" ? undefined : RateLimitHeaders.quotaOf("p", policy)
+    }
+    const perMinute = Policy.fixedWindow({ limit: 100, window: "1 minute" })
+    const perSecond = Policy.fixedWindow({ limit: 10, window: "1 second" })
+    // 100 a minute is less than 10 a second, whichever comes first
+    assert.deepStrictEqual(quota(Policy.all(perMinute, perSecond)), { name: "p", limit: 100, windowSeconds: 60 })
+    assert.deepStrictEqual(quota(Policy.all(perSecond, perMinute)), { name: "p", limit: 100, windowSeconds: 60 })
+    // 10 a second and 20 every two seconds are the same rate: the first is told
+    const perTwo = Policy.fixedWindow({ limit: 20, window: "2 seconds" })
+    assert.deepStrictEqual(quota(Policy.all(perSecond, perTwo)), { name: "p", limit: 10, windowSeconds: 1 })
+    assert.deepStrictEqual(quota(Policy.all(perTwo, perSecond)), { name: "p", limit: 20, windowSeconds: 2 })
+  })
+
   it("make: RateLimit and RateLimit-Policy always, Retry-After on a denial only, the legacy fields when asked", () => {
     const quota = { name: "api", limit: 10, windowSeconds: 60 }
     const allowed = decision({ remaining: 4, resetAfter: Duration.millis(2500) })
