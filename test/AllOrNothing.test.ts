@@ -361,6 +361,21 @@ describe("acquire over several keys, in process: holds", () => {
       assert.strictEqual(yield* remaining(limiter, "org:a"), 6)
     }))
 
+  it.effect("consume over several keys that commits beside another call's hold reports each key's remaining net of it", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      // holds 4 on the org (10), waits on the user: the org is not quiet, so the next call holds and commits
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      const d = yield* limiter.consume(["org:a", "global"], { cost: 3 })
+      assert.isTrue(d.allowed)
+      // the org: 10 - 3 taken - 4 held; global: 20 - 3
+      assert.deepStrictEqual(d.keys?.map((k) => [k.key, k.decision.remaining]), [["org:a", 3], ["global", 17]])
+      assert.strictEqual(d.remaining, 3)
+      yield* Fiber.interrupt(fiber)
+    }))
+
   it.effect("a take of one unit counts the units held too, as a take of several does", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({ policy: tiers })
@@ -480,6 +495,45 @@ const call: fc.Arbitrary<Call> = fc.record({
   keys: fc.uniqueArray(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 4 }),
   cost: fc.integer({ min: 1, max: 3 }),
   mode: fc.constantFrom("acquire" as const, "consume" as const, "wait" as const)
+})
+
+describe("acquire over several keys: a key's last activity", () => {
+  // refills 1 per second: a key 1 below its capacity is settled (full) a second later
+  const policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } })
+
+  it.effect("a call decided at once counts as each key's last activity: reaped idleTimeout after it, not before", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy, idleTimeout: "10 seconds" })
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      yield* TestClock.adjust("4 seconds")
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      // the sweeps at 5 s and 10 s find both keys idle for 1 s and 6 s
+      yield* TestClock.adjust("6 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 0)
+      // at 15 s, idle for 11 s
+      yield* TestClock.adjust("5 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 2)
+    }))
+
+  it.effect("a call that held a key and commits later counts the commit as the key's last activity", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy, idleTimeout: "10 seconds" })
+      assert.isTrue(yield* limiter.acquire("b", { cost: 5 }))
+      // holds 1 on "a" at 0 s, waits on "b" for its unit at 1 s, then takes from both
+      const call = yield* Effect.forkChild(limiter.wait(["a", "b"]), { startImmediately: true })
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(call)
+      // the sweep at 10 s finds "a" idle for 9 s ("b": 9 s too)
+      yield* TestClock.adjust("9 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 0)
+      yield* TestClock.adjust("5 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 2)
+    }))
 })
 
 describe("acquire over several keys: the property", () => {

@@ -88,6 +88,24 @@ for (const fastPath of [true, false]) {
         assert.isTrue(Option.isNone(yield* limiter.get("a")))
       }))
 
+    it.effect("a delete keeps counting the units a call over several keys holds on the key, and that call's take", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: Policy.fixedWindow({ limit: 5, window: "1 minute" }) })
+        assert.isTrue(yield* limiter.acquire("b", { cost: 5 }))
+        // "a" < "b": the call holds 2 on "a", then waits on "b"
+        const call = yield* Effect.forkChild(limiter.wait(["a", "b"], { cost: 2 }), { startImmediately: true })
+        yield* settle
+        assert.isTrue(yield* limiter.delete("a"))
+        // the key's state is gone, the 2 held are not: 3 left
+        assert.isFalse(yield* limiter.acquire("a", { cost: 4 }))
+        assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
+        // a new minute: "b" admits the call, which takes its 2 from "a" too
+        yield* TestClock.adjust("1 minute")
+        yield* Fiber.join(call)
+        assert.isFalse(yield* limiter.acquire("a", { cost: 4 }))
+        assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
+      }))
+
     it.effect("a key with a waiter in line is live for get, even in the instant its state settles", () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: perSecond(1) })

@@ -422,8 +422,13 @@ const serve = (
         admitLine(limiter, bucket, line, now)
       }
     }
-    // (a waiter admitted after the delete used the key: it has state again)
-    if (deleted && line.waiters.length === 0 && actor.pending === 0 && Bucket.read(bucket) === undefined) {
+    // (a waiter admitted after the delete used the key: it has state again;
+    // units held by a call over several keys are still the key's, as on the
+    // caller's fiber)
+    if (
+      deleted && line.waiters.length === 0 && actor.pending === 0 && bucket.held === 0 &&
+      Bucket.read(bucket) === undefined
+    ) {
       limiter.forget(bucket.key, bucket)
       Bucket.retire(bucket)
     }
