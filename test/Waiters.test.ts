@@ -524,6 +524,20 @@ describe("the head-of-line pass", () => {
       assert.deepStrictEqual(yield* ended(big), { at: 16_000, ok: true })
     }))
 
+  it.effect("while the head may be passed, the first one behind it to fit goes at its own turn, not a later one's", () =>
+    Effect.gen(function*() {
+      const { big, limiter, small } = yield* scenario("5 seconds")
+      // behind the small one (1 token, at 6 s), one of 3 (at 8 s): the actor wakes for the earlier
+      const three = yield* Effect.forkChild(outcome(limiter.wait("k", { cost: 3 })))
+      yield* settle
+      yield* seconds(1)
+      assert.deepStrictEqual(yield* ended(small), { at: 6000, ok: true })
+      yield* seconds(3)
+      assert.deepStrictEqual(yield* ended(three), { at: 9000, ok: true })
+      yield* seconds(10)
+      assert.deepStrictEqual(yield* ended(big), { at: 19_000, ok: true })
+    }))
+
   it.effect("several that fit at once pass the head together, and leave the line", () =>
     Effect.gen(function*() {
       const { big, limiter, small } = yield* scenario("2 seconds")
