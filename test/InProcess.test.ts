@@ -200,6 +200,35 @@ describe("in process: a delete", () => {
       assert.strictEqual((yield* limiter.peek("k")).limit, 2)
     }))
 
+  it.effect("a key deleted, then only read (peek, get) in the same batch, is forgotten", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ fastPath: false, policy: perSecond(2) })
+      assert.isTrue(yield* limiter.acquire("k"))
+      // queued together for the key's actor: one batch
+      const calls = yield* Effect.forkChild(
+        Effect.all([limiter.delete("k"), limiter.peek("k"), limiter.get("k")], { concurrency: "unbounded" }),
+        { startImmediately: true }
+      )
+      const [deleted, peeked, got] = yield* Fiber.join(calls)
+      assert.isTrue(deleted)
+      assert.strictEqual(peeked.remaining, 2)
+      assert.isTrue(Option.isNone(got))
+      assert.strictEqual((yield* limiter.stats).buckets, 0)
+    }))
+
+  it.effect("a key deleted, then used in the same batch, keeps what that use took", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ fastPath: false, policy: perSecond(2) })
+      assert.isTrue(yield* limiter.acquire("k"))
+      const calls = yield* Effect.forkChild(
+        Effect.all([limiter.delete("k"), limiter.acquire("k", { cost: 2 })], { concurrency: "unbounded" }),
+        { startImmediately: true }
+      )
+      assert.deepStrictEqual(yield* Fiber.join(calls), [true, true])
+      assert.strictEqual((yield* limiter.stats).buckets, 1)
+      assert.isFalse(yield* limiter.acquire("k"))
+    }))
+
   it.effect("a waiter admitted right after a delete keeps what it took (the key is not forgotten)", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({ policy: Policy.fixedWindow({ limit: 2, window: "1 second" }) })
