@@ -189,6 +189,22 @@ for (const fastPath of [true, false]) {
   })
 }
 
+describe("in process: a caller that leaves before its key's actor serves it", () => {
+  it.effect("takes nothing", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ fastPath: false, policy: perSecond(3) })
+      // the key's actor is running, waiting for its next batch
+      assert.isTrue(yield* limiter.acquire("k"))
+      // queued: the actor is woken, but has not served it yet
+      const call = yield* Effect.forkChild(limiter.acquire("k", { cost: 2 }), { startImmediately: true })
+      call.interruptUnsafe()
+      assert.isTrue(Exit.hasInterrupts(yield* Fiber.await(call)))
+      yield* settle
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 2)
+      assert.strictEqual((yield* limiter.stats).allowed, 1)
+    }))
+})
+
 describe("in process: a delete", () => {
   it.effect("a key reconfigured, then deleted in its actor's batch, is forgotten", () =>
     Effect.gen(function*() {
