@@ -536,6 +536,30 @@ describe("acquire over several keys: a key's last activity", () => {
     }))
 })
 
+describe("acquire over several keys: a fresh key held while the call waits", () => {
+  for (const fastPath of [true, false]) {
+    it.effect(`starts when it is held, not when the call takes from it (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        // "a" stores a permit a second, up to 10, from nothing; "slow" refills 1 a minute
+        const limiter = yield* RateLimiter.make({
+          fastPath,
+          policy: (key) =>
+            key === "a"
+              ? Policy.smooth({ permits: 1, per: "1 second", maxBurst: "10 seconds", initialPermits: 0 })
+              : Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 minute" } })
+        })
+        assert.isTrue(yield* limiter.acquire("slow"))
+        // holds 1 on a fresh "a" now, takes it a minute later, once "slow" has refilled
+        const call = yield* Effect.forkChild(limiter.wait(["a", "slow"]), { startImmediately: true })
+        yield* settle
+        yield* TestClock.adjust("1 minute")
+        yield* Fiber.join(call)
+        // "a" stored its 10 over that minute, and the call took one of them
+        assert.strictEqual((yield* limiter.peek("a")).remaining, 10)
+      }))
+  }
+})
+
 describe("acquire over several keys: the property", () => {
   for (const variant of variants) {
     it.effect(`no key exceeds its limit and no partial take survives (${variant.name})`, () =>
