@@ -376,6 +376,25 @@ describe("acquire over several keys, in process: holds", () => {
       yield* Fiber.interrupt(fiber)
     }))
 
+  it.effect("wait over several keys does not take a key's units ahead of a waiter in its line, though they fit", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ fastPath: false, policy: tiers })
+      assert.isTrue(yield* limiter.acquire("org:a", { cost: 8 }))
+      // 2 there: a waiter for 5 stands in line (at 3 s)
+      const waiter = yield* Effect.forkChild(limiter.wait("org:a", { cost: 5 }), { startImmediately: true })
+      yield* settle
+      // a call for 1 unit of the org: it fits, but waits behind the waiter
+      const call = yield* Effect.forkChild(limiter.wait(["org:a", "user:1"]), { startImmediately: true })
+      yield* settle
+      assert.isUndefined(call.pollUnsafe())
+      yield* TestClock.adjust("3 seconds")
+      yield* settle
+      assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      assert.deepStrictEqual(call.pollUnsafe(), Exit.void)
+    }))
+
   it.effect("a take of one unit counts the units held too, as a take of several does", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({ policy: tiers })

@@ -341,6 +341,24 @@ describe("answers, on a store: dry runs and waiters", () => {
     }))
 })
 
+describe("answers, in process: dry runs and waiters", () => {
+  for (const fastPath of [true, false]) {
+    it.effect(`a waiter under a dry run goes at once, counted, and takes nothing (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.make({
+          fastPath,
+          policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" }, dryRun: true })
+        })
+        assert.isTrue(yield* limiter.acquire("k"))
+        const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+        yield* settle
+        assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+        assert.strictEqual((yield* limiter.stats).dryRun, 1)
+        assert.strictEqual((yield* limiter.peek("k")).remaining, 0)
+      }))
+  }
+})
+
 describe("answers, on a store: a key others wait on", () => {
   it.effect("a key with a waiter in line is live for get, even in the instant its state settles", () =>
     Effect.gen(function*() {
