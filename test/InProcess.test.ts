@@ -106,6 +106,20 @@ for (const fastPath of [true, false]) {
         assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
       }))
 
+    it.effect("a key deleted while a call holds units on it is reconfigured from a fresh key's state", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: Policy.fixedWindow({ limit: 5, window: "1 minute" }) })
+        assert.isTrue(yield* limiter.acquire("b", { cost: 5 }))
+        const call = yield* Effect.forkChild(limiter.wait(["a", "b"], { cost: 2 }), { startImmediately: true })
+        yield* settle
+        assert.isTrue(yield* limiter.delete("a"))
+        // no state: a fresh key's 5 carried over as they are (as-is), less the 2 held
+        yield* limiter.reconfigure("a", Policy.fixedWindow({ limit: 10, window: "1 minute" }))
+        assert.isFalse(yield* limiter.acquire("a", { cost: 4 }))
+        assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
+        yield* Fiber.interrupt(call)
+      }))
+
     it.effect("a key with a waiter in line is live for get, even in the instant its state settles", () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: perSecond(1) })
