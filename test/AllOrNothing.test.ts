@@ -579,6 +579,27 @@ describe("acquire over several keys: a fresh key held while the call waits", () 
   }
 })
 
+describe("acquire over several keys: a call another key refuses", () => {
+  for (const fastPath of [true, false]) {
+    it.effect(`leaves a fresh key as it found it (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        // "a" stores a permit a second, up to 10, from nothing; "b" refills 1 a minute
+        const limiter = yield* RateLimiter.make({
+          fastPath,
+          policy: (key) =>
+            key === "a"
+              ? Policy.smooth({ permits: 1, per: "1 second", maxBurst: "10 seconds", initialPermits: 0 })
+              : Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 minute" } })
+        })
+        assert.isTrue(yield* limiter.acquire("b"))
+        assert.isFalse(yield* limiter.acquire(["a", "b"]))
+        // "a" did not start with the refused call: 5 s later it is still a new key (one permit, paid later)
+        yield* TestClock.adjust("5 seconds")
+        assert.strictEqual((yield* limiter.peek("a")).remaining, 1)
+      }))
+  }
+})
+
 describe("acquire over several keys: the property", () => {
   for (const variant of variants) {
     it.effect(`no key exceeds its limit and no partial take survives (${variant.name})`, () =>

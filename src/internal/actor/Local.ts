@@ -168,14 +168,16 @@ const anchor = (bucket: Bucket.Bucket, now: number): void => {
 }
 
 // A hold for a call over several keys: decided as a take would be (it may
-// not jump the line), but the units are held, not taken from the state.
+// not jump the line), but the units are held, not taken from the state. It
+// does not anchor a fresh key: the commit follows in the same call, and a
+// call refused by another key leaves the key as it found it (as the
+// decision on the caller's fiber over quiet keys does).
 const hold = (
   limiter: Bucket.Limiter,
   bucket: Bucket.Bucket,
   cost: number,
   now: number
 ): Request.Answer<typeof Request.Kind.Hold> => {
-  anchor(bucket, now)
   const op = Operations.table[Request.Kind.Acquire].op!(cost, undefined, queueOf(bucket))
   // the take's answer, without keeping what it took
   const [reply] = Interpreter.applyOne(bucket.policy, Bucket.read(bucket), now, op)
