@@ -368,6 +368,40 @@ describe("acquire over several keys, in process: holds", () => {
       assert.strictEqual(yield* remaining(limiter, "org:a"), 6)
     }))
 
+  it.effect("consume over several keys that commits beside another call's hold reports each key's remaining net of it", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy: tiers })
+      assert.isTrue(yield* limiter.acquire("user:1", { cost: 5 }))
+      // holds 4 on the org (10), waits on the user: the org is not quiet, so the next call holds and commits
+      const fiber = yield* Effect.forkChild(limiter.wait(["user:1", "org:a"], { cost: 4 }))
+      yield* settle
+      const d = yield* limiter.consume(["org:a", "global"], { cost: 3 })
+      assert.isTrue(d.allowed)
+      // the org: 10 - 3 taken - 4 held; global: 20 - 3
+      assert.deepStrictEqual(d.keys?.map((k) => [k.key, k.decision.remaining]), [["org:a", 3], ["global", 17]])
+      assert.strictEqual(d.remaining, 3)
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("wait over several keys does not take a key's units ahead of a waiter in its line, though they fit", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ fastPath: false, policy: tiers })
+      assert.isTrue(yield* limiter.acquire("org:a", { cost: 8 }))
+      // 2 there: a waiter for 5 stands in line (at 3 s)
+      const waiter = yield* Effect.forkChild(limiter.wait("org:a", { cost: 5 }), { startImmediately: true })
+      yield* settle
+      // a call for 1 unit of the org: it fits, but waits behind the waiter
+      const call = yield* Effect.forkChild(limiter.wait(["org:a", "user:1"]), { startImmediately: true })
+      yield* settle
+      assert.isUndefined(call.pollUnsafe())
+      yield* TestClock.adjust("3 seconds")
+      yield* settle
+      assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      assert.deepStrictEqual(call.pollUnsafe(), Exit.void)
+    }))
+
   it.effect("a take of one unit counts the units held too, as a take of several does", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({ policy: tiers })
@@ -504,6 +538,90 @@ const call: fc.Arbitrary<Call> = fc.record({
   keys: fc.uniqueArray(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 4 }),
   cost: fc.integer({ min: 1, max: 3 }),
   mode: fc.constantFrom("acquire" as const, "consume" as const, "wait" as const)
+})
+
+describe("acquire over several keys: a key's last activity", () => {
+  // refills 1 per second: a key 1 below its capacity is settled (full) a second later
+  const policy = Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } })
+
+  it.effect("a call decided at once counts as each key's last activity: reaped idleTimeout after it, not before", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy, idleTimeout: "10 seconds" })
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      yield* TestClock.adjust("4 seconds")
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      // the sweeps at 5 s and 10 s find both keys idle for 1 s and 6 s
+      yield* TestClock.adjust("6 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 0)
+      // at 15 s, idle for 11 s
+      yield* TestClock.adjust("5 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 2)
+    }))
+
+  it.effect("a call that held a key and commits later counts the commit as the key's last activity", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy, idleTimeout: "10 seconds" })
+      assert.isTrue(yield* limiter.acquire("b", { cost: 5 }))
+      // holds 1 on "a" at 0 s, waits on "b" for its unit at 1 s, then takes from both
+      const call = yield* Effect.forkChild(limiter.wait(["a", "b"]), { startImmediately: true })
+      yield* settle
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(call)
+      // the sweep at 10 s finds "a" idle for 9 s ("b": 9 s too)
+      yield* TestClock.adjust("9 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 0)
+      yield* TestClock.adjust("5 seconds")
+      yield* settle
+      assert.strictEqual((yield* limiter.stats).reaped, 2)
+    }))
+})
+
+describe("acquire over several keys: a fresh key held while the call waits", () => {
+  for (const fastPath of [true, false]) {
+    it.effect(`starts when it is held, not when the call takes from it (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        // "a" stores a permit a second, up to 10, from nothing; "slow" refills 1 a minute
+        const limiter = yield* RateLimiter.make({
+          fastPath,
+          policy: (key) =>
+            key === "a"
+              ? Policy.smooth({ permits: 1, per: "1 second", maxBurst: "10 seconds", initialPermits: 0 })
+              : Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 minute" } })
+        })
+        assert.isTrue(yield* limiter.acquire("slow"))
+        // holds 1 on a fresh "a" now, takes it a minute later, once "slow" has refilled
+        const call = yield* Effect.forkChild(limiter.wait(["a", "slow"]), { startImmediately: true })
+        yield* settle
+        yield* TestClock.adjust("1 minute")
+        yield* Fiber.join(call)
+        // "a" stored its 10 over that minute, and the call took one of them
+        assert.strictEqual((yield* limiter.peek("a")).remaining, 10)
+      }))
+  }
+})
+
+describe("acquire over several keys: a call another key refuses", () => {
+  for (const fastPath of [true, false]) {
+    it.effect(`leaves a fresh key as it found it (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        // "a" stores a permit a second, up to 10, from nothing; "b" refills 1 a minute
+        const limiter = yield* RateLimiter.make({
+          fastPath,
+          policy: (key) =>
+            key === "a"
+              ? Policy.smooth({ permits: 1, per: "1 second", maxBurst: "10 seconds", initialPermits: 0 })
+              : Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 minute" } })
+        })
+        assert.isTrue(yield* limiter.acquire("b"))
+        assert.isFalse(yield* limiter.acquire(["a", "b"]))
+        // "a" did not start with the refused call: 5 s later it is still a new key (one permit, paid later)
+        yield* TestClock.adjust("5 seconds")
+        assert.strictEqual((yield* limiter.peek("a")).remaining, 1)
+      }))
+  }
 })
 
 describe("acquire over several keys: the property", () => {

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Option, type Scope } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Option, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
@@ -80,6 +80,23 @@ for (const [where, make] of backends) {
         yield* TestClock.adjust("1 millis")
         assert.isTrue(yield* Fiber.join(second))
         assert.strictEqual((yield* limiter.stats).allowed, 2)
+      }))
+
+    it.effect("a waiter admitted from the line under a shaper proceeds after its delay too", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: shaper })
+        // the first now, two more spaced out to 1 s and 2 s: the shaper is full
+        for (let i = 0; i < 3; i++) assert.isTrue((yield* limiter.consume("k")).allowed)
+        const waiter = yield* Effect.forkChild(Effect.andThen(limiter.wait("k"), Clock.currentTimeMillis), {
+          startImmediately: true
+        })
+        yield* settle
+        // admitted at 1 s, when the first has drained, to go at 3 s (after the one at 2 s)
+        yield* TestClock.adjust("1 second")
+        yield* settle
+        assert.isUndefined(waiter.pollUnsafe())
+        yield* TestClock.adjust("2 seconds")
+        assert.strictEqual(yield* Fiber.join(waiter), 3000)
       }))
 
     it.effect("a decision carries a delay only when a shaper spaces the request out", () =>
@@ -322,6 +339,24 @@ describe("answers, on a store: dry runs and waiters", () => {
       assert.strictEqual((yield* limiter.stats).dryRun, 1)
       assert.strictEqual((yield* limiter.peek("k")).remaining, 0)
     }))
+})
+
+describe("answers, in process: dry runs and waiters", () => {
+  for (const fastPath of [true, false]) {
+    it.effect(`a waiter under a dry run goes at once, counted, and takes nothing (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.make({
+          fastPath,
+          policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" }, dryRun: true })
+        })
+        assert.isTrue(yield* limiter.acquire("k"))
+        const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+        yield* settle
+        assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+        assert.strictEqual((yield* limiter.stats).dryRun, 1)
+        assert.strictEqual((yield* limiter.peek("k")).remaining, 0)
+      }))
+  }
 })
 
 describe("answers, on a store: a key others wait on", () => {

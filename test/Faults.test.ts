@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Cause, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { Policy, RateLimiter } from "../src/index.ts"
+import { BucketFailed, Policy, RateLimiter } from "../src/index.ts"
 import { bind } from "../src/internal/algorithm/Algorithm.ts"
 import { size } from "./size.ts"
 
@@ -47,6 +47,10 @@ for (const fastPath of [true, false]) {
           assert.isTrue(
             Exit.isFailure(exit) && exit.cause.reasons.some((r) => r._tag === "Fail" && r.error._tag === "BucketFailed")
           )
+          // the error names the key and the defect
+          const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
+          assert.instanceOf(error, BucketFailed)
+          assert.deepStrictEqual([error.key, error.defect], ["bad", "Error: step exploded"])
         }
         // the bad key restarted cleanly: a fresh, full bucket, nobody waiting
         assert.strictEqual((yield* limiter.peek("bad")).remaining, 5)

@@ -114,6 +114,38 @@ for (const fastPath of [true, false]) {
         assert.isTrue(Option.isNone(yield* limiter.get("a")))
       }))
 
+    it.effect("a delete keeps counting the units a call over several keys holds on the key, and that call's take", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: Policy.fixedWindow({ limit: 5, window: "1 minute" }) })
+        assert.isTrue(yield* limiter.acquire("b", { cost: 5 }))
+        // "a" < "b": the call holds 2 on "a", then waits on "b"
+        const call = yield* Effect.forkChild(limiter.wait(["a", "b"], { cost: 2 }), { startImmediately: true })
+        yield* settle
+        assert.isTrue(yield* limiter.delete("a"))
+        // the key's state is gone, the 2 held are not: 3 left
+        assert.isFalse(yield* limiter.acquire("a", { cost: 4 }))
+        assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
+        // a new minute: "b" admits the call, which takes its 2 from "a" too
+        yield* TestClock.adjust("1 minute")
+        yield* Fiber.join(call)
+        assert.isFalse(yield* limiter.acquire("a", { cost: 4 }))
+        assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
+      }))
+
+    it.effect("a key deleted while a call holds units on it is reconfigured from a fresh key's state", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: Policy.fixedWindow({ limit: 5, window: "1 minute" }) })
+        assert.isTrue(yield* limiter.acquire("b", { cost: 5 }))
+        const call = yield* Effect.forkChild(limiter.wait(["a", "b"], { cost: 2 }), { startImmediately: true })
+        yield* settle
+        assert.isTrue(yield* limiter.delete("a"))
+        // no state: a fresh key's 5 carried over as they are (as-is), less the 2 held
+        yield* limiter.reconfigure("a", Policy.fixedWindow({ limit: 10, window: "1 minute" }))
+        assert.isFalse(yield* limiter.acquire("a", { cost: 4 }))
+        assert.isTrue(yield* limiter.acquire("a", { cost: 3 }))
+        yield* Fiber.interrupt(call)
+      }))
+
     it.effect("a key with a waiter in line is live for get, even in the instant its state settles", () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: perSecond(1) })
@@ -197,6 +229,22 @@ for (const fastPath of [true, false]) {
   })
 }
 
+describe("in process: a caller that leaves before its key's actor serves it", () => {
+  it.effect("takes nothing", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ fastPath: false, policy: perSecond(3) })
+      // the key's actor is running, waiting for its next batch
+      assert.isTrue(yield* limiter.acquire("k"))
+      // queued: the actor is woken, but has not served it yet
+      const call = yield* Effect.forkChild(limiter.acquire("k", { cost: 2 }), { startImmediately: true })
+      call.interruptUnsafe()
+      assert.isTrue(Exit.hasInterrupts(yield* Fiber.await(call)))
+      yield* settle
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 2)
+      assert.strictEqual((yield* limiter.stats).allowed, 1)
+    }))
+})
+
 describe("in process: a delete", () => {
   it.effect("a key reconfigured, then deleted in its actor's batch, is forgotten", () =>
     Effect.gen(function*() {
@@ -204,8 +252,39 @@ describe("in process: a delete", () => {
       yield* limiter.reconfigure("k", perSecond(5))
       assert.isTrue(yield* limiter.acquire("k", { cost: 5 }))
       assert.isTrue(yield* limiter.delete("k"))
-      assert.strictEqual((yield* limiter.stats).buckets, 0)
+      yield* settle
+      // its actor ends with it
+      assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).actors], [0, 0])
       assert.strictEqual((yield* limiter.peek("k")).limit, 2)
+    }))
+
+  it.effect("a key deleted, then only read (peek, get) in the same batch, is forgotten", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ fastPath: false, policy: perSecond(2) })
+      assert.isTrue(yield* limiter.acquire("k"))
+      // queued together for the key's actor: one batch
+      const calls = yield* Effect.forkChild(
+        Effect.all([limiter.delete("k"), limiter.peek("k"), limiter.get("k")], { concurrency: "unbounded" }),
+        { startImmediately: true }
+      )
+      const [deleted, peeked, got] = yield* Fiber.join(calls)
+      assert.isTrue(deleted)
+      assert.strictEqual(peeked.remaining, 2)
+      assert.isTrue(Option.isNone(got))
+      assert.strictEqual((yield* limiter.stats).buckets, 0)
+    }))
+
+  it.effect("a key deleted, then used in the same batch, keeps what that use took", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ fastPath: false, policy: perSecond(2) })
+      assert.isTrue(yield* limiter.acquire("k"))
+      const calls = yield* Effect.forkChild(
+        Effect.all([limiter.delete("k"), limiter.acquire("k", { cost: 2 })], { concurrency: "unbounded" }),
+        { startImmediately: true }
+      )
+      assert.deepStrictEqual(yield* Fiber.join(calls), [true, true])
+      assert.strictEqual((yield* limiter.stats).buckets, 1)
+      assert.isFalse(yield* limiter.acquire("k"))
     }))
 
   it.effect("a waiter admitted right after a delete keeps what it took (the key is not forgotten)", () =>

@@ -184,6 +184,35 @@ for (const fastPath of [true, false]) {
           assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
         }))
 
+      it.effect("as-is never keeps more than the new limit, on other algorithms either", () =>
+        Effect.gen(function*() {
+          const limiter = yield* make({ policy: Policy.fixedWindow({ limit: 10, window: "1 minute" }) })
+          assert.isTrue(yield* limiter.acquire("k"))
+          yield* limiter.reconfigure("k", Policy.fixedWindow({ limit: 3, window: "1 minute" }), { carry: "as-is" })
+          assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
+          assert.isTrue(yield* limiter.acquire("k", { cost: 3 }))
+          assert.isFalse(yield* limiter.acquire("k"))
+        }))
+
+      it.effect("units out under a concurrency limit count as in use only between concurrency limits", () =>
+        Effect.gen(function*() {
+          const window = (limit: number) => Policy.fixedWindow({ limit, window: "1 minute" })
+          const permits = (capacity: number) => Policy.concurrency({ capacity })
+          const limiter = yield* make({ policy: (key) => key.startsWith("w") ? window(10) : permits(4) })
+          // a window with 4 of 10 left, as-is: 4 permits of 5 (not 5 - (10 - 4))
+          assert.isTrue(yield* limiter.acquire("w", { cost: 6 }))
+          yield* limiter.reconfigure("w", permits(5), { carry: "as-is" })
+          assert.strictEqual((yield* limiter.peek("w")).remaining, 4)
+          // 2 of 4 permits out, as-is to a window of 10: the 2 left (not 10 - 2)
+          assert.isTrue(yield* limiter.acquire("c", { cost: 2 }))
+          yield* limiter.reconfigure("c", window(10), { carry: "as-is" })
+          assert.strictEqual((yield* limiter.peek("c")).remaining, 2)
+          // 2 of 4 out, proportionally to 8 permits: half of them, 4 (not 8 - 2)
+          assert.isTrue(yield* limiter.acquire("p", { cost: 2 }))
+          yield* limiter.reconfigure("p", permits(8), { carry: "proportional" })
+          assert.strictEqual((yield* limiter.peek("p")).remaining, 4)
+        }))
+
       it.effect("waiters in line are re-timed against the new rate", () =>
         Effect.gen(function*() {
           const limiter = yield* make({ policy: perSecond(2, 1) })
@@ -208,6 +237,7 @@ for (const fastPath of [true, false]) {
           yield* limiter.reconfigure("k", perSecond(2, 1))
           const error = yield* Fiber.join(waiter)
           assert.strictEqual(error._tag === "InvalidRequest" && error.field, "cost")
+          assert.strictEqual(error.message, "invalid request: cost = 4: exceeds the new limit 2: it can never succeed")
         }))
 
       it.effect("a reconfigured key keeps its policy across a reap, and bad policies are refused", () =>

@@ -316,6 +316,32 @@ describe("a waiter's deadline", () => {
         assert.deepStrictEqual(log, ["high", "p"])
       }))
 
+    it.effect(`passed by a higher priority, it is told when it would fit behind the units a call over several keys holds (${name})`, () =>
+      Effect.gen(function*() {
+        // "slow" refills 1 a minute: a call over "k" and "slow" holds its units on "k" for minutes
+        const limiter = yield* make({
+          policy: (key) =>
+            key === "slow"
+              ? Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 minute" } })
+              : perSecond(10, 1)
+        })
+        assert.isTrue(yield* limiter.acquire("slow", { cost: 5 }))
+        const call = yield* Effect.forkChild(limiter.wait(["k", "slow"], { cost: 4 }))
+        yield* settle
+        // 4 tokens left on "k", all held
+        assert.isTrue(yield* limiter.acquire("k", { cost: 6 }))
+        // its turn: 1 s (the 4 held, then its own)
+        const low = yield* Effect.forkChild(outcome(limiter.wait("k", { maxWait: "1 second" })))
+        yield* settle
+        const high = yield* Effect.forkChild(outcome(limiter.wait("k", { priority: 1 })))
+        yield* settle
+        yield* seconds(1)
+        assert.deepStrictEqual(yield* ended(high), { at: 1000, ok: true })
+        // at 1 s: 4 there, all held: one more in 1 s
+        assert.deepStrictEqual(yield* ended(low), { at: 1000, ok: false, error: "RateLimitExceeded", retryAfter: 1000 })
+        yield* Fiber.interrupt(call)
+      }))
+
     it.effect(`a turn that comes exactly at maxWait is taken, in process too (${name})`, () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: perSecond(1, 1) })
@@ -522,6 +548,20 @@ describe("the head-of-line pass", () => {
       assert.strictEqual((yield* limiter.stats).waiting, 2)
       yield* seconds(10)
       assert.deepStrictEqual(yield* ended(big), { at: 16_000, ok: true })
+    }))
+
+  it.effect("while the head may be passed, the first one behind it to fit goes at its own turn, not a later one's", () =>
+    Effect.gen(function*() {
+      const { big, limiter, small } = yield* scenario("5 seconds")
+      // behind the small one (1 token, at 6 s), one of 3 (at 8 s): the actor wakes for the earlier
+      const three = yield* Effect.forkChild(outcome(limiter.wait("k", { cost: 3 })))
+      yield* settle
+      yield* seconds(1)
+      assert.deepStrictEqual(yield* ended(small), { at: 6000, ok: true })
+      yield* seconds(3)
+      assert.deepStrictEqual(yield* ended(three), { at: 9000, ok: true })
+      yield* seconds(10)
+      assert.deepStrictEqual(yield* ended(big), { at: 19_000, ok: true })
     }))
 
   it.effect("several that fit at once pass the head together, and leave the line", () =>

@@ -168,14 +168,16 @@ const anchor = (bucket: Bucket.Bucket, now: number): void => {
 }
 
 // A hold for a call over several keys: decided as a take would be (it may
-// not jump the line), but the units are held, not taken from the state.
+// not jump the line), but the units are held, not taken from the state. It
+// does not anchor a fresh key: the commit follows in the same call, and a
+// call refused by another key leaves the key as it found it (as the
+// decision on the caller's fiber over quiet keys does).
 const hold = (
   limiter: Bucket.Limiter,
   bucket: Bucket.Bucket,
   cost: number,
   now: number
 ): Request.Answer<typeof Request.Kind.Hold> => {
-  anchor(bucket, now)
   const op = Operations.table[Request.Kind.Acquire].op!(cost, undefined, queueOf(bucket))
   // the take's answer, without keeping what it took
   const [reply] = Interpreter.applyOne(bucket.policy, Bucket.read(bucket), now, op)
@@ -422,8 +424,13 @@ const serve = (
         admitLine(limiter, bucket, line, now)
       }
     }
-    // (a waiter admitted after the delete used the key: it has state again)
-    if (deleted && line.waiters.length === 0 && actor.pending === 0 && Bucket.read(bucket) === undefined) {
+    // (a waiter admitted after the delete used the key: it has state again;
+    // units held by a call over several keys are still the key's, as on the
+    // caller's fiber)
+    if (
+      deleted && line.waiters.length === 0 && actor.pending === 0 && bucket.held === 0 &&
+      Bucket.read(bucket) === undefined
+    ) {
       limiter.forget(bucket.key, bucket)
       Bucket.retire(bucket)
     }
