@@ -12,6 +12,8 @@ import { Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
+import * as Request from "../src/internal/actor/Request.ts"
+import * as Supervisor from "../src/internal/supervisor/Supervisor.ts"
 
 const perHour = (capacity: number) => Policy.tokenBucket({ capacity, refill: { tokens: 1, per: "1 hour" } })
 
@@ -27,6 +29,10 @@ const gatedStore = (form: "effect" | "callback") =>
     const control = {
       gate: undefined as Deferred.Deferred<void> | undefined,
       die: false,
+      // the store answers with no replies (a store's bug)
+      empty: false,
+      // false: a call once made cannot be withdrawn (its request is sent)
+      withdraw: true,
       calls: [] as Array<number>
     }
     const apply: Engine.Engine["apply"] = (key, policy, ops) =>
@@ -34,9 +40,8 @@ const gatedStore = (form: "effect" | "callback") =>
         control.calls.push(ops.length)
         if (control.die) return Effect.die(new Error("boom"))
         const gate = control.gate
-        return gate === undefined
-          ? inner.apply(key, policy, ops)
-          : Effect.andThen(Deferred.await(gate), inner.apply(key, policy, ops))
+        const applied = control.empty ? Effect.succeed([]) : inner.apply(key, policy, ops)
+        return gate === undefined ? applied : Effect.andThen(Deferred.await(gate), applied)
       })
     if (form === "effect") return { store: Engine.pluggable({ name: "gated", apply }), control } as const
     const runFork = Effect.runForkWith(yield* Effect.context<never>())
@@ -53,7 +58,7 @@ const gatedStore = (form: "effect" | "callback") =>
           // withdrawn: never answered
           if (!Exit.hasInterrupts(exit)) done(exit)
         })
-        return () => fiber.interruptUnsafe()
+        return control.withdraw ? () => fiber.interruptUnsafe() : undefined
       }
     })
     return { store, control } as const
@@ -210,6 +215,163 @@ for (const form of ["effect", "callback"] as const) {
         // the gated store had not applied the interrupted call: 2 of 5 taken
         const peek = yield* limiter.peek("k")
         assert.strictEqual(peek.remaining, 3)
+      }))
+
+    it.effect("while the store is skipped after a failure, that path answers from the fallback without calling it", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(4),
+          fallback: { mode: "local", share: 0.5, retryAfter: "1 second" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        control.die = true
+        assert.isTrue((yield* limiter.consume("k")).degraded)
+        // the store is well again, but skipped until its second is up
+        control.die = false
+        yield* TestClock.adjust("999 millis")
+        const skipped = yield* limiter.consume("k")
+        assert.isTrue(skipped.allowed && skipped.degraded === true && skipped.limit === 2)
+        assert.deepStrictEqual(control.calls, [1])
+        assert.strictEqual((yield* limiter.stats).storeCalls, 1)
+        yield* TestClock.adjust("1 millis")
+        assert.isUndefined((yield* limiter.consume("k")).degraded)
+        assert.deepStrictEqual(control.calls, [1, 1])
+      }))
+
+    it.effect("requests that come while the key's call is out wait for it up to its timeout, not less", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          fallback: { mode: "local", timeout: "1 second" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        control.gate = yield* Deferred.make<void>()
+        const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        const second = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("999 millis")
+        yield* settle
+        // the first is still out: the second has not overtaken it
+        assert.deepStrictEqual(control.calls, [1])
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.strictEqual((yield* Fiber.join(first)).remaining, 4)
+        assert.strictEqual((yield* Fiber.join(second)).remaining, 3)
+        assert.deepStrictEqual(control.calls, [1, 1])
+      }))
+
+    it.effect("while the key's actor has a batch out, a new request queues behind it rather than call on its own", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+          Effect.provideService(Store.CurrentStore, store)
+        )
+        const firstGate = yield* Deferred.make<void>()
+        control.gate = firstGate
+        const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        const second = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        // the first comes back; the actor sends the second, which stays out
+        control.gate = yield* Deferred.make<void>()
+        yield* Deferred.succeed(firstGate, undefined)
+        yield* settle
+        assert.deepStrictEqual(control.calls, [1, 1])
+        const third = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.deepStrictEqual(control.calls, [1, 1])
+        yield* Deferred.succeed(control.gate, undefined)
+        const decisions = [yield* Fiber.join(first), yield* Fiber.join(second), yield* Fiber.join(third)]
+        assert.deepStrictEqual(decisions.map((d) => d.remaining), [4, 3, 2])
+        assert.deepStrictEqual(control.calls, [1, 1, 1])
+      }))
+
+    it.effect("a key counts as active from its last call's start and from its answer (the sweep spares it)", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          idleTimeout: "1 second",
+          fallback: { mode: "local", timeout: "5 seconds" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        assert.isTrue(yield* limiter.acquire("k"))
+        // a call that takes 600 ms: active until 1.6 s
+        control.gate = yield* Deferred.make<void>()
+        const slow = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("600 millis")
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.isTrue(yield* Fiber.join(slow))
+        control.gate = undefined
+        yield* TestClock.adjust("900 millis")
+        assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [1, 0])
+        // a call whose caller leaves while it is out, at 1.5 s: active until 2.5 s
+        control.gate = yield* Deferred.make<void>()
+        const left = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* Fiber.interrupt(left)
+        control.gate = undefined
+        yield* TestClock.adjust("900 millis")
+        assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [1, 0])
+        yield* TestClock.adjust("600 millis")
+        assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [0, 1])
+      }))
+
+    it.effect("a caller-side call never run holds the key's actor back twice the store timeout, then frees the key", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        yield* TestClock.setTime(10_000)
+        let supervisor: Supervisor.Supervisor | undefined
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          fallback: { mode: "local", timeout: "100 millis" }
+        }).pipe(
+          Effect.provideService(Store.CurrentStore, store),
+          Effect.provideService(Supervisor.OnMake, (s) => {
+            supervisor = s
+          })
+        )
+        // its caller-side call is made and never run (its caller interrupted before it started)
+        supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
+        const next = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("199 millis")
+        assert.isUndefined(next.pollUnsafe())
+        yield* TestClock.adjust("1 millis")
+        assert.strictEqual((yield* Fiber.join(next)).remaining, 4)
+        assert.deepStrictEqual(control.calls, [1])
+        // the key is free again: decided on the caller's fiber, no actor
+        control.gate = yield* Deferred.make<void>()
+        const again = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.strictEqual((yield* limiter.stats).actors, 0)
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.strictEqual((yield* Fiber.join(again)).remaining, 3)
+      }))
+
+    it.effect("a caller-side call found never run once twice its timeout is over frees the key at once", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        yield* TestClock.setTime(10_000)
+        let supervisor: Supervisor.Supervisor | undefined
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          fallback: { mode: "local", timeout: "100 millis" }
+        }).pipe(
+          Effect.provideService(Store.CurrentStore, store),
+          Effect.provideService(Supervisor.OnMake, (s) => {
+            supervisor = s
+          })
+        )
+        supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
+        yield* TestClock.adjust("200 millis")
+        // the key still looks busy: this one goes to the actor, which goes at once
+        assert.strictEqual((yield* limiter.consume("k")).remaining, 4)
+        yield* settle
+        control.gate = yield* Deferred.make<void>()
+        const again = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.strictEqual((yield* limiter.stats).actors, 0)
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.strictEqual((yield* Fiber.join(again)).remaining, 3)
       }))
   })
 }
