@@ -375,3 +375,87 @@ for (const form of ["effect", "callback"] as const) {
       }))
   })
 }
+
+describe("store-backed limiter: the caller-side path's callback form", () => {
+  it.effect("a caller that leaves once its call is sent (it cannot be withdrawn) frees the key, and the store applies it", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* gatedStore("callback")
+      const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      control.withdraw = false
+      control.gate = yield* Deferred.make<void>()
+      const first = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+      const second = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      yield* Fiber.interrupt(first)
+      const left = yield* Fiber.await(first)
+      assert.isTrue(Exit.hasInterrupts(left))
+      assert.isFalse(left._tag === "Failure" && left.cause.reasons.some((r) => r._tag === "Die"))
+      // the key is free: the queued one goes out while the first is still out
+      yield* settle
+      assert.deepStrictEqual(control.calls, [1, 1])
+      yield* Deferred.succeed(control.gate, undefined)
+      assert.isTrue(yield* Fiber.join(second))
+      // both taken: the first's answer was lost, not its units
+      control.gate = undefined
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
+    }))
+
+  it.effect("a store's answer that cannot be read reaches the caller as a defect, and the key goes on", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* gatedStore("callback")
+      const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      control.empty = true
+      const exit = yield* Effect.exit(limiter.consume("k"))
+      assert.isTrue(exit._tag === "Failure" && exit.cause.reasons.some((r) => r._tag === "Die"), String(exit))
+      control.empty = false
+      assert.strictEqual((yield* limiter.consume("k")).remaining, 4)
+    }))
+})
+
+describe("store-backed limiter: a store that enforces its own timeout, without the callback form", () => {
+  // A MemoryStore that gives up on a call after the timeout it is given (a
+  // minute when given none), saying so in its own words.
+  const ownTimeout = Effect.gen(function*() {
+    const inner = Engine.engineOf(yield* MemoryStore.make)
+    const control = { hung: false }
+    const store = Engine.pluggable({
+      name: "own",
+      timesOut: true,
+      apply: (key, policy, ops, timeoutMillis) =>
+        Effect.timeoutOrElse(Effect.suspend(() => control.hung ? Effect.never : inner.apply(key, policy, ops)), {
+          duration: Duration.millis(timeoutMillis ?? 60_000),
+          orElse: () =>
+            Effect.fail(new Store.StoreUnavailable({ store: "own", reason: `gave up after ${timeoutMillis} ms` }))
+        })
+    })
+    return { store, control } as const
+  })
+
+  it.effect("is called through apply on both paths, given the limiter's timeout, and its own error is the one told", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* ownTimeout
+      const limiter = yield* RateLimiter.make({
+        policy: perHour(5),
+        fallback: { mode: "error", timeout: "100 millis", retryAfter: "1 millis" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.strictEqual((yield* limiter.consume("k")).remaining, 4)
+      yield* limiter.wait("k")
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
+      control.hung = true
+      for (const call of [limiter.consume("k"), limiter.wait("k")]) {
+        yield* TestClock.adjust("1 millis")
+        const fiber = yield* Effect.forkChild(Effect.flip(call), { startImmediately: true })
+        yield* settle
+        yield* TestClock.adjust("100 millis")
+        const error = yield* Fiber.join(fiber)
+        assert.deepStrictEqual(
+          error._tag === "StoreUnavailable" ? [error.store, error.reason] : [],
+          ["own", "gave up after 100 ms"]
+        )
+      }
+    }))
+})
