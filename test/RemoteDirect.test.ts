@@ -330,7 +330,8 @@ for (const form of ["effect", "callback"] as const) {
           })
         )
         // its caller-side call is made and never run (its caller interrupted before it started)
-        supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
+        const neverRun = supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
+        assert.isTrue(Effect.isEffect(neverRun))
         const next = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
         yield* settle
         yield* TestClock.adjust("199 millis")
@@ -361,7 +362,8 @@ for (const form of ["effect", "callback"] as const) {
             supervisor = s
           })
         )
-        supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
+        const neverRun = supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
+        assert.isTrue(Effect.isEffect(neverRun))
         yield* TestClock.adjust("200 millis")
         // the key still looks busy: this one goes to the actor, which goes at once
         assert.strictEqual((yield* limiter.consume("k")).remaining, 4)
