@@ -573,3 +573,114 @@ describe("answers, on a store: a key's policy and activity on the actor's path a
       assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [0, 1])
     }))
 })
+
+describe("answers, on a store: the figures of the actor's path and of calls over several keys", () => {
+  it.effect("a waiter admitted at once costs one store call, is counted allowed, and leaves nothing queued", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({ fastPath: false, policy: bucket }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      yield* limiter.wait("k")
+      // (the actor's batch is over)
+      yield* settle
+      const stats = yield* limiter.stats
+      assert.deepStrictEqual([stats.storeCalls, stats.allowed, stats.queued], [1, 1, 0])
+    }))
+
+  it.effect("a waiter is admitted at its turn, even one sooner than the poll for a release", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "50 millis" } })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.isTrue(yield* limiter.acquire("k"))
+      const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+      yield* settle
+      yield* TestClock.adjust("50 millis")
+      assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+    }))
+
+  it.effect("a waiter for a release made in another process is admitted at a later poll", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const make = RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }) }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      const here = yield* make
+      const there = yield* make
+      assert.isTrue(yield* here.acquire("k"))
+      const waiter = yield* Effect.forkChild(here.wait("k"), { startImmediately: true })
+      yield* settle
+      // the first poll is refused; then the permit comes back elsewhere
+      yield* TestClock.adjust("100 millis")
+      assert.isUndefined(waiter.pollUnsafe())
+      yield* there.release("k")
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
+    }))
+
+  it.effect("with the fallback deny, a store that fails when the head is asked refuses the whole line, counted", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failing
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.concurrency({ capacity: 1 }),
+        fallback: { mode: "deny", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.isTrue(yield* limiter.acquire("k"))
+      const waiters = yield* Effect.forEach(
+        [1, 2],
+        () => Effect.forkChild(Effect.flip(limiter.wait("k")), { startImmediately: true })
+      )
+      yield* settle
+      const before = (yield* limiter.stats).denied
+      control.down = true
+      yield* TestClock.adjust("100 millis")
+      for (const w of waiters) assert.strictEqual((yield* Fiber.join(w))._tag, "RateLimitExceeded")
+      assert.strictEqual((yield* limiter.stats).denied - before, 2)
+    }))
+
+  it.effect("keys served by waits and by calls over several keys count as active (the sweep spares them)", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({ policy: bucket, idleTimeout: "1 second" }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      yield* limiter.wait("w")
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      assert.deepStrictEqual([(yield* limiter.stats).storeCalls, (yield* limiter.stats).storeOps], [2, 4])
+      yield* TestClock.adjust("900 millis")
+      yield* limiter.wait("w")
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      yield* TestClock.adjust("600 millis")
+      assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [3, 0])
+      yield* TestClock.adjust("500 millis")
+      assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [0, 3])
+    }))
+
+  it.effect("with the fallback allow, a call over several keys is admitted, flagged degraded, and counted", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failingWith(true)
+      const limiter = yield* RateLimiter.make({ policy: bucket, fallback: { mode: "allow" } }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      control.down = true
+      const d = yield* limiter.consume(["a", "b"])
+      assert.isTrue(d.allowed && d.degraded === true)
+      assert.strictEqual((yield* limiter.stats).degraded, 2)
+    }))
+
+  it.effect("a call over several keys whose caller leaves while it is out is no failure of the store", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failingWith(true)
+      const limiter = yield* RateLimiter.make({ policy: bucket }).pipe(Effect.provideService(Store.CurrentStore, store))
+      control.gate = yield* Deferred.make<void>()
+      const call = yield* Effect.forkChild(limiter.acquire(["a", "b"]), { startImmediately: true })
+      yield* settle
+      yield* Fiber.interrupt(call)
+      control.gate = undefined
+      const next = yield* limiter.consume(["a", "b"])
+      assert.isTrue(next.allowed && next.degraded === undefined)
+      assert.strictEqual((yield* limiter.stats).storeFailures, 0)
+    }))
+})
