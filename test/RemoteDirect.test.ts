@@ -315,6 +315,44 @@ for (const form of ["effect", "callback"] as const) {
         assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [0, 1])
       }))
 
+    it.effect("a request queued behind the key's call whose caller leaves before it is sent takes nothing", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+          Effect.provideService(Store.CurrentStore, store)
+        )
+        control.gate = yield* Deferred.make<void>()
+        const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        const second = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* Fiber.interrupt(second)
+        yield* Deferred.succeed(control.gate, undefined)
+        control.gate = undefined
+        assert.strictEqual((yield* Fiber.join(first)).remaining, 4)
+        yield* settle
+        assert.strictEqual((yield* limiter.peek("k")).remaining, 4)
+      }))
+
+    it.effect("a key whose call is out is not swept, so the key's next call cannot overtake it", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          idleTimeout: "1 second",
+          fallback: { mode: "local", timeout: "5 seconds" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        control.gate = yield* Deferred.make<void>()
+        const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("1 second")
+        assert.strictEqual((yield* limiter.stats).buckets, 1)
+        const second = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.deepStrictEqual(control.calls, [1])
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.deepStrictEqual([(yield* Fiber.join(first)).remaining, (yield* Fiber.join(second)).remaining], [4, 3])
+      }))
+
     it.effect("a caller-side call never run holds the key's actor back twice the store timeout, then frees the key", () =>
       Effect.gen(function*() {
         const { control, store } = yield* gated
@@ -432,12 +470,18 @@ describe("store-backed limiter: a store that enforces its own timeout, without t
           duration: Duration.millis(timeoutMillis ?? 60_000),
           orElse: () =>
             Effect.fail(new Store.StoreUnavailable({ store: "own", reason: `gave up after ${timeoutMillis} ms` }))
+        }),
+      applyAll: (entries, timeoutMillis) =>
+        Effect.timeoutOrElse(Effect.suspend(() => control.hung ? Effect.never : inner.applyAll!(entries)), {
+          duration: Duration.millis(timeoutMillis ?? 60_000),
+          orElse: () =>
+            Effect.fail(new Store.StoreUnavailable({ store: "own", reason: `gave up after ${timeoutMillis} ms` }))
         })
     })
     return { store, control } as const
   })
 
-  it.effect("is called through apply on both paths, given the limiter's timeout, and its own error is the one told", () =>
+  it.effect("is called through apply on both paths and applyAll, given the limiter's timeout; its own error is told", () =>
     Effect.gen(function*() {
       const { control, store } = yield* ownTimeout
       const limiter = yield* RateLimiter.make({
@@ -447,8 +491,9 @@ describe("store-backed limiter: a store that enforces its own timeout, without t
       assert.strictEqual((yield* limiter.consume("k")).remaining, 4)
       yield* limiter.wait("k")
       assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
       control.hung = true
-      for (const call of [limiter.consume("k"), limiter.wait("k")]) {
+      for (const call of [limiter.consume("k"), limiter.wait("k"), limiter.acquire(["a", "b"])]) {
         yield* TestClock.adjust("1 millis")
         const fiber = yield* Effect.forkChild(Effect.flip(call), { startImmediately: true })
         yield* settle
