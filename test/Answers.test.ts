@@ -620,6 +620,27 @@ describe("answers, on a store: the figures of the actor's path and of calls over
       assert.deepStrictEqual(waiter.pollUnsafe(), Exit.void)
     }))
 
+  it.effect("a waiter whose caller left is not counted ahead of one that joins in the same batch", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryStore.make
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.isTrue(yield* limiter.acquire("k"))
+      const first = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+      yield* settle
+      // the first leaves, and a second comes before the key's actor runs again:
+      // its turn is the first's (1 s), within its maxWait
+      first.interruptUnsafe()
+      const second = yield* Effect.forkChild(limiter.wait("k", { maxWait: "1500 millis" }), {
+        startImmediately: true
+      })
+      yield* settle
+      assert.isUndefined(second.pollUnsafe())
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(second.pollUnsafe(), Exit.void)
+    }))
+
   it.effect("with the fallback deny, a store that fails when the head is asked refuses the whole line, counted", () =>
     Effect.gen(function*() {
       const { control, store } = yield* failing
