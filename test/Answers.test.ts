@@ -447,6 +447,30 @@ describe("answers, on a store: the head of a line whose caller leaves while it i
       assert.deepStrictEqual(error._tag === "StoreUnavailable" ? error.reason : error._tag, "down; retrying shortly")
     }))
 
+  it.effect("one behind the head, gone while the head is asked, is not asked for once the head is admitted", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* failing
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } }),
+        fallback: { mode: "error", timeout: "10 seconds" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+      const head = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+      const behind = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
+      yield* settle
+      // the head is asked at its turn (1 s), and the store answers at 2 s,
+      // when there is room for both; the one behind has left meanwhile
+      control.gate = yield* Deferred.make<void>()
+      yield* TestClock.adjust("1 second")
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.interrupt(behind)
+      yield* Deferred.succeed(control.gate, undefined)
+      control.gate = undefined
+      yield* Fiber.join(head)
+      yield* settle
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 1)
+    }))
+
   it.effect("refused by the store: nothing is given back", () =>
     Effect.gen(function*() {
       const { control, here, there, waiter } = yield* holder
