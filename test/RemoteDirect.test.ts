@@ -12,6 +12,8 @@ import { Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
+import * as Request from "../src/internal/actor/Request.ts"
+import * as Supervisor from "../src/internal/supervisor/Supervisor.ts"
 
 const perHour = (capacity: number) => Policy.tokenBucket({ capacity, refill: { tokens: 1, per: "1 hour" } })
 
@@ -27,6 +29,10 @@ const gatedStore = (form: "effect" | "callback") =>
     const control = {
       gate: undefined as Deferred.Deferred<void> | undefined,
       die: false,
+      // the store answers with no replies (a store's bug)
+      empty: false,
+      // false: a call once made cannot be withdrawn (its request is sent)
+      withdraw: true,
       calls: [] as Array<number>
     }
     const apply: Engine.Engine["apply"] = (key, policy, ops) =>
@@ -34,9 +40,8 @@ const gatedStore = (form: "effect" | "callback") =>
         control.calls.push(ops.length)
         if (control.die) return Effect.die(new Error("boom"))
         const gate = control.gate
-        return gate === undefined
-          ? inner.apply(key, policy, ops)
-          : Effect.andThen(Deferred.await(gate), inner.apply(key, policy, ops))
+        const applied = control.empty ? Effect.succeed([]) : inner.apply(key, policy, ops)
+        return gate === undefined ? applied : Effect.andThen(Deferred.await(gate), applied)
       })
     if (form === "effect") return { store: Engine.pluggable({ name: "gated", apply }), control } as const
     const runFork = Effect.runForkWith(yield* Effect.context<never>())
@@ -53,7 +58,7 @@ const gatedStore = (form: "effect" | "callback") =>
           // withdrawn: never answered
           if (!Exit.hasInterrupts(exit)) done(exit)
         })
-        return () => fiber.interruptUnsafe()
+        return control.withdraw ? () => fiber.interruptUnsafe() : undefined
       }
     })
     return { store, control } as const
@@ -211,5 +216,293 @@ for (const form of ["effect", "callback"] as const) {
         const peek = yield* limiter.peek("k")
         assert.strictEqual(peek.remaining, 3)
       }))
+
+    it.effect("while the store is skipped after a failure, that path answers from the fallback without calling it", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(4),
+          fallback: { mode: "local", share: 0.5, retryAfter: "1 second" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        control.die = true
+        assert.isTrue((yield* limiter.consume("k")).degraded)
+        // the store is well again, but skipped until its second is up
+        control.die = false
+        yield* TestClock.adjust("999 millis")
+        const skipped = yield* limiter.consume("k")
+        assert.isTrue(skipped.allowed && skipped.degraded === true && skipped.limit === 2)
+        assert.deepStrictEqual(control.calls, [1])
+        assert.strictEqual((yield* limiter.stats).storeCalls, 1)
+        yield* TestClock.adjust("1 millis")
+        assert.isUndefined((yield* limiter.consume("k")).degraded)
+        assert.deepStrictEqual(control.calls, [1, 1])
+      }))
+
+    it.effect("requests that come while the key's call is out wait for it up to its timeout, not less", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          fallback: { mode: "local", timeout: "1 second" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        control.gate = yield* Deferred.make<void>()
+        const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        const second = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("999 millis")
+        yield* settle
+        // the first is still out: the second has not overtaken it
+        assert.deepStrictEqual(control.calls, [1])
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.strictEqual((yield* Fiber.join(first)).remaining, 4)
+        assert.strictEqual((yield* Fiber.join(second)).remaining, 3)
+        assert.deepStrictEqual(control.calls, [1, 1])
+      }))
+
+    it.effect("while the key's actor has a batch out, a new request queues behind it rather than call on its own", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+          Effect.provideService(Store.CurrentStore, store)
+        )
+        const firstGate = yield* Deferred.make<void>()
+        control.gate = firstGate
+        const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        const second = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        // the first comes back; the actor sends the second, which stays out
+        control.gate = yield* Deferred.make<void>()
+        yield* Deferred.succeed(firstGate, undefined)
+        yield* settle
+        assert.deepStrictEqual(control.calls, [1, 1])
+        const third = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.deepStrictEqual(control.calls, [1, 1])
+        yield* Deferred.succeed(control.gate, undefined)
+        const decisions = [yield* Fiber.join(first), yield* Fiber.join(second), yield* Fiber.join(third)]
+        assert.deepStrictEqual(decisions.map((d) => d.remaining), [4, 3, 2])
+        assert.deepStrictEqual(control.calls, [1, 1, 1])
+      }))
+
+    it.effect("a key counts as active from its last call's start and from its answer (the sweep spares it)", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          idleTimeout: "1 second",
+          fallback: { mode: "local", timeout: "5 seconds" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        assert.isTrue(yield* limiter.acquire("k"))
+        // a call that takes 600 ms: active until 1.6 s
+        control.gate = yield* Deferred.make<void>()
+        const slow = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("600 millis")
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.isTrue(yield* Fiber.join(slow))
+        control.gate = undefined
+        yield* TestClock.adjust("900 millis")
+        assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [1, 0])
+        // a call whose caller leaves while it is out, at 1.5 s: active until 2.5 s
+        control.gate = yield* Deferred.make<void>()
+        const left = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* Fiber.interrupt(left)
+        control.gate = undefined
+        yield* TestClock.adjust("900 millis")
+        assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [1, 0])
+        yield* TestClock.adjust("600 millis")
+        assert.deepStrictEqual([(yield* limiter.stats).buckets, (yield* limiter.stats).reaped], [0, 1])
+      }))
+
+    it.effect("a request queued behind the key's call whose caller leaves before it is sent takes nothing", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+          Effect.provideService(Store.CurrentStore, store)
+        )
+        control.gate = yield* Deferred.make<void>()
+        const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        const second = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* Fiber.interrupt(second)
+        yield* Deferred.succeed(control.gate, undefined)
+        control.gate = undefined
+        assert.strictEqual((yield* Fiber.join(first)).remaining, 4)
+        yield* settle
+        assert.strictEqual((yield* limiter.peek("k")).remaining, 4)
+      }))
+
+    it.effect("a key whose call is out is not swept, so the key's next call cannot overtake it", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          idleTimeout: "1 second",
+          fallback: { mode: "local", timeout: "5 seconds" }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        control.gate = yield* Deferred.make<void>()
+        const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("1 second")
+        assert.strictEqual((yield* limiter.stats).buckets, 1)
+        const second = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.deepStrictEqual(control.calls, [1])
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.deepStrictEqual([(yield* Fiber.join(first)).remaining, (yield* Fiber.join(second)).remaining], [4, 3])
+      }))
+
+    it.effect("a caller-side call never run holds the key's actor back twice the store timeout, then frees the key", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        yield* TestClock.setTime(10_000)
+        let supervisor: Supervisor.Supervisor | undefined
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          fallback: { mode: "local", timeout: "100 millis" }
+        }).pipe(
+          Effect.provideService(Store.CurrentStore, store),
+          Effect.provideService(Supervisor.OnMake, (s) => {
+            supervisor = s
+          })
+        )
+        // its caller-side call is made and never run (its caller interrupted before it started)
+        const neverRun = supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
+        assert.isTrue(Effect.isEffect(neverRun))
+        const next = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* TestClock.adjust("199 millis")
+        assert.isUndefined(next.pollUnsafe())
+        yield* TestClock.adjust("1 millis")
+        assert.strictEqual((yield* Fiber.join(next)).remaining, 4)
+        assert.deepStrictEqual(control.calls, [1])
+        // the key is free again: decided on the caller's fiber, no actor
+        control.gate = yield* Deferred.make<void>()
+        const again = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.strictEqual((yield* limiter.stats).actors, 0)
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.strictEqual((yield* Fiber.join(again)).remaining, 3)
+      }))
+
+    it.effect("a caller-side call found never run once twice its timeout is over frees the key at once", () =>
+      Effect.gen(function*() {
+        const { control, store } = yield* gated
+        yield* TestClock.setTime(10_000)
+        let supervisor: Supervisor.Supervisor | undefined
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          fallback: { mode: "local", timeout: "100 millis" }
+        }).pipe(
+          Effect.provideService(Store.CurrentStore, store),
+          Effect.provideService(Supervisor.OnMake, (s) => {
+            supervisor = s
+          })
+        )
+        const neverRun = supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
+        assert.isTrue(Effect.isEffect(neverRun))
+        yield* TestClock.adjust("200 millis")
+        // the key still looks busy: this one goes to the actor, which goes at once
+        assert.strictEqual((yield* limiter.consume("k")).remaining, 4)
+        yield* settle
+        control.gate = yield* Deferred.make<void>()
+        const again = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        assert.strictEqual((yield* limiter.stats).actors, 0)
+        yield* Deferred.succeed(control.gate, undefined)
+        assert.strictEqual((yield* Fiber.join(again)).remaining, 3)
+      }))
   })
 }
+
+describe("store-backed limiter: the caller-side path's callback form", () => {
+  it.effect("a caller that leaves once its call is sent (it cannot be withdrawn) frees the key, and the store applies it", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* gatedStore("callback")
+      const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      control.withdraw = false
+      control.gate = yield* Deferred.make<void>()
+      const first = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+      const second = yield* limiter.acquire("k").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      yield* Fiber.interrupt(first)
+      const left = yield* Fiber.await(first)
+      assert.isTrue(Exit.hasInterrupts(left))
+      assert.isFalse(left._tag === "Failure" && left.cause.reasons.some((r) => r._tag === "Die"))
+      // the key is free: the queued one goes out while the first is still out
+      yield* settle
+      assert.deepStrictEqual(control.calls, [1, 1])
+      yield* Deferred.succeed(control.gate, undefined)
+      assert.isTrue(yield* Fiber.join(second))
+      // both taken: the first's answer was lost, not its units
+      control.gate = undefined
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
+    }))
+
+  it.effect("a store's answer that cannot be read reaches the caller as a defect, and the key goes on", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* gatedStore("callback")
+      const limiter = yield* RateLimiter.make({ policy: perHour(5) }).pipe(
+        Effect.provideService(Store.CurrentStore, store)
+      )
+      control.empty = true
+      const exit = yield* Effect.exit(limiter.consume("k"))
+      assert.isTrue(exit._tag === "Failure" && exit.cause.reasons.some((r) => r._tag === "Die"), String(exit))
+      control.empty = false
+      assert.strictEqual((yield* limiter.consume("k")).remaining, 4)
+    }))
+})
+
+describe("store-backed limiter: a store that enforces its own timeout, without the callback form", () => {
+  // A MemoryStore that gives up on a call after the timeout it is given (a
+  // minute when given none), saying so in its own words.
+  const ownTimeout = Effect.gen(function*() {
+    const inner = Engine.engineOf(yield* MemoryStore.make)
+    const control = { hung: false }
+    const store = Engine.pluggable({
+      name: "own",
+      timesOut: true,
+      apply: (key, policy, ops, timeoutMillis) =>
+        Effect.timeoutOrElse(Effect.suspend(() => control.hung ? Effect.never : inner.apply(key, policy, ops)), {
+          duration: Duration.millis(timeoutMillis ?? 60_000),
+          orElse: () =>
+            Effect.fail(new Store.StoreUnavailable({ store: "own", reason: `gave up after ${timeoutMillis} ms` }))
+        }),
+      applyAll: (entries, timeoutMillis) =>
+        Effect.timeoutOrElse(Effect.suspend(() => control.hung ? Effect.never : inner.applyAll!(entries)), {
+          duration: Duration.millis(timeoutMillis ?? 60_000),
+          orElse: () =>
+            Effect.fail(new Store.StoreUnavailable({ store: "own", reason: `gave up after ${timeoutMillis} ms` }))
+        })
+    })
+    return { store, control } as const
+  })
+
+  it.effect("is called through apply on both paths and applyAll, given the limiter's timeout; its own error is told", () =>
+    Effect.gen(function*() {
+      const { control, store } = yield* ownTimeout
+      const limiter = yield* RateLimiter.make({
+        policy: perHour(5),
+        fallback: { mode: "error", timeout: "100 millis", retryAfter: "1 millis" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      assert.strictEqual((yield* limiter.consume("k")).remaining, 4)
+      yield* limiter.wait("k")
+      assert.strictEqual((yield* limiter.peek("k")).remaining, 3)
+      assert.isTrue(yield* limiter.acquire(["a", "b"]))
+      control.hung = true
+      for (const call of [limiter.consume("k"), limiter.wait("k"), limiter.acquire(["a", "b"])]) {
+        yield* TestClock.adjust("1 millis")
+        const fiber = yield* Effect.forkChild(Effect.flip(call), { startImmediately: true })
+        yield* settle
+        yield* TestClock.adjust("100 millis")
+        const error = yield* Fiber.join(fiber)
+        assert.deepStrictEqual(
+          error._tag === "StoreUnavailable" ? [error.store, error.reason] : [],
+          ["own", "gave up after 100 ms"]
+        )
+      }
+    }))
+})
