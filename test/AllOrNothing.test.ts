@@ -579,18 +579,22 @@ describe("acquire over several keys: a key's last activity", () => {
     }))
 })
 
+// "a" stores a permit a second, up to 10, from nothing; every other key
+// refills 1 a minute.
+const storingAndSlow = (fastPath: boolean) =>
+  RateLimiter.make({
+    fastPath,
+    policy: (key) =>
+      key === "a"
+        ? Policy.smooth({ permits: 1, per: "1 second", maxBurst: "10 seconds", initialPermits: 0 })
+        : Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 minute" } })
+  })
+
 describe("acquire over several keys: a fresh key held while the call waits", () => {
   for (const fastPath of [true, false]) {
     it.effect(`starts when it is held, not when the call takes from it (fastPath: ${fastPath})`, () =>
       Effect.gen(function*() {
-        // "a" stores a permit a second, up to 10, from nothing; "slow" refills 1 a minute
-        const limiter = yield* RateLimiter.make({
-          fastPath,
-          policy: (key) =>
-            key === "a"
-              ? Policy.smooth({ permits: 1, per: "1 second", maxBurst: "10 seconds", initialPermits: 0 })
-              : Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 minute" } })
-        })
+        const limiter = yield* storingAndSlow(fastPath)
         assert.isTrue(yield* limiter.acquire("slow"))
         // holds 1 on a fresh "a" now, takes it a minute later, once "slow" has refilled
         const call = yield* Effect.forkChild(limiter.wait(["a", "slow"]), { startImmediately: true })
@@ -607,14 +611,7 @@ describe("acquire over several keys: a call another key refuses", () => {
   for (const fastPath of [true, false]) {
     it.effect(`leaves a fresh key as it found it (fastPath: ${fastPath})`, () =>
       Effect.gen(function*() {
-        // "a" stores a permit a second, up to 10, from nothing; "b" refills 1 a minute
-        const limiter = yield* RateLimiter.make({
-          fastPath,
-          policy: (key) =>
-            key === "a"
-              ? Policy.smooth({ permits: 1, per: "1 second", maxBurst: "10 seconds", initialPermits: 0 })
-              : Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 minute" } })
-        })
+        const limiter = yield* storingAndSlow(fastPath)
         assert.isTrue(yield* limiter.acquire("b"))
         assert.isFalse(yield* limiter.acquire(["a", "b"]))
         // "a" did not start with the refused call: 5 s later it is still a new key (one permit, paid later)
