@@ -361,6 +361,21 @@ describe("WarmUp", () => {
     assert.strictEqual(far.remaining, 3)
   })
 
+  it("a force of nothing at exactly nextFree changes nothing, also for a clock that then goes back", () => {
+    // Guava's resync is strict (`now > nextFree`): at `nextFree` exactly no
+    // idle time is credited, so the anchor stays at the latest admission and
+    // a clock that goes back still finds `nextFree` ahead of it.
+    const c = WarmUp.config({ permits: 1, periodMillis: 100, maxBurstMillis: 300, initialPermits: 0 })
+    const s = WarmUp.step(c, WarmUp.initial(c, 1000), 1000, 3).state // nextFree 1300
+    const forced = WarmUp.force(c, s, 1300, 0)
+    assert.deepStrictEqual(forced, s)
+    for (const state of [s, forced]) {
+      const back = WarmUp.step(c, state, 1200, 1)
+      assert.strictEqual(back.allowed, false)
+      assert.strictEqual(back.retryAfter, 100)
+    }
+  })
+
   it("handles fractional rates: one permit every three seconds", () => {
     const c = WarmUp.config({ permits: 1, periodMillis: 3000, maxBurstMillis: 1000 })
     assert.closeTo(c.maxPermits, 1 / 3, 1e-15)
