@@ -3,7 +3,8 @@
 // per caller (the bucket's actor lets the callers running now join a batch
 // before it sends it).
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
 
@@ -23,6 +24,13 @@ const counting = Effect.gen(function*() {
   })
   return { store, count } as const
 })
+
+const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
+const perSecond = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
+const succeeded = <A, E>(fiber: Fiber.Fiber<A, E>): boolean => {
+  const exit = fiber.pollUnsafe()
+  return exit !== undefined && Exit.isSuccess(exit)
+}
 
 describe("coalescing on a store", () => {
   it.effect("callers of one key that arrive in waves while a call is out share a few store calls", () =>
@@ -61,5 +69,86 @@ describe("a line on a store asks at its turn", () => {
       for (let i = 0; i < 5; i++) assert.isFalse(yield* limiter.acquire("k"))
       assert.strictEqual(count.ops - before, 5)
       assert.isUndefined(waiter.pollUnsafe())
+    }))
+})
+
+// A MemoryStore whose calls wait for `gate` while it is set, and a second
+// limiter on the same memory: another process sharing the store.
+const gated = (policy: Policy.Policy) =>
+  Effect.gen(function*() {
+    const memory = yield* MemoryStore.make
+    const inner = Engine.engineOf(memory)
+    const control = { gate: undefined as Deferred.Deferred<void> | undefined }
+    const store = Engine.pluggable({
+      name: "gated",
+      apply: (key, policy, ops) =>
+        Effect.suspend(() =>
+          control.gate === undefined
+            ? inner.apply(key, policy, ops)
+            : Effect.andThen(Deferred.await(control.gate), inner.apply(key, policy, ops))
+        )
+    })
+    const fallback = { mode: "deny", timeout: "1 hour" } as const
+    const limiter = yield* RateLimiter.make({ policy, fallback }).pipe(Effect.provideService(Store.CurrentStore, store))
+    const other = yield* RateLimiter.make({ policy }).pipe(Effect.provideService(Store.CurrentStore, memory))
+    return { control, limiter, other } as const
+  })
+
+describe("a line on a store: waiters whose deadline passed while the store was asked", () => {
+  it.effect("one that left is not counted denied", () =>
+    Effect.gen(function*() {
+      const { control, limiter, other } = yield* gated(perSecond)
+      assert.isTrue(yield* limiter.acquire("k"))
+      const head = yield* Effect.forkChild(limiter.wait("k", { maxWait: "10 seconds" }))
+      yield* settle
+      const second = yield* Effect.forkChild(limiter.wait("k", { maxWait: "2 seconds" }))
+      yield* settle
+      // the head's turn: it asks the store, which does not answer yet
+      control.gate = yield* Deferred.make<void>()
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      // meanwhile the second waiter's deadline passes and its caller leaves,
+      // and the other process takes the token the head asked for
+      yield* TestClock.adjust("1500 millis")
+      yield* Fiber.interrupt(second)
+      const opened = control.gate
+      control.gate = undefined
+      assert.isTrue(yield* other.acquire("k"))
+      const before = (yield* limiter.stats).denied
+      yield* Deferred.succeed(opened, undefined)
+      yield* settle
+      // the head was refused and waits on; the waiter that left took nothing and was not denied
+      assert.isUndefined(head.pollUnsafe())
+      assert.strictEqual((yield* limiter.stats).denied, before)
+      // its turn comes with the next token
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      assert.isTrue(succeeded(head))
+    }))
+
+  it.effect("one whose deadline is exactly now is still asked for (maxWait is inclusive)", () =>
+    Effect.gen(function*() {
+      const { control, limiter } = yield* gated(perSecond)
+      assert.isTrue(yield* limiter.acquire("k"))
+      const first = yield* Effect.forkChild(limiter.wait("k", { maxWait: "1 second" }))
+      yield* settle
+      const second = yield* Effect.forkChild(limiter.wait("k", { maxWait: "2 seconds" }))
+      yield* settle
+      // the head leaves; the line next runs when a peek's store call, held
+      // from before the head's deadline, comes back exactly at the second's
+      yield* TestClock.adjust("500 millis")
+      yield* Fiber.interrupt(first)
+      yield* settle // the second, now the head, asks and is told 500 ms
+      control.gate = yield* Deferred.make<void>()
+      const peek = yield* Effect.forkChild(limiter.peek("k"))
+      yield* settle
+      yield* TestClock.adjust("1500 millis")
+      const opened = control.gate
+      control.gate = undefined
+      yield* Deferred.succeed(opened, undefined)
+      yield* Fiber.join(peek)
+      yield* settle
+      assert.isTrue(succeeded(second))
+      assert.strictEqual((yield* limiter.stats).denied, 0)
     }))
 })
