@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import type { Decision } from "../src/index.ts"
-import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { MemoryStore, Overloaded, Policy, RateLimiter, Store } from "../src/index.ts"
 import { bind } from "../src/internal/algorithm/Algorithm.ts"
 import * as AllOrNothing from "../src/internal/coordinator/AllOrNothing.ts"
 
@@ -258,6 +258,29 @@ for (const variant of variants) {
         const e = yield* Effect.flip(limiter.wait(["user:1", "org:a"], { cost: 3, maxWait: "2 seconds" }))
         assert.strictEqual(e._tag, "RateLimitExceeded")
         assert.strictEqual(yield* remaining(limiter, "user:1"), 5)
+      }))
+
+    it.effect("at the cap, a key of the call is not forgotten to make room for another key of the same call", () =>
+      Effect.gen(function*() {
+        const policy = Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
+        const limiter = yield* make({ policy, maxBuckets: 2 })
+        // "a" is full again (safe to forget), "busy" is not
+        assert.isTrue(yield* limiter.acquire("a"))
+        assert.isTrue(yield* limiter.acquire("busy"))
+        yield* TestClock.adjust("1 second")
+        assert.isTrue(yield* limiter.acquire("busy"))
+        // the call needs a bucket for "a" and one for "b": three at once, one over the cap
+        const exit = yield* Effect.exit(limiter.acquire(["a", "b"]))
+        if (variant.store) {
+          // the keys' state is in the store: the buckets are handles, and "a"'s loses nothing
+          assert.deepStrictEqual(exit, Exit.succeed(true))
+          assert.strictEqual(yield* remaining(limiter, "a"), 0)
+          assert.isFalse(yield* limiter.acquire("a"))
+        } else {
+          // in process "a"'s bucket is its state: with "busy" taken the call cannot have both
+          assert.isTrue(Exit.isFailure(exit) && Cause.squash(exit.cause) instanceof Overloaded)
+          assert.strictEqual(yield* remaining(limiter, "a"), 1)
+        }
       }))
   })
 }

@@ -302,6 +302,14 @@ export const forgotten = (limiter: Limiter, bucket: Bucket): void => {
 }
 
 /**
+ * Whether the bucket is out of the limiter's table (see {@link forgotten}):
+ * what it decides from now on is lost with it.
+ *
+ * @since 0.3.0
+ */
+export const isForgotten = (bucket: Bucket): boolean => bucket.slot < 0
+
+/**
  * The key's state.
  *
  * @since 0.2.0

@@ -213,6 +213,10 @@ const decideQuiet = (
     if (!Bucket.quiet(bucket)) return undefined
     buckets.push(bucket)
   }
+  // At the cap, a later key's start may have made room by forgetting an
+  // earlier key's bucket (quiet and full again): what the call took from it
+  // would be lost, so the holds decide (a held bucket is never forgotten).
+  for (const bucket of buckets) if (Bucket.isForgotten(bucket)) return undefined
   let taken: Local.Taken
   try {
     taken = Local.takeAll(limiter, buckets, cost)
