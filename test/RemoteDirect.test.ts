@@ -506,3 +506,51 @@ describe("store-backed limiter: a store that enforces its own timeout, without t
       }
     }))
 })
+
+describe("store-backed limiter: a store that answers past its own timeout", () => {
+  it.effect("its late answer to a call given up on does not free the key while a later call is out", () =>
+    Effect.gen(function*() {
+      const inner = Engine.engineOf(yield* MemoryStore.make)
+      const runFork = Effect.runForkWith(yield* Effect.context<never>())
+      // every caller-side call waits for its own gate, and is never timed out
+      const gates: Array<Deferred.Deferred<void>> = []
+      const store: Store.Store = Engine.pluggable({
+        name: "late",
+        apply: inner.apply,
+        timesOut: true,
+        applyUnsafe: (key, policy, ops, _timeout, done) => {
+          const gate = Deferred.makeUnsafe<void>()
+          gates.push(gate)
+          runFork(Effect.andThen(Deferred.await(gate), inner.apply(key, policy, ops))).addObserver(done)
+          return undefined
+        }
+      })
+      const limiter = yield* RateLimiter.make({
+        policy: perHour(5),
+        fallback: { mode: "local", timeout: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const first = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      // a waiter goes to the key's actor, which waits for the first call up to twice the timeout, then gives up on it
+      const waiter = yield* limiter.wait("k").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      yield* TestClock.adjust("2 seconds")
+      yield* settle
+      yield* Fiber.join(waiter)
+      // the actor is done: a later call goes out from its caller
+      const second = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      assert.strictEqual(gates.length, 2)
+      // the first call's late answer comes while the second is out
+      yield* Deferred.succeed(gates[0], undefined)
+      yield* settle
+      // a third queues behind the second, as behind any call out
+      const third = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      assert.strictEqual(gates.length, 2)
+      yield* Deferred.succeed(gates[1], undefined)
+      const decisions = [yield* Fiber.join(first), yield* Fiber.join(second), yield* Fiber.join(third)]
+      assert.deepStrictEqual(decisions.map((d) => d.allowed), [true, true, true])
+      assert.strictEqual(yield* limiter.peek("k").pipe(Effect.map((d) => d.remaining)), 1)
+    }))
+})
