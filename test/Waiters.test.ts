@@ -455,6 +455,19 @@ describe("a waiter's deadline", () => {
       }))
   }
 
+  for (const [name, make] of makers) {
+    it.effect(`a key blocked for good under a policy without a release (smooth): a waiter is refused at once (${name})`, () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: Policy.smooth({ permits: 1, per: "1 second" }) })
+        yield* limiter.block("k", Duration.infinity)
+        // its turn never comes, and no release could bring it: waiting its maxWait would change nothing
+        const waiter = yield* Effect.forkChild(outcome(limiter.wait("k", { maxWait: "10 seconds" })))
+        yield* settle
+        assert.deepStrictEqual(yield* ended(waiter), { at: 0, ok: false, error: "RateLimitExceeded", retryAfter: Infinity })
+        assert.strictEqual((yield* limiter.stats).waiting, 0)
+      }))
+  }
+
   it.effect("a reservation cannot be promised a turn that only a release brings: refused at once past its maxWait", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }) })
