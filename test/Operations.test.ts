@@ -1,57 +1,68 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, Latch, Ref } from "effect"
 import { TestClock } from "effect/testing"
-import { Policy, RateLimiter } from "../src/index.ts"
+import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 
 const perSecond = (capacity: number, tokens: number) =>
   Policy.tokenBucket({ capacity, refill: { tokens, per: "1 second" } })
 
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 
+const variants = [
+  ["fastPath: true", (options: RateLimiter.Options) => RateLimiter.make({ fastPath: true, ...options })],
+  ["fastPath: false", (options: RateLimiter.Options) => RateLimiter.make({ fastPath: false, ...options })],
+  ["on a store", (options: RateLimiter.Options) =>
+    Effect.flatMap(MemoryStore.make, (store) =>
+      RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store)))]
+] as const
+
+// Reservations, in process and on a store.
+for (const [name, make] of variants) {
+  describe(`reserve (${name})`, () => {
+    it.effect("says when to act, and later reservations stand behind it", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(2, 1) })
+        const a = yield* limiter.reserve("k", { cost: 2 })
+        assert.strictEqual(Duration.toMillis(a.delay), 0)
+        const b = yield* limiter.reserve("k")
+        assert.strictEqual(Duration.toMillis(b.delay), 1000)
+        const c = yield* limiter.reserve("k", { cost: 2 })
+        assert.strictEqual(Duration.toMillis(c.delay), 3000)
+        // nobody jumps the line of reservations
+        assert.isFalse(yield* limiter.acquire("k"))
+      }))
+
+    it.effect("cancel gives the place back exactly and those behind move up", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(2, 1) })
+        yield* limiter.reserve("k", { cost: 2 })
+        const b = yield* limiter.reserve("k", { cost: 2 })
+        assert.strictEqual(Duration.toMillis(b.delay), 2000)
+        const waiter = yield* limiter.wait("k").pipe(Effect.forkChild({ startImmediately: true }))
+        yield* settle
+        yield* b.cancel
+        yield* settle
+        // without b, the waiter needs one token: one second
+        yield* TestClock.adjust("1 second")
+        assert.isDefined(waiter.pollUnsafe())
+        yield* TestClock.adjust("1 second")
+        assert.isTrue(yield* limiter.acquire("k"))
+        assert.isFalse(yield* limiter.acquire("k"))
+      }))
+
+    it.effect("past maxWait fails at once", () =>
+      Effect.gen(function*() {
+        const limiter = yield* make({ policy: perSecond(2, 1) })
+        yield* limiter.reserve("k", { cost: 2 })
+        const error = yield* Effect.flip(limiter.reserve("k", { cost: 2, maxWait: "1 second" }))
+        assert.strictEqual(error._tag, "RateLimitExceeded")
+      }))
+  })
+}
+
 for (const fastPath of [true, false]) {
   const make = (options: RateLimiter.Options) => RateLimiter.make({ fastPath, ...options })
   describe(`fastPath: ${fastPath}`, () => {
-    describe("reserve", () => {
-      it.effect("says when to act, and later reservations stand behind it", () =>
-        Effect.gen(function*() {
-          const limiter = yield* make({ policy: perSecond(2, 1) })
-          const a = yield* limiter.reserve("k", { cost: 2 })
-          assert.strictEqual(Duration.toMillis(a.delay), 0)
-          const b = yield* limiter.reserve("k")
-          assert.strictEqual(Duration.toMillis(b.delay), 1000)
-          const c = yield* limiter.reserve("k", { cost: 2 })
-          assert.strictEqual(Duration.toMillis(c.delay), 3000)
-          // nobody jumps the line of reservations
-          assert.isFalse(yield* limiter.acquire("k"))
-        }))
-
-      it.effect("cancel gives the place back exactly and those behind move up", () =>
-        Effect.gen(function*() {
-          const limiter = yield* make({ policy: perSecond(2, 1) })
-          yield* limiter.reserve("k", { cost: 2 })
-          const b = yield* limiter.reserve("k", { cost: 2 })
-          assert.strictEqual(Duration.toMillis(b.delay), 2000)
-          const waiter = yield* limiter.wait("k").pipe(Effect.forkChild({ startImmediately: true }))
-          yield* settle
-          yield* b.cancel
-          yield* settle
-          // without b, the waiter needs one token: one second
-          yield* TestClock.adjust("1 second")
-          assert.isDefined(waiter.pollUnsafe())
-          yield* TestClock.adjust("1 second")
-          assert.isTrue(yield* limiter.acquire("k"))
-          assert.isFalse(yield* limiter.acquire("k"))
-        }))
-
-      it.effect("past maxWait fails at once", () =>
-        Effect.gen(function*() {
-          const limiter = yield* make({ policy: perSecond(2, 1) })
-          yield* limiter.reserve("k", { cost: 2 })
-          const error = yield* Effect.flip(limiter.reserve("k", { cost: 2, maxWait: "1 second" }))
-          assert.strictEqual(error._tag, "RateLimitExceeded")
-        }))
-    })
-
     describe("limit", () => {
       it.effect("runs the effect once admitted, in arrival order", () =>
         Effect.gen(function*() {
