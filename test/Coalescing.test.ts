@@ -126,6 +126,56 @@ describe("a line on a store: waiters whose deadline passed while the store was a
       assert.isTrue(succeeded(head))
     }))
 
+  it.effect("one whose deadline passed while the head ahead of it was asked is given up, not admitted late", () =>
+    Effect.gen(function*() {
+      const { control, limiter } = yield* gated(Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } }))
+      assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+      const first = yield* Effect.forkChild(limiter.wait("k", { maxWait: "10 seconds" }))
+      yield* settle
+      const second = yield* Effect.forkChild(limiter.wait("k", { maxWait: "2 seconds" }))
+      yield* settle
+      // the head's turn at 1 s: the store answers only at 2.5 s, when both tokens are there
+      control.gate = yield* Deferred.make<void>()
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      yield* TestClock.adjust("1500 millis")
+      const opened = control.gate
+      control.gate = undefined
+      yield* Deferred.succeed(opened, undefined)
+      yield* settle
+      assert.isTrue(succeeded(first))
+      // the second's deadline (2 s) passed: it is refused, though a token is there now
+      const error = yield* Effect.flip(Fiber.join(second))
+      assert.strictEqual(error._tag, "RateLimitExceeded")
+      assert.isTrue(yield* limiter.acquire("k"))
+    }))
+
+  it.effect("a head refused at its deadline leaves at once: a smaller request behind it is decided on its own", () =>
+    Effect.gen(function*() {
+      const { control, limiter, other } = yield* gated(Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } }))
+      assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
+      // two tokens by 2 s: the head's turn and its deadline
+      const head = yield* Effect.forkChild(limiter.wait("k", { cost: 2, maxWait: "2 seconds" }))
+      yield* settle
+      // another process takes one of them
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(yield* other.acquire("k"))
+      // the head asks at 2 s; while the store answers, a request for one token comes
+      control.gate = yield* Deferred.make<void>()
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      const one = yield* Effect.forkChild(limiter.acquire("k"))
+      yield* settle
+      const opened = control.gate
+      control.gate = undefined
+      yield* Deferred.succeed(opened, undefined)
+      yield* settle
+      // the head is refused (one token) at its deadline, and the request for one is not held behind it
+      const error = yield* Effect.flip(Fiber.join(head))
+      assert.strictEqual(error._tag, "RateLimitExceeded")
+      assert.isTrue(yield* Fiber.join(one))
+    }))
+
   it.effect("one whose deadline is exactly now is still asked for (maxWait is inclusive)", () =>
     Effect.gen(function*() {
       const { control, limiter } = yield* gated(perSecond)

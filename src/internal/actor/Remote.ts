@@ -467,13 +467,11 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
     while (line.waiters.length > 0) {
       dropCancelled(line)
       const now = limiter.clock.currentTimeMillisUnsafe()
-      // a waiter whose deadline is now is still asked for: maxWait is inclusive
+      // Before the head's turn, every waiter past or at its deadline gives
+      // up; at its turn, one whose deadline is now is still asked for
+      // (maxWait is inclusive).
       if (Line.expire(line, now, Request.reply, undefined, now >= line.wakeAt)) line.wakeAt = 0
-      if (line.waiters.length === 0) return
-      if (now < line.wakeAt) {
-        if (Line.expire(line, now, Request.reply)) line.wakeAt = 0
-        return
-      }
+      if (line.waiters.length === 0 || now < line.wakeAt) return
       const head = line.waiters[0]
       // Only an admission changes the key: a head that is refused logs nothing.
       const result = yield* call(limiter, bucket, [{ kind: OpKind.Admit, cost: head.cost, queued: 0 }])
