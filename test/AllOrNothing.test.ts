@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import type { Decision } from "../src/index.ts"
@@ -859,6 +859,41 @@ describe("acquire over several keys: the store's fallback", () => {
       const back = yield* limiter.consume(["user:1", "org:a"])
       assert.notProperty(back, "degraded")
       assert.strictEqual(back.limit, 5)
+    }))
+
+  it.effect("a caller that leaves while its call is out is no store failure: the next call goes to the store", () =>
+    Effect.gen(function*() {
+      const inner = yield* MemoryStore.make
+      const applyAll = inner.applyAll
+      if (applyAll === undefined) return assert.fail("MemoryStore takes from several keys at once")
+      const control = { gate: undefined as Deferred.Deferred<void> | undefined, calls: 0 }
+      const store: Store.Store = {
+        name: "gated",
+        apply: inner.apply,
+        applyAll: (calls) =>
+          Effect.suspend(() => {
+            control.calls++
+            return control.gate === undefined
+              ? applyAll(calls)
+              : Effect.andThen(Deferred.await(control.gate), applyAll(calls))
+          })
+      }
+      const limiter = yield* RateLimiter.make({
+        policy: tiers,
+        fallback: { mode: "local", share: 0.5, timeout: "1 hour", retryAfter: "1 second" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      control.gate = yield* Deferred.make<void>()
+      const left = yield* Effect.forkChild(limiter.consume(["user:1", "org:a"]), { startImmediately: true })
+      for (let i = 0; i < 20; i++) yield* Effect.yieldNow
+      assert.strictEqual(control.calls, 1)
+      yield* Fiber.interrupt(left)
+      const opened = control.gate
+      control.gate = undefined
+      yield* Deferred.succeed(opened, undefined)
+      assert.strictEqual((yield* limiter.stats).storeFailures, 0)
+      const next = yield* limiter.consume(["user:1", "org:a"])
+      assert.isTrue(next.allowed)
+      assert.notProperty(next, "degraded")
     }))
 })
 

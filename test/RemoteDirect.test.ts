@@ -554,3 +554,43 @@ describe("store-backed limiter: a store that answers past its own timeout", () =
       assert.strictEqual(yield* limiter.peek("k").pipe(Effect.map((d) => d.remaining)), 1)
     }))
 })
+
+describe("store-backed limiter: a store call that the store itself interrupts", () => {
+  for (const fastPath of [true, false]) {
+    it.effect(`is a store failure: the fallback answers, on one key and on several (fastPath: ${fastPath})`, () =>
+      Effect.gen(function*() {
+        const inner = yield* MemoryStore.make
+        // the store's own fiber is interrupted (its connection's scope closed, say): the caller was not
+        const store: Store.Store = {
+          name: "interrupting",
+          apply: () => Effect.interrupt,
+          applyAll: () => Effect.interrupt
+        }
+        assert.isDefined(inner.applyAll)
+        const limiter = yield* RateLimiter.make({
+          policy: perHour(5),
+          fastPath,
+          fallback: { mode: "local", share: 1 }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        const one = yield* Effect.exit(limiter.consume("k"))
+        assert.isTrue(Exit.isSuccess(one) && one.value.allowed && one.value.degraded === true, String(one))
+        const several = yield* Effect.exit(limiter.consume(["a", "b"]))
+        assert.isTrue(Exit.isSuccess(several) && several.value.allowed && several.value.degraded === true, String(several))
+        // a waiter too, on the key's actor
+        const waited = yield* Effect.exit(limiter.wait("w", { cost: 2 }))
+        assert.isTrue(Exit.isSuccess(waited), String(waited))
+        assert.isAtLeast((yield* limiter.stats).storeFailures, 1)
+        // with fallback "error", the failure says what happened
+        const strict = yield* RateLimiter.make({ policy: perHour(5), fastPath, fallback: { mode: "error" } }).pipe(
+          Effect.provideService(Store.CurrentStore, store)
+        )
+        for (const call of [strict.consume("k"), strict.consume(["a", "b"])]) {
+          const error = yield* Effect.flip(call)
+          assert.isTrue(error instanceof Store.StoreUnavailable, String(error))
+          assert.strictEqual((error as Store.StoreUnavailable).reason, "its call was interrupted")
+          // (the store is skipped for a second after a failure)
+          yield* TestClock.adjust("1 second")
+        }
+      }))
+  }
+})

@@ -198,6 +198,8 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
     const found = Cause.findError(cause)
     const error = Result.isSuccess(found)
       ? found.success
+      : Cause.hasInterruptsOnly(cause)
+      ? new StoreUnavailable({ store: store.name, reason: "its call was interrupted" })
       : new StoreUnavailable({ store: store.name, reason: `it died: ${String(Cause.squash(cause))}` })
     health.failures++
     const at = limiter.clock.currentTimeMillisUnsafe()
@@ -218,15 +220,14 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
         duration: Duration.millis(timeout),
         orElse: () => Effect.fail(new StoreUnavailable({ store: store.name, reason: `timed out after ${timeout} ms` }))
       })
-    // One handler for every outcome (a combinator per case costs on every call).
+    // One handler for every outcome (a combinator per case costs on every
+    // call). A caller that leaves never reaches it
+    // (an interrupted fiber runs no failure handler); an interruption seen
+    // here is the store's own (its connection's scope closed, say), a
+    // failure of the store like any other: the fallback answers.
     return Effect.matchCauseEffect(applied, {
       onSuccess: (replies) => Effect.succeed(answered(bucket, replies)),
-      onFailure: (cause) =>
-        // interrupted: the caller leaves (no answer is owed to it)
-        // (the cause is an interruption, which fails with no error of the store's)
-        Cause.hasInterrupts(cause)
-          ? Effect.failCause(cause) as Effect.Effect<never>
-          : Effect.succeed(unanswered(limiter, bucket, ops, cause))
+      onFailure: (cause) => Effect.succeed(unanswered(limiter, bucket, ops, cause))
     })
   }
 
@@ -663,8 +664,8 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
         for (const b of buckets) if (Bucket.read(b) !== undefined) Bucket.write(b, undefined)
         return Effect.succeed(toAll(reply, false))
       },
+      // (an interruption seen here is the store's own, as in `call`)
       onFailure: (cause) => {
-        if (Cause.hasInterrupts(cause)) return Effect.failCause(cause) as Effect.Effect<never>
         const [at, error] = failed(limiter, cause)
         return fallbackAll(at, error)
       }
