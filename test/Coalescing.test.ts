@@ -128,7 +128,9 @@ describe("a line on a store: waiters whose deadline passed while the store was a
 
   it.effect("one whose deadline passed while the head ahead of it was asked is given up, not admitted late", () =>
     Effect.gen(function*() {
-      const { control, limiter } = yield* gated(Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } }))
+      const { control, limiter } = yield* gated(
+        Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } })
+      )
       assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
       const first = yield* Effect.forkChild(limiter.wait("k", { maxWait: "10 seconds" }))
       yield* settle
@@ -152,7 +154,9 @@ describe("a line on a store: waiters whose deadline passed while the store was a
 
   it.effect("a head refused at its deadline leaves at once: a smaller request behind it is decided on its own", () =>
     Effect.gen(function*() {
-      const { control, limiter, other } = yield* gated(Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } }))
+      const { control, limiter, other } = yield* gated(
+        Policy.tokenBucket({ capacity: 2, refill: { tokens: 1, per: "1 second" } })
+      )
       assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
       // two tokens by 2 s: the head's turn and its deadline
       const head = yield* Effect.forkChild(limiter.wait("k", { cost: 2, maxWait: "2 seconds" }))

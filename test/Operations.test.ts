@@ -11,9 +11,14 @@ const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 const variants = [
   ["fastPath: true", (options: RateLimiter.Options) => RateLimiter.make({ fastPath: true, ...options })],
   ["fastPath: false", (options: RateLimiter.Options) => RateLimiter.make({ fastPath: false, ...options })],
-  ["on a store", (options: RateLimiter.Options) =>
-    Effect.flatMap(MemoryStore.make, (store) =>
-      RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store)))]
+  [
+    "on a store",
+    (options: RateLimiter.Options) =>
+      Effect.flatMap(
+        MemoryStore.make,
+        (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
+      )
+  ]
 ] as const
 
 // Reservations, in process and on a store.

@@ -575,7 +575,10 @@ describe("store-backed limiter: a store call that the store itself interrupts", 
         const one = yield* Effect.exit(limiter.consume("k"))
         assert.isTrue(Exit.isSuccess(one) && one.value.allowed && one.value.degraded === true, String(one))
         const several = yield* Effect.exit(limiter.consume(["a", "b"]))
-        assert.isTrue(Exit.isSuccess(several) && several.value.allowed && several.value.degraded === true, String(several))
+        assert.isTrue(
+          Exit.isSuccess(several) && several.value.allowed && several.value.degraded === true,
+          String(several)
+        )
         // a waiter too, on the key's actor
         const waited = yield* Effect.exit(limiter.wait("w", { cost: 2 }))
         assert.isTrue(Exit.isSuccess(waited), String(waited))

@@ -463,7 +463,12 @@ describe("a waiter's deadline", () => {
         // its turn never comes, and no release could bring it: waiting its maxWait would change nothing
         const waiter = yield* Effect.forkChild(outcome(limiter.wait("k", { maxWait: "10 seconds" })))
         yield* settle
-        assert.deepStrictEqual(yield* ended(waiter), { at: 0, ok: false, error: "RateLimitExceeded", retryAfter: Infinity })
+        assert.deepStrictEqual(yield* ended(waiter), {
+          at: 0,
+          ok: false,
+          error: "RateLimitExceeded",
+          retryAfter: Infinity
+        })
         assert.strictEqual((yield* limiter.stats).waiting, 0)
       }))
   }
