@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { Policy, RateLimiter } from "../src/index.ts"
+import { onStore } from "./stores.ts"
 
 // Lets forked fibers and bucket actors run until they park.
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
@@ -21,11 +22,7 @@ const admittedAt = (limiter: RateLimiter["Service"], key: string) =>
   Effect.forkChild(Effect.andThen(limiter.wait(key), Clock.currentTimeMillis))
 
 for (const store of [false, true]) {
-  const make = (options: RateLimiter.Options) =>
-    store
-      ? Effect.flatMap(MemoryStore.make, (s) =>
-        RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, s)))
-      : RateLimiter.make(options)
+  const make = (options: RateLimiter.Options) => store ? onStore(options) : RateLimiter.make(options)
   const on = store ? " (on a store)" : ""
 
   describe(`adaptive rates${on}`, () => {

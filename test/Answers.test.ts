@@ -3,6 +3,7 @@ import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, type Scope } fr
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
+import { onStore } from "./stores.ts"
 
 // How each kind of request's answer is made from its operation's reply, in
 // process and on a store alike: what is counted allowed or denied, a
@@ -22,11 +23,7 @@ const backends: ReadonlyArray<readonly [string, Make]> = [
   ["in process, actors only", (options) => RateLimiter.make({ fastPath: false, ...options })],
   [
     "on a store",
-    (options) =>
-      Effect.flatMap(
-        MemoryStore.make,
-        (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
-      )
+    onStore
   ]
 ]
 

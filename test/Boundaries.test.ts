@@ -12,6 +12,7 @@ import { RateLimitHeaders } from "../src/http/index.ts"
 import { MemoryStore, Policy, RateLimiter, RateLimitExceeded, Store } from "../src/index.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
 import { Kind as OpKind } from "../src/internal/operation/Op.ts"
+import { onStore } from "./stores.ts"
 
 // Lets forked fibers and bucket actors run until they park.
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
@@ -30,11 +31,7 @@ const makers: ReadonlyArray<
   ["actor only", (options) => RateLimiter.make({ fastPath: false, ...options })],
   [
     "MemoryStore",
-    (options) =>
-      Effect.flatMap(
-        MemoryStore.make,
-        (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
-      )
+    onStore
   ]
 ]
 

@@ -3,7 +3,7 @@
 // per caller (the bucket's actor lets the callers running now join a batch
 // before it sends it).
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Deferred, type Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
@@ -94,6 +94,22 @@ const gated = (policy: Policy.Policy) =>
     return { control, limiter, other } as const
   })
 
+// The store holds its calls from `after` on, for `held` more: what the line
+// asks at its turn waits. The gate it waits behind is returned, to open.
+const heldWhile = (
+  control: { gate: Deferred.Deferred<void> | undefined },
+  after: Duration.Input,
+  held: Duration.Input
+) =>
+  Effect.gen(function*() {
+    const gate = control.gate = yield* Deferred.make<void>()
+    yield* TestClock.adjust(after)
+    yield* settle
+    yield* TestClock.adjust(held)
+    control.gate = undefined
+    return gate
+  })
+
 describe("a line on a store: waiters whose deadline passed while the store was asked", () => {
   it.effect("one that left is not counted denied", () =>
     Effect.gen(function*() {
@@ -103,16 +119,11 @@ describe("a line on a store: waiters whose deadline passed while the store was a
       yield* settle
       const second = yield* Effect.forkChild(limiter.wait("k", { maxWait: "2 seconds" }))
       yield* settle
-      // the head's turn: it asks the store, which does not answer yet
-      control.gate = yield* Deferred.make<void>()
-      yield* TestClock.adjust("1 second")
-      yield* settle
+      // the head's turn at 1 s: it asks the store, which answers at 2.5 s;
       // meanwhile the second waiter's deadline passes and its caller leaves,
       // and the other process takes the token the head asked for
-      yield* TestClock.adjust("1500 millis")
+      const opened = yield* heldWhile(control, "1 second", "1500 millis")
       yield* Fiber.interrupt(second)
-      const opened = control.gate
-      control.gate = undefined
       assert.isTrue(yield* other.acquire("k"))
       const before = (yield* limiter.stats).denied
       yield* Deferred.succeed(opened, undefined)
@@ -137,12 +148,7 @@ describe("a line on a store: waiters whose deadline passed while the store was a
       const second = yield* Effect.forkChild(limiter.wait("k", { maxWait: "2 seconds" }))
       yield* settle
       // the head's turn at 1 s: the store answers only at 2.5 s, when both tokens are there
-      control.gate = yield* Deferred.make<void>()
-      yield* TestClock.adjust("1 second")
-      yield* settle
-      yield* TestClock.adjust("1500 millis")
-      const opened = control.gate
-      control.gate = undefined
+      const opened = yield* heldWhile(control, "1 second", "1500 millis")
       yield* Deferred.succeed(opened, undefined)
       yield* settle
       assert.isTrue(succeeded(first))

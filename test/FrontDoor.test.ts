@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Logger, References, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { type InvalidPolicy, MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { onStore } from "./stores.ts"
 
 // The front door: every operation checks what it is given before it does
 // anything, and a bad value is refused with an error that says, in one
@@ -182,11 +183,7 @@ const backends = [
   ["in process", RateLimiter.make] as const,
   [
     "on a store",
-    (options: RateLimiter.Options) =>
-      Effect.flatMap(
-        MemoryStore.make,
-        (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
-      )
+    onStore
   ] as const
 ]
 

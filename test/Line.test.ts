@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { Policy, RateLimiter } from "../src/index.ts"
+import { onStore } from "./stores.ts"
 
 // Lets forked fibers and bucket actors run until they park.
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
@@ -25,11 +26,7 @@ const waiter = (
 
 describe("priorities", () => {
   for (const store of [false, true]) {
-    const make = (options: RateLimiter.Options) =>
-      store
-        ? Effect.flatMap(MemoryStore.make, (s) =>
-          RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, s)))
-        : RateLimiter.make(options)
+    const make = (options: RateLimiter.Options) => store ? onStore(options) : RateLimiter.make(options)
     it.effect(`a higher priority is served first; within one priority, in order of arrival${store ? " (on a store)" : ""}`, () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: perSecond(1, 1) })

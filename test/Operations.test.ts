@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, Latch, Ref } from "effect"
 import { TestClock } from "effect/testing"
-import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { Policy, RateLimiter } from "../src/index.ts"
+import { onStore } from "./stores.ts"
 
 const perSecond = (capacity: number, tokens: number) =>
   Policy.tokenBucket({ capacity, refill: { tokens, per: "1 second" } })
@@ -11,14 +12,7 @@ const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
 const variants = [
   ["fastPath: true", (options: RateLimiter.Options) => RateLimiter.make({ fastPath: true, ...options })],
   ["fastPath: false", (options: RateLimiter.Options) => RateLimiter.make({ fastPath: false, ...options })],
-  [
-    "on a store",
-    (options: RateLimiter.Options) =>
-      Effect.flatMap(
-        MemoryStore.make,
-        (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
-      )
-  ]
+  ["on a store", onStore]
 ] as const
 
 // Reservations, in process and on a store.

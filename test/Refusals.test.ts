@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { TestClock } from "effect/testing"
-import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import { Policy, RateLimiter } from "../src/index.ts"
+import { onStore } from "./stores.ts"
 
 // What a key's policy cannot do is refused with an InvalidRequest that names
 // the field, its value and the policy, in process and on a store alike; a
@@ -16,11 +17,7 @@ const backends = [
   ["in process", RateLimiter.make] as const,
   [
     "on a store",
-    (options: RateLimiter.Options) =>
-      Effect.flatMap(
-        MemoryStore.make,
-        (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
-      )
+    onStore
   ] as const
 ]
 

@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Clock, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { MemoryStore, Policy, RateLimiter, RateLimitExceeded, Store } from "../src/index.ts"
+import { onStore } from "./stores.ts"
 
 // Lets forked fibers and bucket actors run until they park.
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
@@ -18,12 +19,6 @@ const perSecond = (capacity: number, tokens: number) =>
   Policy.tokenBucket({ capacity, refill: { tokens, per: "1 second" } })
 
 type Limiter = RateLimiter["Service"]
-
-const onStore = (options: RateLimiter.Options) =>
-  Effect.flatMap(
-    MemoryStore.make,
-    (store) => RateLimiter.make(options).pipe(Effect.provideService(Store.CurrentStore, store))
-  )
 
 const makers: ReadonlyArray<readonly [string, (options: RateLimiter.Options) => Effect.Effect<Limiter, unknown, any>]> =
   [
