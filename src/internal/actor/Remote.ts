@@ -221,13 +221,13 @@ export const backend = (store: Engine, fallback: Fallback, health: Health): Buck
         orElse: () => Effect.fail(new StoreUnavailable({ store: store.name, reason: `timed out after ${timeout} ms` }))
       })
     // One handler for every outcome (a combinator per case costs on every
-    // call). A caller that leaves never reaches it
-    // (an interrupted fiber runs no failure handler); an interruption seen
-    // here is the store's own (its connection's scope closed, say), a
-    // failure of the store like any other: the fallback answers.
-    return Effect.matchCauseEffect(applied, {
-      onSuccess: (replies) => Effect.succeed(answered(bucket, replies)),
-      onFailure: (cause) => Effect.succeed(unanswered(limiter, bucket, ops, cause))
+    // call). A caller that leaves never reaches it (an interrupted fiber
+    // runs no failure handler): an interruption seen here is the store's
+    // own (its connection's scope closed, say), a failure of the store like
+    // any other, and the fallback answers.
+    return Effect.matchCause(applied, {
+      onSuccess: (replies) => answered(bucket, replies),
+      onFailure: (cause) => unanswered(limiter, bucket, ops, cause)
     })
   }
 
