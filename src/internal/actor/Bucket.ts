@@ -680,8 +680,11 @@ export const run: (limiter: Limiter, bucket: Bucket, actor: Actor, mailbox: Mail
           yield* served
           actor.serving = false
         }
-        // The head's turn came with nothing queued: let others run before the next look.
-        if (due) yield* Effect.yieldNow
+        // The head's turn came with nothing queued: let others run before the
+        // next look. (With the line empty, the next look ends the actor, at
+        // once in process: no caller finds it running with a request queued
+        // and nobody in line.)
+        if (due && line.waiters.length > 0) yield* Effect.yieldNow
       }
     },
     Effect.catchTag("Done", () => Effect.void),
