@@ -341,10 +341,9 @@ describe("answers, on a store: calls over several keys", () => {
 describe("answers, on a store: dry runs and waiters", () => {
   it.effect("a waiter under a dry run goes at once, counted, and takes nothing", () =>
     Effect.gen(function*() {
-      const store = yield* MemoryStore.make
-      const limiter = yield* RateLimiter.make({
+      const limiter = yield* onStore({
         policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 hour" }, dryRun: true })
-      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      })
       assert.isTrue(yield* limiter.acquire("k"))
       const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
       yield* settle
@@ -603,8 +602,7 @@ describe("answers, on a store: more on calls over several keys", () => {
 describe("answers, on a store: a key's policy and activity on the actor's path and the caller's", () => {
   it.effect("a key reconfigured, then deleted, goes back to its own policy", () =>
     Effect.gen(function*() {
-      const store = yield* MemoryStore.make
-      const limiter = yield* RateLimiter.make({ policy: bucket }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const limiter = yield* onStore({ policy: bucket })
       yield* limiter.reconfigure("k", Policy.tokenBucket({ capacity: 5, refill: { tokens: 1, per: "1 second" } }))
       yield* settle
       assert.strictEqual((yield* limiter.consume("k")).limit, 5)
@@ -633,10 +631,7 @@ describe("answers, on a store: a key's policy and activity on the actor's path a
 describe("answers, on a store: the figures of the actor's path and of calls over several keys", () => {
   it.effect("a waiter admitted at once costs one store call, is counted allowed, and leaves nothing queued", () =>
     Effect.gen(function*() {
-      const store = yield* MemoryStore.make
-      const limiter = yield* RateLimiter.make({ fastPath: false, policy: bucket }).pipe(
-        Effect.provideService(Store.CurrentStore, store)
-      )
+      const limiter = yield* onStore({ fastPath: false, policy: bucket })
       yield* limiter.wait("k")
       // (the actor's batch is over)
       yield* settle
@@ -646,10 +641,9 @@ describe("answers, on a store: the figures of the actor's path and of calls over
 
   it.effect("a waiter is admitted at its turn, even one sooner than the poll for a release", () =>
     Effect.gen(function*() {
-      const store = yield* MemoryStore.make
-      const limiter = yield* RateLimiter.make({
+      const limiter = yield* onStore({
         policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "50 millis" } })
-      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      })
       assert.isTrue(yield* limiter.acquire("k"))
       const waiter = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
       yield* settle
@@ -678,10 +672,9 @@ describe("answers, on a store: the figures of the actor's path and of calls over
 
   it.effect("a waiter whose caller left is not counted ahead of one that joins in the same batch", () =>
     Effect.gen(function*() {
-      const store = yield* MemoryStore.make
-      const limiter = yield* RateLimiter.make({
+      const limiter = yield* onStore({
         policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } })
-      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      })
       assert.isTrue(yield* limiter.acquire("k"))
       const first = yield* Effect.forkChild(limiter.wait("k"), { startImmediately: true })
       yield* settle
@@ -719,10 +712,7 @@ describe("answers, on a store: the figures of the actor's path and of calls over
 
   it.effect("keys served by waits and by calls over several keys count as active (the sweep spares them)", () =>
     Effect.gen(function*() {
-      const store = yield* MemoryStore.make
-      const limiter = yield* RateLimiter.make({ policy: bucket, idleTimeout: "1 second" }).pipe(
-        Effect.provideService(Store.CurrentStore, store)
-      )
+      const limiter = yield* onStore({ policy: bucket, idleTimeout: "1 second" })
       yield* limiter.wait("w")
       assert.isTrue(yield* limiter.acquire(["a", "b"]))
       assert.deepStrictEqual([(yield* limiter.stats).storeCalls, (yield* limiter.stats).storeOps], [2, 4])

@@ -858,10 +858,7 @@ describe("a limiter that has shut down starts nothing", () => {
 describe("waiters on a store's line give up at their deadline", () => {
   it.effect("waiting for a release: a turn within maxWait is taken, a later one fails at its own, counted denied", () =>
     Effect.gen(function*() {
-      const store = yield* MemoryStore.make
-      const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }) }).pipe(
-        Effect.provideService(Store.CurrentStore, store)
-      )
+      const limiter = yield* onStore({ policy: Policy.concurrency({ capacity: 1 }) })
       assert.isTrue(yield* limiter.acquire("k"))
       const first = yield* Effect.forkChild(Effect.exit(limiter.wait("k", { maxWait: "1 second" })), {
         startImmediately: true
@@ -891,10 +888,7 @@ describe("waiters on a store's line give up at their deadline", () => {
 
   it.effect("waiting for a release: a waiter past its maxWait fails with nothing taken", () =>
     Effect.gen(function*() {
-      const store = yield* MemoryStore.make
-      const limiter = yield* RateLimiter.make({ policy: Policy.concurrency({ capacity: 1 }) }).pipe(
-        Effect.provideService(Store.CurrentStore, store)
-      )
+      const limiter = yield* onStore({ policy: Policy.concurrency({ capacity: 1 }) })
       assert.isTrue(yield* limiter.acquire("k"))
       const waiter = yield* Effect.forkChild(Effect.exit(limiter.wait("k", { maxWait: "2 seconds" })), {
         startImmediately: true

@@ -64,6 +64,28 @@ const gatedStore = (form: "effect" | "callback") =>
     return { store, control } as const
   })
 
+// A limiter on `gated` (store timeout 100 ms, at t = 10 s) whose key "k"
+// has a caller-side call that was made and never run (its caller
+// interrupted before it started).
+const withNeverRun = (gated: ReturnType<typeof gatedStore>) =>
+  Effect.gen(function*() {
+    const { control, store } = yield* gated
+    yield* TestClock.setTime(10_000)
+    let supervisor: Supervisor.Supervisor | undefined
+    const limiter = yield* RateLimiter.make({
+      policy: perHour(5),
+      fallback: { mode: "local", timeout: "100 millis" }
+    }).pipe(
+      Effect.provideService(Store.CurrentStore, store),
+      Effect.provideService(Supervisor.OnMake, (s) => {
+        supervisor = s
+      })
+    )
+    const neverRun = supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
+    assert.isTrue(Effect.isEffect(neverRun))
+    return { control, limiter } as const
+  })
+
 for (const form of ["effect", "callback"] as const) {
   const gated = gatedStore(form)
   describe(`store-backed limiter: the caller-side path (${form === "effect" ? "apply" : "applyUnsafe"})`, () => {
@@ -355,21 +377,7 @@ for (const form of ["effect", "callback"] as const) {
 
     it.effect("a caller-side call never run holds the key's actor back twice the store timeout, then frees the key", () =>
       Effect.gen(function*() {
-        const { control, store } = yield* gated
-        yield* TestClock.setTime(10_000)
-        let supervisor: Supervisor.Supervisor | undefined
-        const limiter = yield* RateLimiter.make({
-          policy: perHour(5),
-          fallback: { mode: "local", timeout: "100 millis" }
-        }).pipe(
-          Effect.provideService(Store.CurrentStore, store),
-          Effect.provideService(Supervisor.OnMake, (s) => {
-            supervisor = s
-          })
-        )
-        // its caller-side call is made and never run (its caller interrupted before it started)
-        const neverRun = supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
-        assert.isTrue(Effect.isEffect(neverRun))
+        const { control, limiter } = yield* withNeverRun(gated)
         const next = yield* limiter.consume("k").pipe(Effect.forkChild({ startImmediately: true }))
         yield* settle
         yield* TestClock.adjust("199 millis")
@@ -388,20 +396,7 @@ for (const form of ["effect", "callback"] as const) {
 
     it.effect("a caller-side call found never run once twice its timeout is over frees the key at once", () =>
       Effect.gen(function*() {
-        const { control, store } = yield* gated
-        yield* TestClock.setTime(10_000)
-        let supervisor: Supervisor.Supervisor | undefined
-        const limiter = yield* RateLimiter.make({
-          policy: perHour(5),
-          fallback: { mode: "local", timeout: "100 millis" }
-        }).pipe(
-          Effect.provideService(Store.CurrentStore, store),
-          Effect.provideService(Supervisor.OnMake, (s) => {
-            supervisor = s
-          })
-        )
-        const neverRun = supervisor!.submitUnsafe("k", Request.Kind.Consume, 1, 0)
-        assert.isTrue(Effect.isEffect(neverRun))
+        const { control, limiter } = yield* withNeverRun(gated)
         yield* TestClock.adjust("200 millis")
         // the key still looks busy: this one goes to the actor, which goes at once
         assert.strictEqual((yield* limiter.consume("k")).remaining, 4)
