@@ -66,7 +66,8 @@ export interface Options {
    * Decide uncontended requests on the caller's fiber, with the same pure step
    * the actor runs (default true); with a shared store, an idle key's request
    * is sent through the store from the caller's fiber. Off, every request
-   * goes through the bucket's mailbox and every live bucket keeps its fiber.
+   * goes through the bucket's mailbox; its actor still gives its fiber back
+   * once the key goes quiet.
    */
   readonly fastPath?: boolean | undefined
   /** The `limiter` label on this limiter's metrics. Default "default". */

@@ -54,9 +54,11 @@ describe("Supervisor: starting buckets", () => {
         false,
         false
       ])
+      yield* settle
       const stats = yield* supervisor.stats
       assert.strictEqual(stats.queued, 0)
-      assert.strictEqual(stats.actors, 1)
+      assert.strictEqual(stats.started, 1)
+      assert.strictEqual(stats.actors, 0) // it hibernated once nothing came
     }))
 
   it.effect("an actor's stopped latch is closed while its fiber runs, and opens when it hibernates", () =>
@@ -78,6 +80,28 @@ describe("Supervisor: starting buckets", () => {
       assert.isTrue(Latch.isOpen(latch))
       assert.strictEqual((yield* supervisor.stats).actors, 0)
       yield* Bucket.stopped(bucket)! // completes at once
+    }))
+
+  it.effect("without the fast path an actor hibernates once its key is quiet, and its state stays", () =>
+    Effect.gen(function*() {
+      const supervisor = yield* makeSupervisor(60_000, false)
+      assert.isTrue(yield* acquire(supervisor, "k"))
+      yield* settle
+      const bucket = supervisor.bucket("k")!
+      const latch = bucket.actor!.stopped
+      assert.isTrue(Latch.isOpen(latch))
+      assert.isUndefined(bucket.actor!.mailbox)
+      assert.strictEqual((yield* supervisor.stats).actors, 0)
+      // started again by the next request, which it serves from the state it left
+      assert.isTrue(yield* acquire(supervisor, "k"))
+      assert.isTrue(yield* acquire(supervisor, "k"))
+      assert.isFalse(yield* acquire(supervisor, "k"))
+      yield* settle
+      assert.strictEqual((yield* supervisor.stats).actors, 0)
+      yield* TestClock.adjust("1 second")
+      assert.isTrue(yield* acquire(supervisor, "k"))
+      assert.isFalse(yield* acquire(supervisor, "k"))
+      assert.strictEqual((yield* supervisor.stats).started, 1)
     }))
 })
 

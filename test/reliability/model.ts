@@ -683,15 +683,16 @@ const runOne = (
     let index = 0
     const fail = (message: string) => Effect.fail(new Disagreement(index, message))
 
-    // Lets the limiter run until nothing is queued and every call the model
-    // says is over has ended.
+    // Lets the limiter run until nothing is queued, every call the model
+    // says is over has ended and every actor with nobody in line has
+    // hibernated (an actor gives the caller it answered a turn first).
     const quiesce = Effect.gen(function*() {
       for (let i = 0; i < 200; i++) {
         const stats = yield* limiter.stats
         const pending = waiters.some((w) =>
           w.status._tag !== "pending" && w.fiber !== undefined && w.fiber.pollUnsafe() === undefined
         )
-        if (stats.queued === 0 && !pending && i >= 2) return
+        if (stats.queued === 0 && !pending && stats.actors === model.withWaiters() && i >= 2) return
         yield* Effect.yieldNow
       }
     })
@@ -782,7 +783,8 @@ const runOne = (
         }
         yield* expectSame(`peek key ${i} at ${model.now}`, d, model.peek(i))
       }
-      // the counts
+      // the counts, once the actors the peeks woke have hibernated again
+      yield* quiesce
       const stats = yield* limiter.stats
       yield* expectSame("stats", {
         buckets: stats.buckets,
@@ -795,7 +797,8 @@ const runOne = (
         reaped: stats.reaped
       }, {
         buckets: model.live(),
-        actors: fastPath ? model.withWaiters() : model.live(),
+        // every actor hibernates once nobody waits in its line
+        actors: model.withWaiters(),
         waiting: model.waiting(),
         queued: 0,
         allowed: model.allowed,

@@ -71,8 +71,6 @@ export interface Limiter {
   readonly limits: Limits
   /** Decide a quiet key's requests on the caller's fiber (see {@link submit}). */
   readonly fastPath: boolean
-  /** Whether an actor with nothing to do gives its fiber and mailbox back. */
-  readonly hibernates: boolean
   readonly backend: Backend
   /** Makes a bucket's mailbox (bounded, `dropping`: a full one refuses at once). */
   readonly mailbox: () => Mailbox
@@ -565,14 +563,6 @@ export const quiet = (bucket: Bucket): boolean => {
 export const retired = (bucket: Bucket): boolean => bucket.actor?.retired === true
 
 /**
- * Whether the bucket's actor has a fiber running (retiring the bucket then
- * ends that fiber).
- *
- * @since 0.3.0
- */
-export const running = (bucket: Bucket): boolean => bucket.actor?.mailbox !== undefined
-
-/**
  * Retires the bucket (reaped, or the limiter closes): it takes no more
  * requests; a running actor serves what was queued and ends.
  *
@@ -628,7 +618,7 @@ const stop = (limiter: Limiter, actor: Actor): Effect.Effect<void> =>
 // mailbox back and its fiber ends; the state stays. Synchronous, so no offer
 // can slip in between.
 const hibernate = (limiter: Limiter, actor: Actor, mailbox: Mailbox): boolean => {
-  if (!limiter.hibernates || actor.pending > 0 || actor.line.waiters.length > 0 || actor.retired) return false
+  if (actor.pending > 0 || actor.line.waiters.length > 0 || actor.retired) return false
   actor.mailbox = undefined
   Queue.endUnsafe(mailbox)
   limiter.recorder.actors--
@@ -659,7 +649,10 @@ export const run: (limiter: Limiter, bucket: Bucket, actor: Actor, mailbox: Mail
         let due = false
         if (line.waiters.length === 0) {
           // A batch costs a store round trip: let callers running now join it.
-          if (backend.gathers) yield* Effect.yieldNow
+          // The literal actor (no fast path) gives the caller it has just
+          // answered one turn to come back before it hibernates: a key in
+          // steady use keeps its fiber, an idle one costs no fiber.
+          if (backend.gathers || (!limiter.fastPath && actor.pending === 0)) yield* Effect.yieldNow
           if (hibernate(limiter, actor, mailbox)) return
           batch = yield* Queue.takeAll(mailbox)
         } else {

@@ -111,9 +111,6 @@ export const make = (
       recorder,
       limits,
       fastPath,
-      // A store-backed actor gives its fiber back even without the fast path:
-      // the state is not in it.
-      hibernates: fastPath || store !== undefined,
       backend: store === undefined ? Local.backend : Remote.backend(store, options.fallback, health),
       // Made synchronously by whoever starts an actor, so its request is in the
       // mailbox before the actor runs.

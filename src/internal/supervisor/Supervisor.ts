@@ -133,7 +133,6 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   const maxBuckets = options.maxBuckets ?? 1_000_000
   const slice = options.sweepSlice ?? 5_000
   const reapCost = 10
-  const fiberCost = 100
   const buckets = new Map<string, Bucket.Bucket>()
   // Keys reconfigured at runtime keep their policy across reaps.
   const overrides = new Map<string, Limit>()
@@ -276,9 +275,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // One pass over the buckets (their activity slots), a slice at a time:
   // other fibers and the event loop run between slices, so no pause grows
   // with the number of buckets. A slice is bounded by the work it sets off,
-  // not by the buckets it looks at: looking costs 1, a reap `reapCost`, and
-  // a reap that ends an actor's fiber `fiberCost` (that fiber's ending runs
-  // right after the slice yields, and it is what a slice costs most).
+  // not by the buckets it looks at: looking costs 1, a reap `reapCost` (an
+  // idle bucket has no fiber to end: its actor, if it had one, hibernated).
   const sweep = Effect.suspend(() => {
     let slot = 0
     let reaped = 0
@@ -290,7 +288,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         const bucket = activity.owners[slot++]
         work++
         if (bucket !== undefined && Bucket.idle(limiter, bucket, now, idleTimeoutMillis)) {
-          work += Bucket.running(bucket) ? fiberCost : reapCost
+          work += reapCost
           reap(bucket.key, bucket)
           reaped++
         }
