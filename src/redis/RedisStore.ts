@@ -525,6 +525,7 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
   const context = yield* Effect.context<never>()
   const runFork = Effect.runForkWith(context)
   const runner = Connection.makeRunner(connection, Scripts.library, functions)
+  const binary = connection.binary === true
   const nodeOf = connection.nodeOf
   const together = connection.together
   // On Redis Cluster, calls are grouped by the node that owns their key's
@@ -692,9 +693,15 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
 
   // Runs an entry point; with `replicas`, answered only once its write has
   // reached them (`WAIT` after the script, on the same connection).
-  const run = (route: Scripts.Route, args: Array<string>, slot: number, done: Connection.Done): void => {
-    if (replicas === undefined) runner.run(route, args, done)
-    else Connection.replicated(connection, replicas, slot, (d) => runner.run(route, args, d), done)
+  const run = (
+    route: Scripts.Route,
+    args: Array<string>,
+    slot: number,
+    done: Connection.Done,
+    binaryReply: boolean
+  ): void => {
+    if (replicas === undefined) runner.run(route, args, done, binaryReply)
+    else Connection.replicated(connection, replicas, slot, (d) => runner.run(route, args, d, binaryReply), done)
   }
 
   // Sends a round's command and answers its calls from the reply.
@@ -705,10 +712,12 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
     const settle = (reply: unknown, failure: string | undefined): void => {
       try {
         end(round)
+        // a binary lean reply is read once for all its keys
+        const values = lean && failure === undefined ? Codec.leanValues(reply) : reply
         answer(entries, (e, i) => {
           if (failure !== undefined) return unavailable(failure)
           const replies = lean
-            ? Codec.decodeLean(reply, i, entries.length, e.encoded.leanWidth)
+            ? Codec.decodeLean(values, i, entries.length, e.encoded.leanWidth)
             : Array.isArray(reply) && reply.length === entries.length
             ? Codec.decodeBatch(reply[i], e.ops.length)
             : undefined
@@ -728,7 +737,11 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
         then?.()
       }
       try {
-        run(route, argsOf(lean, entries), round.slot, done)
+        // the reply as one string of doubles, when the client can give it back as bytes
+        const binaryReply = binary && lean && entries.length > 1
+        const args = argsOf(lean, entries)
+        if (binaryReply) args.push("b")
+        run(route, args, round.slot, done, binaryReply)
       } catch (error) {
         done(undefined, error)
       }
@@ -916,7 +929,7 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
           run(Scripts.multi, args, slot, (reply, failure) =>
             resume(
               failure === undefined ? Effect.succeed(reply) : Effect.fail(unavailable(Connection.reasonOf(failure)))
-            ))
+            ), false)
         } catch (error) {
           resume(Effect.fail(unavailable(Connection.reasonOf(error))))
         }

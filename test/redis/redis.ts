@@ -99,6 +99,13 @@ export interface Deployment {
   readonly where: Pick<RedisStore.LayerOptions, "url" | "cluster" | "sentinel"> | undefined
   /** Why its suites are skipped when it is not configured. */
   readonly missing: string
+  /**
+   * The client the store writes with: its own ioredis (`RedisStore.layer`,
+   * the default; lean replies of several keys come back in binary), or
+   * node-redis (`RedisStore.make` over `NodeRedis.layer`: every reply text
+   * and integers).
+   */
+  readonly over?: "node-redis" | undefined
 }
 
 /** One redis-server (`REDIS_URL`). */
@@ -222,10 +229,16 @@ export const describeOn = (
 
 /** The store on a deployment (`RedisStore.layer` with its place), in the scope. */
 export const storeOn = (d: Deployment, options: RedisStore.LayerOptions = {}) =>
-  Effect.map(
-    Layer.build(RedisStore.layer({ ...options, ...d.where })),
-    (context) => Context.get(context, Store.CurrentStore)
-  )
+  d.over === "node-redis" && d.where?.url !== undefined
+    ? Effect.flatMap(
+      Layer.build(NodeRedis.layer({ url: d.where.url })),
+      // (the layer's options about its own client do not apply)
+      (context) => Effect.provideContext(RedisStore.make({ ...options, cluster: undefined }), context)
+    )
+    : Effect.map(
+      Layer.build(RedisStore.layer({ ...options, ...d.where })),
+      (context) => Context.get(context, Store.CurrentStore)
+    )
 
 /** The same store as the limiter's core sees it: `apply(key, policy, ops)` answering replies. */
 export const engineOn = (d: Deployment, options: RedisStore.LayerOptions = {}) =>

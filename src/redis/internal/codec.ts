@@ -167,8 +167,13 @@ export const deferred: ReadonlyArray<Reply> = []
  *
  * @since 0.2.0
  */
-export const decodeLean = (raw: unknown, i: number, keys: number, width = 5): ReadonlyArray<Reply> | undefined => {
-  if (!Array.isArray(raw) || raw.length !== width * keys) return undefined
+export const decodeLean = (
+  raw: unknown,
+  i: number,
+  keys: number,
+  width = 5
+): ReadonlyArray<Reply> | undefined => {
+  if (!(Array.isArray(raw) || raw instanceof Float64Array) || raw.length !== width * keys) return undefined
   const at = width * i
   if (raw[at] === -1) return deferred
   const reply: Reply = {
@@ -181,6 +186,29 @@ export const decodeLean = (raw: unknown, i: number, keys: number, width = 5): Re
   // a shaper's sixth value: its delay
   const delay = width === 6 ? value(raw[at + 5]) : 0
   return [delay > 0 && reply.allowed ? { ...reply, delay } : reply]
+}
+
+/**
+ * A lean reply's values: a binary reply (the bytes of little-endian
+ * doubles) read once for all its keys; any other reply as it is.
+ *
+ * @example
+ * ```ts
+ * import { leanValues } from "./codec.ts"
+ *
+ * const bytes = new Uint8Array(new Float64Array([1, 4, 0, 100, 5]).buffer)
+ * leanValues(bytes) // Float64Array [1, 4, 0, 100, 5] (on a little-endian machine)
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const leanValues = (raw: unknown): unknown => {
+  if (!(raw instanceof Uint8Array)) return raw
+  if (raw.byteLength % 8 !== 0) return undefined
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength)
+  const values = new Float64Array(raw.byteLength / 8)
+  for (let i = 0; i < values.length; i++) values[i] = view.getFloat64(8 * i, true)
+  return values
 }
 
 /**

@@ -39,7 +39,7 @@ export type Done = (reply: unknown, failure: unknown) => void
  *
  * @since 0.2.0
  */
-export type Send = (args: Array<string>, done: Done) => void
+export type Send = (args: Array<string>, done: Done, binary?: boolean) => void
 
 /**
  * What the store sends on: one server (or the primary Sentinel names), or
@@ -51,6 +51,12 @@ export type Send = (args: Array<string>, done: Done) => void
 export interface Connection {
   /** Sends a command; on a cluster, to the node that owns its first key's slot. */
   readonly send: Send
+  /**
+   * `send` gives a command sent with `binary` its bulk strings as bytes (a
+   * `Uint8Array`), not text: the lean entry point may then answer in
+   * binary. Without it no command is sent so.
+   */
+  readonly binary?: boolean | undefined
   /** On a cluster: the primary that owns `slot` now, as the client's table of slots says (undefined: unknown). */
   readonly nodeOf?: ((slot: number) => string | undefined) | undefined
   /**
@@ -167,7 +173,7 @@ export interface Runner {
    * command and the function or script (`args` is handed to the client: it
    * must not change afterwards); `done` gets the reply.
    */
-  readonly run: (route: Scripts.Route, args: Array<string>, done: Done) => void
+  readonly run: (route: Scripts.Route, args: Array<string>, done: Done, binary?: boolean) => void
 }
 
 /**
@@ -200,7 +206,7 @@ export const makeRunner = (
     : ["FUNCTION", "LOAD", "REPLACE", library.lua]
   const loadOn = everywhere ?? send
 
-  const evalSha = (route: Scripts.Route, args: Array<string>, done: Done): void => {
+  const evalSha = (route: Scripts.Route, args: Array<string>, done: Done, binary: boolean): void => {
     args[0] = "EVALSHA"
     args[1] = route.script.sha
     send(args, (reply, error) => {
@@ -208,9 +214,9 @@ export const makeRunner = (
       if (!reasonOf(error).includes("NOSCRIPT")) return done(undefined, error)
       loadOn(["SCRIPT", "LOAD", route.script.lua], (_, failure) => {
         if (failure !== undefined) return done(undefined, failure)
-        send(args.slice(), done)
+        send(args.slice(), done, binary)
       })
-    })
+    }, binary)
   }
 
   // true once loaded (or found loaded); false when the server has no Functions for us
@@ -226,7 +232,7 @@ export const makeRunner = (
       done(false, error)
     })
 
-  const fcall = (route: Scripts.Route, args: Array<string>, done: Done): void => {
+  const fcall = (route: Scripts.Route, args: Array<string>, done: Done, binary: boolean): void => {
     args[0] = "FCALL"
     args[1] = route.fn
     send(args, (reply, error) => {
@@ -235,19 +241,22 @@ export const makeRunner = (
       if (reason.includes("Function not found")) {
         return load((loaded, failure) => {
           if (failure !== undefined) return done(undefined, failure)
-          if (loaded) send(args.slice(), done)
-          else evalSha(route, args.slice(), done)
+          if (loaded) send(args.slice(), done, binary)
+          else evalSha(route, args.slice(), done, binary)
         })
       }
       if (noFunctions(reason)) {
         useFunctions = false
-        return evalSha(route, args.slice(), done)
+        return evalSha(route, args.slice(), done, binary)
       }
       done(undefined, error)
-    })
+    }, binary)
   }
 
-  return { run: (route, args, done) => useFunctions ? fcall(route, args, done) : evalSha(route, args, done) }
+  return {
+    run: (route, args, done, binary = false) =>
+      useFunctions ? fcall(route, args, done, binary) : evalSha(route, args, done, binary)
+  }
 }
 
 /**
@@ -278,11 +287,13 @@ export type Ioredis = Pick<typeof import("ioredis"), "Cluster" | "Command" | "Re
 
 const isCluster = (client: IORedis | Cluster): client is Cluster => client.isCluster
 
-// Replies as text, as `call` gives them (bulk strings are Buffers otherwise).
+// Replies as text, as `call` gives them; a binary one as it came (bulk
+// strings are Buffers without an encoding).
 const utf8 = { replyEncoding: "utf8" } as const
+const bytes = { replyEncoding: null } as const
 
-const command = (io: Ioredis, args: Array<string>, done: Done): Command =>
-  new io.Command(args[0], args.slice(1), utf8, (error, reply) => done(reply, error ?? undefined))
+const command = (io: Ioredis, args: Array<string>, done: Done, binary = false): Command =>
+  new io.Command(args[0], args.slice(1), binary ? bytes : utf8, (error, reply) => done(reply, error ?? undefined))
 
 /**
  * Sends on an ioredis client: a `Redis` (one server, or the primary that
@@ -299,8 +310,8 @@ const command = (io: Ioredis, args: Array<string>, done: Done): Command =>
  *
  * @since 0.3.0
  */
-export const viaIoredis = (io: Ioredis, client: IORedis | Cluster): Send => (args, done) => {
-  client.sendCommand(command(io, args, done))
+export const viaIoredis = (io: Ioredis, client: IORedis | Cluster): Send => (args, done, binary) => {
+  client.sendCommand(command(io, args, done, binary))
 }
 
 /**
@@ -320,9 +331,10 @@ export const viaIoredis = (io: Ioredis, client: IORedis | Cluster): Send => (arg
  */
 export const fromIoredis = (io: Ioredis, client: IORedis | Cluster): Connection => {
   const send = viaIoredis(io, client)
-  if (!isCluster(client)) return { send, toSlot: (_, args, done) => send(args, done) }
+  if (!isCluster(client)) return { send, binary: true, toSlot: (_, args, done) => send(args, done) }
   return {
     send,
+    binary: true,
     nodeOf: (slot) => client.slots[slot]?.[0],
     everywhere: (args, done) => {
       const primaries = client.nodes("master")

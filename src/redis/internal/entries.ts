@@ -37,6 +37,7 @@
  *     (at most 1024 texts per algorithm); as an `EVAL` script read on every
  *     call.
  *   - `ARGV[4 …]`: for each key its operation, `kind cost` (Take or Admit).
+ *   - then, optionally, `b`: the reply in binary (below).
  *
  *   A key with a block (its value starts with `0 until`) is left to the
  *   batch entry point: its `allowed` is -1 and nothing is written. The reply
@@ -44,7 +45,13 @@
  *   last): `allowed` (1 or 0), `remaining`, `retryAfter`, `resetAfter`,
  *   `limit`; a value is an integer reply when it is a whole number that
  *   survives one exactly (not −0, within ±2^53), otherwise text (`%.17g`,
- *   `inf`, `-inf`, `-0`).
+ *   `inf`, `-inf`, `-0`). With `b` (and more than one key) the reply is
+ *   one string instead, the same values as little-endian doubles
+ *   (`struct.pack`): every value exact, nothing formatted on the server,
+ *   and one string for the client to read where an array of five integers
+ *   a key cost it more than the rest of its work on the reply. Asked for
+ *   only over a client that gives that reply back as bytes (the store's
+ *   own ioredis).
  *
  * - **batch**: any operations on each key, the compiled `Interpreter.apply`.
  *
@@ -401,6 +408,8 @@ local now
 ${readNow("now")}
 local keep = tonumber(ARGV[2])
 local out, single = {}, #KEYS == 1
+-- a trailing "b": the reply as one string of doubles (see the module's doc)
+local binary = not single and ARGV[4 + 2 * #KEYS] == "b"
 for k = 1, #KEYS do
   local key = KEYS[k]
   local admit = ARGV[2 + 2 * k] == "${Op.Kind.Admit}"
@@ -449,6 +458,13 @@ ${step(lean)}
   end
   local a = 0
   if allowed == -1 then a = -1 elseif allowed then a = 1 end
+  if binary then
+${
+    lean.delay === true
+      ? `    out[k] = spack("<dddddd", a, remaining, retry, reset, limit, delay)`
+      : `    out[k] = spack("<ddddd", a, remaining, retry, reset, limit)`
+  }
+  else
   ${reply("remaining")}
   ${reply("retry")}
   ${reply("reset")}
@@ -464,7 +480,9 @@ ${
   local i = 5 * k - 5
   out[i + 1], out[i + 2], out[i + 3], out[i + 4], out[i + 5] = a, remaining, retry, reset, limit`
   }
+  end
 end
+if binary then return table.concat(out) end
 return out
 `
 }
