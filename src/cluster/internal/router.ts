@@ -259,9 +259,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     fork(Effect.andThen(Effect.sleep(movedPause), Effect.sync(() => enqueue(item))))
   }
 
-  // A round starts on the fiber's first turn, with everything queued by
-  // then: calls made in the same tick go together, and a lone call waits
-  // for nothing.
+  // A round starts `gatherTurns` turns after it is asked for, with
+  // everything queued by then: calls made meanwhile go together, and a lone
+  // call waits only those turns (about 1 µs each).
   //
   // A round goes to the entity of one of its shards (its gateway), and
   // waits while that shard has no owner. A gateway moving to another runner
