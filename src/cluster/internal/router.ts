@@ -92,8 +92,12 @@ interface Item {
   readonly op: Op
   readonly resume: (result: Result | undefined) => void
   deadline: number
+  /** The latest its deadline may move to while its shard moves: its timeout plus `handoffMillis`. */
+  readonly latest: number
   tries: number
   done: boolean
+  /** Its last message failed (it waits to be sent again). */
+  failed: boolean
 }
 
 interface Queue {
@@ -214,6 +218,19 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     return 0
   }
 
+  // Its shard is moving until `until`: the item waits for the next owner,
+  // but never past its latest deadline (a runner that keeps answering Moved
+  // does not hold a call for ever).
+  const extend = (item: Item, until: number) => {
+    const deadline = Math.min(until, item.latest)
+    if (deadline > item.deadline) item.deadline = deadline
+  }
+  // A shard whose owner did not answer in time is left alone (its calls
+  // answered by the fallback at once) for `retryMillis`, unless it is moving.
+  const skip = (shard: number, t: number) => {
+    if (movingUntil(shard, t) === 0) down.set(shard, t + options.retryMillis)
+  }
+
   const queueOf = (shard: number): Queue => {
     const runner = owners.get(shard)
     const key = runner ?? `#${shard}`
@@ -283,6 +300,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         const item = q.items.shift()!
         if (item.done) continue
         if (item.deadline <= t) {
+          // (it waited out its pause after a failed message: its owner did not answer)
+          if (item.failed) skip(item.op.s, t)
           expire(item)
           continue
         }
@@ -326,7 +345,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
               extended = true
               const until = Math.max(t + options.handoffMillis, movingUntil(gateway, at))
               moving.set(gateway, until)
-              for (const i of items) if (i.deadline < until) i.deadline = until
+              for (const i of items) extend(i, until)
               return arm(until)
             }
             finished = true
@@ -380,20 +399,22 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         const item = items[i]
         const result = results[i]
         if (item.done) continue
+        item.failed = false
         if (result.t === Tag.Moved) {
           owners.delete(item.op.s)
-          const until = t + options.handoffMillis
+          // a move already under way keeps its end
+          const until = movingUntil(item.op.s, t) || t + options.handoffMillis
           moving.set(item.op.s, until)
-          if (until > item.deadline) item.deadline = until
+          extend(item, until)
           again(item, true)
         } else if (result.t === Tag.NotHere) {
           // It left the runner that served it: it is moving (otherwise this
           // router's map of it was only out of date).
           if (owners.get(item.op.s) === reply.owner) {
             owners.delete(item.op.s)
-            const until = t + options.handoffMillis
+            const until = movingUntil(item.op.s, t) || t + options.handoffMillis
             moving.set(item.op.s, until)
-            if (until > item.deadline) item.deadline = until
+            extend(item, until)
           }
           again(item, false)
         } else {
@@ -422,9 +443,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       }
       owners.delete(item.op.s)
       if (item.deadline <= t) {
-        if (movingUntil(item.op.s, t) === 0) down.set(item.op.s, t + options.retryMillis)
+        skip(item.op.s, t)
         expire(item)
-      } else again(item, true)
+      } else {
+        item.failed = true
+        again(item, true)
+      }
     }
   }
 
@@ -435,8 +459,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           op,
           resume: (r) => resume(Effect.succeed(r)),
           deadline: Math.max(t + options.timeoutMillis, movingUntil(op.s, t)),
+          latest: t + options.timeoutMillis + options.handoffMillis,
           tries: 0,
-          done: false
+          done: false,
+          failed: false
         }
         enqueue(item)
         return Effect.sync(() => {
@@ -484,6 +510,8 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     Effect.gen(function*() {
       const start = now()
       let deadline = maxWait + options.timeoutMillis + start
+      // however long its shard keeps moving (as for a decision)
+      const latest = deadline + options.handoffMillis
       let current = req
       while (true) {
         const t = now()
@@ -493,14 +521,19 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           result = yield* options.owner.wait(current)
         } else {
           if (!current.resume && isDown(current.s, t)) break
-          const until = movingUntil(current.s, t)
+          const until = Math.min(movingUntil(current.s, t), latest)
           if (until > deadline) deadline = until
+          if (deadline <= t) {
+            // its time is up (its shard kept moving): the fallback answers
+            counts.failures++
+            break
+          }
           const exit = yield* Effect.exit(
             within(options.waitCall(options.entityIdOf(current.s), current), Math.max(0, deadline - t))
           )
           if (Exit.isSuccess(exit)) {
             if (Option.isNone(exit.value)) {
-              if (movingUntil(current.s, now()) === 0) down.set(current.s, now() + options.retryMillis)
+              skip(current.s, now())
               counts.failures++
               break
             }
@@ -519,10 +552,10 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           if (result.t === Tag.Failed) return yield* (result.e as Failure)
           return result
         }
-        const until = now() + options.handoffMillis
+        const until = movingUntil(current.s, now()) || now() + options.handoffMillis
         moving.set(current.s, until)
         owners.delete(current.s)
-        if (until > deadline) deadline = until
+        if (Math.min(until, latest) > deadline) deadline = Math.min(until, latest)
         current = current.resume ? current : { ...current, resume: true }
         yield* Effect.sleep(movedPause)
       }

@@ -1,0 +1,435 @@
+/**
+ * The cluster's router on its own (TestClock): the rules by which a caller's
+ * operations reach their owners. The other runners are a script here (what
+ * each `Batch` or `Wait` message gets back), so that each rule is pinned:
+ * rounds per destination and what they carry, owners learnt from replies,
+ * `Moved` and `NotHere`, a full mailbox, deadlines and the fallback, a
+ * stalled round giving its slot up, a moving gateway. The same router runs
+ * between real runner processes in `Processes.test.ts`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import type { Owner } from "../../src/cluster/internal/owner.ts"
+import {
+  type BatchReply,
+  Kind,
+  type Op,
+  packResults,
+  type Result,
+  Tag,
+  type WaitRequest,
+  type WaitResult
+} from "../../src/cluster/internal/protocol.ts"
+import * as Router from "../../src/cluster/internal/router.ts"
+import { settle } from "./local.ts"
+
+const unused = Effect.die("not used by a client-only router")
+// A runner that owns no shard: every operation goes out as a message.
+const owner: Owner = {
+  local: () => undefined,
+  run: () => unused,
+  batch: () => unused,
+  wait: () => unused,
+  open: () => unused,
+  close: () => unused,
+  closeAll: unused,
+  stats: unused,
+  recorders: () => [],
+  runnerIs: () => {}
+}
+
+interface Sent {
+  readonly entityId: string
+  readonly keys: ReadonlyArray<string>
+  readonly version: number
+}
+
+type Reply = (ops: ReadonlyArray<Op>, version: number) => Effect.Effect<BatchReply, unknown>
+
+const admitAll = (runner: string, open?: ReadonlyArray<number>): Reply => (ops) =>
+  Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.Ok, b: true })), runner, 1, open))
+
+// A router over a scripted transport: each Batch gets the next reply of
+// `replies` (the last one again once they run out).
+const setup = (
+  replies: ReadonlyArray<Reply>,
+  overrides: Partial<Router.Options> = {}
+) =>
+  Effect.gen(function*() {
+    yield* TestClock.setTime(0)
+    const sent: Array<Sent> = []
+    const router = yield* Router.make({
+      owner,
+      batch: (entityId, ops, version) =>
+        Effect.suspend(() => {
+          sent.push({ entityId, keys: ops.map((o) => o.key), version })
+          return replies[Math.min(sent.length - 1, replies.length - 1)](ops, version)
+        }),
+      waitCall: () => Effect.die("no waits here"),
+      entityIdOf: (shard) => `entity:${shard}`,
+      timeoutMillis: 250,
+      retryMillis: 1000,
+      handoffMillis: 2000,
+      maxInFlight: 1,
+      maxBatch: 1024,
+      fallback: {
+        decide: (op, reason) => Effect.succeed(`fallback ${op.key}: ${reason}`),
+        wait: (req, maxWait, reason) =>
+          Effect.succeed<WaitResult>({ t: Tag.Ok, dl: maxWait, e: undefined }).pipe(
+            Effect.tap(() => Effect.sync(() => fallbackWaits.push({ key: req.key, maxWait, reason })))
+          )
+      },
+      ...overrides
+    })
+    const fallbackWaits: Array<{ key: string; maxWait: number; reason: string }> = []
+    return { router, sent, fallbackWaits }
+  })
+
+const acquire = (key: string, shard: number): Op => ({ k: Kind.Acquire, s: shard, key, n: 1 })
+
+describe("Router (the cluster's caller side)", () => {
+  it.effect("calls made together go in one round to their destination, each answered from its own result", () =>
+    Effect.gen(function*() {
+      let i = 0
+      const { router, sent } = yield* setup([
+        (ops) =>
+          Effect.succeed(
+            packResults(ops.map((): Result => ({ t: Tag.Ok, b: i++ % 2 === 0 })), "runner:a", 1, undefined)
+          )
+      ])
+      const answers = yield* Effect.forEach(
+        ["k0", "k1", "k2", "k3"],
+        (key) => router.decide(acquire(key, 7)),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(answers, [true, false, true, false])
+      assert.deepStrictEqual(sent, [{ entityId: "entity:7", keys: ["k0", "k1", "k2", "k3"], version: 0 }])
+      assert.deepStrictEqual(router.counts, { calls: 1, ops: 4, failures: 0, degraded: 0 })
+    }))
+
+  it.effect("a round carries at most maxBatch operations; the rest go in the next", () =>
+    Effect.gen(function*() {
+      const { router, sent } = yield* setup([admitAll("runner:a")], { maxBatch: 3 })
+      const answers = yield* Effect.forEach(
+        ["k0", "k1", "k2", "k3", "k4"],
+        (key) => router.decide(acquire(key, 7)),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(answers, [true, true, true, true, true])
+      assert.deepStrictEqual(sent.map((s) => s.keys), [["k0", "k1", "k2"], ["k3", "k4"]])
+    }))
+
+  it.effect("a shard's owner is learnt from the replies: then its calls share that runner's rounds", () =>
+    Effect.gen(function*() {
+      const { router, sent } = yield* setup([admitAll("runner:a")])
+      // not known yet: a queue per shard, sent to the shard's own entity
+      yield* Effect.forEach([acquire("x", 1), acquire("y", 2)], router.decide, { concurrency: "unbounded" })
+      assert.deepStrictEqual(sent.map((s) => s.entityId).sort(), ["entity:1", "entity:2"])
+      // both answered by runner:a: one round now, and its version of runner:a's shards
+      yield* Effect.forEach([acquire("x", 1), acquire("y", 2)], router.decide, { concurrency: "unbounded" })
+      assert.strictEqual(sent.length, 3)
+      assert.deepStrictEqual(sent[2].keys, ["x", "y"])
+      assert.strictEqual(sent[2].version, 1)
+    }))
+
+  it.effect("Moved: the call goes again after a pause, to the shard's next owner", () =>
+    Effect.gen(function*() {
+      const moved: Reply = (ops) =>
+        Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.Moved })), "runner:a", 1, undefined))
+      const { router, sent } = yield* setup([moved, admitAll("runner:b")])
+      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 3)))
+      yield* settle
+      assert.strictEqual(sent.length, 1)
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("19 millis")
+      yield* settle
+      assert.strictEqual(sent.length, 1)
+      yield* TestClock.adjust("1 millis")
+      yield* settle
+      assert.strictEqual(sent.length, 2)
+      assert.isTrue(yield* Fiber.join(fiber))
+    }))
+
+  it.effect("Moved: the call waits for the next owner up to handoffMillis, not only its timeout", () =>
+    Effect.gen(function*() {
+      const moved: Reply = (ops) =>
+        Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.Moved })), "runner:a", 1, undefined))
+      const { router } = yield* setup([moved])
+      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 3)))
+      yield* settle
+      // past the timeout (250 ms) the shard is still moving: no fallback yet
+      for (let t = 0; t < 1960; t += 20) {
+        yield* TestClock.adjust("20 millis")
+        yield* settle
+      }
+      assert.isUndefined(fiber.pollUnsafe())
+      for (let t = 0; t < 100; t += 20) {
+        yield* TestClock.adjust("20 millis")
+        yield* settle
+      }
+      assert.isDefined(fiber.pollUnsafe(), "answered once the move's handoffMillis are over")
+      const answer = yield* Fiber.join(fiber)
+      assert.strictEqual(answer, "fallback k: the owner of shard 3 did not answer in time")
+      assert.strictEqual(router.counts.degraded, 1)
+      assert.strictEqual(router.counts.failures, 1)
+    }))
+
+  it.effect("NotHere: sent again at once up to three times, then after a pause", () =>
+    Effect.gen(function*() {
+      const notHere: Reply = (ops) =>
+        Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.NotHere })), "runner:a", 1, undefined))
+      const { router, sent } = yield* setup([notHere, notHere, notHere, notHere, admitAll("runner:b")])
+      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 4)))
+      yield* settle
+      assert.strictEqual(sent.length, 4)
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("20 millis")
+      yield* settle
+      assert.strictEqual(sent.length, 5)
+      assert.isTrue(yield* Fiber.join(fiber))
+    }))
+
+  it.effect("NotHere from the runner that served the shard: it is moving, and the call waits for its next owner", () =>
+    Effect.gen(function*() {
+      const notHere: Reply = (ops) =>
+        Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.NotHere })), "runner:a", 1, undefined))
+      const { router } = yield* setup([admitAll("runner:a"), notHere])
+      assert.isTrue(yield* router.decide(acquire("k", 4))) // runner:a serves shard 4
+      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 4)))
+      yield* settle
+      for (let t = 0; t < 1000; t += 20) {
+        yield* TestClock.adjust("20 millis")
+        yield* settle
+      }
+      // far past the timeout: still waiting for the shard's next owner
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* Fiber.interrupt(fiber)
+    }))
+
+  it.effect("a full mailbox at the owner answers Overloaded", () =>
+    Effect.gen(function*() {
+      const full: Reply = () => Effect.fail({ _tag: "MailboxFull" })
+      const { router } = yield* setup([full])
+      const exit = yield* Effect.exit(router.decide(acquire("k", 5)))
+      assert.isTrue(Exit.isFailure(exit))
+      const error = Exit.isFailure(exit) ? exit.cause.reasons[0] : undefined
+      assert.strictEqual(error?._tag, "Fail")
+      if (error?._tag === "Fail") {
+        assert.strictEqual(error.error._tag, "Overloaded")
+        assert.strictEqual((error.error as { readonly reason: string }).reason, "mailbox")
+      }
+    }))
+
+  it.effect("a failed message is sent again until the deadline; then the fallback answers, and the shard is left alone for retryMillis", () =>
+    Effect.gen(function*() {
+      const broken: Reply = () => Effect.fail({ _tag: "RunnerUnavailable" })
+      const { router, sent } = yield* setup([
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        broken,
+        admitAll("runner:a")
+      ])
+      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 6)))
+      yield* settle
+      for (let t = 0; t < 240; t += 20) {
+        yield* TestClock.adjust("20 millis")
+        yield* settle
+      }
+      assert.isUndefined(fiber.pollUnsafe())
+      assert.isAbove(sent.length, 5) // sent again every pause
+      yield* TestClock.adjust("20 millis")
+      yield* settle
+      assert.strictEqual(yield* Fiber.join(fiber), "fallback k: the owner of shard 6 did not answer in time")
+      // skipped: answered at once by the fallback, no message
+      const before = sent.length
+      const skipped = yield* Effect.forkChild(router.decide(acquire("j", 6)))
+      yield* settle
+      assert.isDefined(skipped.pollUnsafe(), "answered at once")
+      assert.strictEqual(yield* Fiber.join(skipped), "fallback j: the owner of shard 6 did not answer lately")
+      assert.strictEqual(sent.length, before)
+      yield* TestClock.adjust("999 millis")
+      assert.strictEqual(
+        yield* router.decide(acquire("j", 6)),
+        "fallback j: the owner of shard 6 did not answer lately"
+      )
+      yield* TestClock.adjust("1 millis")
+      yield* settle
+      const sentBefore = sent.length
+      yield* Effect.forkChild(router.decide(acquire("j", 6)))
+      yield* settle
+      assert.strictEqual(sent.length, sentBefore + 1) // tried again after retryMillis
+      assert.strictEqual(router.counts.degraded, 3)
+    }))
+
+  it.effect("a round out for half the timeout gives its slot up: the next round goes out meanwhile", () =>
+    Effect.gen(function*() {
+      const { router, sent } = yield* setup([() => Effect.never, admitAll("runner:a")])
+      const stuck = yield* Effect.forkChild(router.decide(acquire("a", 8)))
+      yield* settle
+      const next = yield* Effect.forkChild(router.decide(acquire("b", 8)))
+      yield* settle
+      assert.strictEqual(sent.length, 1) // one round out at a time
+      yield* TestClock.adjust("124 millis")
+      yield* settle
+      assert.strictEqual(sent.length, 1)
+      yield* TestClock.adjust("1 millis")
+      yield* settle
+      assert.strictEqual(sent.length, 2)
+      assert.isTrue(yield* Fiber.join(next))
+      // the stuck round's runner has answered since: its gateway is moving,
+      // so its call waits for the next owner instead of falling back
+      yield* TestClock.adjust("200 millis")
+      yield* settle
+      assert.isUndefined(stuck.pollUnsafe())
+      for (let t = 0; t < 2000; t += 100) {
+        yield* TestClock.adjust("100 millis")
+        yield* settle
+      }
+      assert.strictEqual(yield* Fiber.join(stuck), "fallback a: the owner of shard 8 did not answer in time")
+    }))
+
+  it.effect("a round with no answer at all falls back at the deadline", () =>
+    Effect.gen(function*() {
+      const { router, sent } = yield* setup([() => Effect.never])
+      const fiber = yield* Effect.forkChild(router.decide(acquire("a", 9)))
+      yield* settle
+      yield* TestClock.adjust("249 millis")
+      yield* settle
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      yield* settle
+      assert.strictEqual(yield* Fiber.join(fiber), "fallback a: the owner of shard 9 did not answer in time")
+      assert.strictEqual(sent.length, 1)
+      assert.deepStrictEqual(router.counts, { calls: 1, ops: 1, failures: 1, degraded: 1 })
+    }))
+
+  it.effect("a reply's open shards: a shard its runner no longer serves is moving, and its calls wait for the next owner", () =>
+    Effect.gen(function*() {
+      const { router, sent } = yield* setup([
+        admitAll("runner:a", [1, 2]),
+        admitAll("runner:a", [1, 2]),
+        admitAll("runner:a", [2]),
+        () => Effect.never
+      ])
+      yield* Effect.forEach([acquire("x", 1), acquire("y", 2)], router.decide, { concurrency: "unbounded" })
+      assert.isTrue(yield* router.decide(acquire("y", 2))) // runner:a now says it serves only shard 2
+
+      const fiber = yield* Effect.forkChild(router.decide(acquire("x", 1)))
+      yield* settle
+      assert.strictEqual(sent[sent.length - 1].entityId, "entity:1") // shard 1's owner is no longer known
+      for (let t = 0; t < 1000; t += 100) {
+        yield* TestClock.adjust("100 millis")
+        yield* settle
+      }
+      assert.isUndefined(fiber.pollUnsafe()) // past its timeout: waiting for the next owner
+      yield* Fiber.interrupt(fiber)
+    }))
+})
+
+describe("Router, waits", () => {
+  const waitReq = (key: string, shard: number): WaitRequest => ({
+    id: `w:${key}`,
+    s: shard,
+    key,
+    n: 1,
+    reserve: false,
+    resume: false
+  })
+
+  it.effect("a wait told Moved asks the next owner for its place, with resume set", () =>
+    Effect.gen(function*() {
+      const asked: Array<WaitRequest> = []
+      const { router } = yield* setup([admitAll("runner:a")], {
+        waitCall: (_, req) =>
+          Effect.sync((): WaitResult => {
+            asked.push(req)
+            return asked.length === 1 ? { t: Tag.Moved } : { t: Tag.Ok }
+          })
+      })
+      const fiber = yield* Effect.forkChild(router.wait(waitReq("k", 3), 1000))
+      yield* settle
+      yield* TestClock.adjust("20 millis")
+      yield* settle
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(result.t, Tag.Ok)
+      assert.deepStrictEqual(asked.map((r) => r.resume), [false, true])
+    }))
+
+  it.effect("a wait told Moved again and again gets the fallback once the move's handoffMillis are over", () =>
+    Effect.gen(function*() {
+      const { router, fallbackWaits } = yield* setup([admitAll("runner:a")], {
+        waitCall: () => Effect.succeed<WaitResult>({ t: Tag.Moved })
+      })
+      const fiber = yield* Effect.forkChild(router.wait(waitReq("k", 3), 1000))
+      yield* settle
+      for (let t = 0; t < 1960; t += 20) {
+        yield* TestClock.adjust("20 millis")
+        yield* settle
+      }
+      assert.isUndefined(fiber.pollUnsafe()) // past maxWait plus the timeout: the shard is moving
+      for (let t = 0; t < 100; t += 20) {
+        yield* TestClock.adjust("20 millis")
+        yield* settle
+      }
+      assert.isDefined(fiber.pollUnsafe(), "answered once the move's handoffMillis are over")
+      yield* Fiber.join(fiber)
+      assert.deepStrictEqual(fallbackWaits.map((w) => [w.key, w.maxWait]), [["k", 0]])
+    }))
+
+  it.effect("a wait whose owner does not answer gets the fallback at maxWait plus the timeout, with what is left of maxWait", () =>
+    Effect.gen(function*() {
+      const { router, fallbackWaits } = yield* setup([admitAll("runner:a")], { waitCall: () => Effect.never })
+      const fiber = yield* Effect.forkChild(router.wait(waitReq("k", 3), 1000))
+      yield* settle
+      yield* TestClock.adjust("1249 millis")
+      yield* settle
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      yield* settle
+      yield* Fiber.join(fiber)
+      assert.deepStrictEqual(fallbackWaits, [{
+        key: "k",
+        maxWait: 0,
+        reason: "the owner of shard 3 did not answer in time"
+      }])
+      assert.deepStrictEqual(router.counts, { calls: 0, ops: 0, failures: 1, degraded: 1 })
+    }))
+
+  it.effect("a wait refused by a full mailbox fails with Overloaded (waiters)", () =>
+    Effect.gen(function*() {
+      const { router } = yield* setup([admitAll("runner:a")], {
+        waitCall: () => Effect.fail({ _tag: "MailboxFull" })
+      })
+      const error = yield* Effect.flip(router.wait(waitReq("k", 3), 1000))
+      assert.strictEqual(error._tag, "Overloaded")
+      assert.strictEqual((error as { readonly reason: string }).reason, "waiters")
+    }))
+
+  it.effect("a wait's place asked of a crashed owner: the shard is left alone, and the next wait falls back at once", () =>
+    Effect.gen(function*() {
+      let calls = 0
+      const { router, fallbackWaits } = yield* setup([admitAll("runner:a")], {
+        waitCall: () => Effect.suspend(() => (calls++, Effect.never))
+      })
+      const first = yield* Effect.forkChild(router.wait(waitReq("k", 3), 100))
+      yield* settle
+      yield* TestClock.adjust("350 millis")
+      yield* settle
+      yield* Fiber.join(first)
+      yield* router.wait(waitReq("j", 3), 100)
+      assert.strictEqual(calls, 1)
+      assert.deepStrictEqual(fallbackWaits.map((w) => w.key), ["k", "j"])
+    }))
+})
