@@ -47,8 +47,25 @@ interface Sent {
 
 type Reply = (ops: ReadonlyArray<Op>, version: number) => Effect.Effect<BatchReply, unknown>
 
-const admitAll = (runner: string, open?: ReadonlyArray<number>): Reply => (ops) =>
-  Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.Ok, b: true })), runner, 1, open))
+// Every operation of a message answered `result`, by `runner` (and `open`: the shards it serves now).
+const answering = (result: Result, runner: string, open?: ReadonlyArray<number>): Reply => (ops) =>
+  Effect.succeed(packResults(ops.map(() => result), runner, 1, open))
+const admitAll = (runner: string, open?: ReadonlyArray<number>): Reply =>
+  answering({ t: Tag.Ok, b: true }, runner, open)
+const moved = answering({ t: Tag.Moved }, "runner:a")
+const notHere = answering({ t: Tag.NotHere }, "runner:a")
+
+// `effect` running on a fiber of its own, once it has gone as far as it can.
+const started = <A, E>(effect: Effect.Effect<A, E>) => Effect.tap(Effect.forkChild(effect), () => settle)
+
+// The test clock moved on by `millis`, `step` at a time, the fibers let run after each.
+const advance = (millis: number, step = 20) =>
+  Effect.gen(function*() {
+    for (let t = 0; t < millis; t += step) {
+      yield* TestClock.adjust(step)
+      yield* settle
+    }
+  })
 
 // A router over a scripted transport: each Batch gets the next reply of
 // `replies` (the last one again once they run out).
@@ -135,39 +152,25 @@ describe("Router (the cluster's caller side)", () => {
 
   it.effect("Moved: the call goes again after a pause, to the shard's next owner", () =>
     Effect.gen(function*() {
-      const moved: Reply = (ops) =>
-        Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.Moved })), "runner:a", 1, undefined))
       const { router, sent } = yield* setup([moved, admitAll("runner:b")])
-      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 3)))
-      yield* settle
+      const fiber = yield* started(router.decide(acquire("k", 3)))
       assert.strictEqual(sent.length, 1)
       assert.isUndefined(fiber.pollUnsafe())
-      yield* TestClock.adjust("19 millis")
-      yield* settle
+      yield* advance(19, 19)
       assert.strictEqual(sent.length, 1)
-      yield* TestClock.adjust("1 millis")
-      yield* settle
+      yield* advance(1, 1)
       assert.strictEqual(sent.length, 2)
       assert.isTrue(yield* Fiber.join(fiber))
     }))
 
   it.effect("Moved: the call waits for the next owner up to handoffMillis, not only its timeout", () =>
     Effect.gen(function*() {
-      const moved: Reply = (ops) =>
-        Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.Moved })), "runner:a", 1, undefined))
       const { router } = yield* setup([moved])
-      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 3)))
-      yield* settle
+      const fiber = yield* started(router.decide(acquire("k", 3)))
       // past the timeout (250 ms) the shard is still moving: no fallback yet
-      for (let t = 0; t < 1960; t += 20) {
-        yield* TestClock.adjust("20 millis")
-        yield* settle
-      }
+      yield* advance(1960)
       assert.isUndefined(fiber.pollUnsafe())
-      for (let t = 0; t < 100; t += 20) {
-        yield* TestClock.adjust("20 millis")
-        yield* settle
-      }
+      yield* advance(100)
       assert.isDefined(fiber.pollUnsafe(), "answered once the move's handoffMillis are over")
       const answer = yield* Fiber.join(fiber)
       assert.strictEqual(answer, "fallback k: the owner of shard 3 did not answer in time")
@@ -177,31 +180,21 @@ describe("Router (the cluster's caller side)", () => {
 
   it.effect("NotHere: sent again at once up to three times, then after a pause", () =>
     Effect.gen(function*() {
-      const notHere: Reply = (ops) =>
-        Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.NotHere })), "runner:a", 1, undefined))
       const { router, sent } = yield* setup([notHere, notHere, notHere, notHere, admitAll("runner:b")])
-      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 4)))
-      yield* settle
+      const fiber = yield* started(router.decide(acquire("k", 4)))
       assert.strictEqual(sent.length, 4)
       assert.isUndefined(fiber.pollUnsafe())
-      yield* TestClock.adjust("20 millis")
-      yield* settle
+      yield* advance(20, 20)
       assert.strictEqual(sent.length, 5)
       assert.isTrue(yield* Fiber.join(fiber))
     }))
 
   it.effect("NotHere from the runner that served the shard: it is moving, and the call waits for its next owner", () =>
     Effect.gen(function*() {
-      const notHere: Reply = (ops) =>
-        Effect.succeed(packResults(ops.map((): Result => ({ t: Tag.NotHere })), "runner:a", 1, undefined))
       const { router } = yield* setup([admitAll("runner:a"), notHere])
       assert.isTrue(yield* router.decide(acquire("k", 4))) // runner:a serves shard 4
-      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 4)))
-      yield* settle
-      for (let t = 0; t < 1000; t += 20) {
-        yield* TestClock.adjust("20 millis")
-        yield* settle
-      }
+      const fiber = yield* started(router.decide(acquire("k", 4)))
+      yield* advance(1000)
       // far past the timeout: still waiting for the shard's next owner
       assert.isUndefined(fiber.pollUnsafe())
       yield* Fiber.interrupt(fiber)
@@ -224,38 +217,16 @@ describe("Router (the cluster's caller side)", () => {
   it.effect("a failed message is sent again until the deadline; then the fallback answers, and the shard is left alone for retryMillis", () =>
     Effect.gen(function*() {
       const broken: Reply = () => Effect.fail({ _tag: "RunnerUnavailable" })
-      const { router, sent } = yield* setup([
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        broken,
-        admitAll("runner:a")
-      ])
-      const fiber = yield* Effect.forkChild(router.decide(acquire("k", 6)))
-      yield* settle
-      for (let t = 0; t < 240; t += 20) {
-        yield* TestClock.adjust("20 millis")
-        yield* settle
-      }
+      const { router, sent } = yield* setup([...Array.from({ length: 14 }, () => broken), admitAll("runner:a")])
+      const fiber = yield* started(router.decide(acquire("k", 6)))
+      yield* advance(240)
       assert.isUndefined(fiber.pollUnsafe())
       assert.isAbove(sent.length, 5) // sent again every pause
-      yield* TestClock.adjust("20 millis")
-      yield* settle
+      yield* advance(20, 20)
       assert.strictEqual(yield* Fiber.join(fiber), "fallback k: the owner of shard 6 did not answer in time")
       // skipped: answered at once by the fallback, no message
       const before = sent.length
-      const skipped = yield* Effect.forkChild(router.decide(acquire("j", 6)))
-      yield* settle
+      const skipped = yield* started(router.decide(acquire("j", 6)))
       assert.isDefined(skipped.pollUnsafe(), "answered at once")
       assert.strictEqual(yield* Fiber.join(skipped), "fallback j: the owner of shard 6 did not answer lately")
       assert.strictEqual(sent.length, before)
@@ -264,11 +235,9 @@ describe("Router (the cluster's caller side)", () => {
         yield* router.decide(acquire("j", 6)),
         "fallback j: the owner of shard 6 did not answer lately"
       )
-      yield* TestClock.adjust("1 millis")
-      yield* settle
+      yield* advance(1, 1)
       const sentBefore = sent.length
-      yield* Effect.forkChild(router.decide(acquire("j", 6)))
-      yield* settle
+      yield* started(router.decide(acquire("j", 6)))
       assert.strictEqual(sent.length, sentBefore + 1) // tried again after retryMillis
       assert.strictEqual(router.counts.degraded, 3)
     }))
@@ -276,40 +245,29 @@ describe("Router (the cluster's caller side)", () => {
   it.effect("a round out for half the timeout gives its slot up: the next round goes out meanwhile", () =>
     Effect.gen(function*() {
       const { router, sent } = yield* setup([() => Effect.never, admitAll("runner:a")])
-      const stuck = yield* Effect.forkChild(router.decide(acquire("a", 8)))
-      yield* settle
-      const next = yield* Effect.forkChild(router.decide(acquire("b", 8)))
-      yield* settle
+      const stuck = yield* started(router.decide(acquire("a", 8)))
+      const next = yield* started(router.decide(acquire("b", 8)))
       assert.strictEqual(sent.length, 1) // one round out at a time
-      yield* TestClock.adjust("124 millis")
-      yield* settle
+      yield* advance(124, 124)
       assert.strictEqual(sent.length, 1)
-      yield* TestClock.adjust("1 millis")
-      yield* settle
+      yield* advance(1, 1)
       assert.strictEqual(sent.length, 2)
       assert.isTrue(yield* Fiber.join(next))
       // the stuck round's runner has answered since: its gateway is moving,
       // so its call waits for the next owner instead of falling back
-      yield* TestClock.adjust("200 millis")
-      yield* settle
+      yield* advance(200, 200)
       assert.isUndefined(stuck.pollUnsafe())
-      for (let t = 0; t < 2000; t += 100) {
-        yield* TestClock.adjust("100 millis")
-        yield* settle
-      }
+      yield* advance(2000, 100)
       assert.strictEqual(yield* Fiber.join(stuck), "fallback a: the owner of shard 8 did not answer in time")
     }))
 
   it.effect("a round with no answer at all falls back at the deadline", () =>
     Effect.gen(function*() {
       const { router, sent } = yield* setup([() => Effect.never])
-      const fiber = yield* Effect.forkChild(router.decide(acquire("a", 9)))
-      yield* settle
-      yield* TestClock.adjust("249 millis")
-      yield* settle
+      const fiber = yield* started(router.decide(acquire("a", 9)))
+      yield* advance(249, 249)
       assert.isUndefined(fiber.pollUnsafe())
-      yield* TestClock.adjust("1 millis")
-      yield* settle
+      yield* advance(1, 1)
       assert.strictEqual(yield* Fiber.join(fiber), "fallback a: the owner of shard 9 did not answer in time")
       assert.strictEqual(sent.length, 1)
       assert.deepStrictEqual(router.counts, { calls: 1, ops: 1, failures: 1, degraded: 1 })
@@ -326,13 +284,9 @@ describe("Router (the cluster's caller side)", () => {
       yield* Effect.forEach([acquire("x", 1), acquire("y", 2)], router.decide, { concurrency: "unbounded" })
       assert.isTrue(yield* router.decide(acquire("y", 2))) // runner:a now says it serves only shard 2
 
-      const fiber = yield* Effect.forkChild(router.decide(acquire("x", 1)))
-      yield* settle
+      const fiber = yield* started(router.decide(acquire("x", 1)))
       assert.strictEqual(sent[sent.length - 1].entityId, "entity:1") // shard 1's owner is no longer known
-      for (let t = 0; t < 1000; t += 100) {
-        yield* TestClock.adjust("100 millis")
-        yield* settle
-      }
+      yield* advance(1000, 100)
       assert.isUndefined(fiber.pollUnsafe()) // past its timeout: waiting for the next owner
       yield* Fiber.interrupt(fiber)
     }))
@@ -358,10 +312,8 @@ describe("Router, waits", () => {
             return asked.length === 1 ? { t: Tag.Moved } : { t: Tag.Ok }
           })
       })
-      const fiber = yield* Effect.forkChild(router.wait(waitReq("k", 3), 1000))
-      yield* settle
-      yield* TestClock.adjust("20 millis")
-      yield* settle
+      const fiber = yield* started(router.wait(waitReq("k", 3), 1000))
+      yield* advance(20, 20)
       const result = yield* Fiber.join(fiber)
       assert.strictEqual(result.t, Tag.Ok)
       assert.deepStrictEqual(asked.map((r) => r.resume), [false, true])
@@ -372,17 +324,10 @@ describe("Router, waits", () => {
       const { router, fallbackWaits } = yield* setup([admitAll("runner:a")], {
         waitCall: () => Effect.succeed<WaitResult>({ t: Tag.Moved })
       })
-      const fiber = yield* Effect.forkChild(router.wait(waitReq("k", 3), 1000))
-      yield* settle
-      for (let t = 0; t < 1960; t += 20) {
-        yield* TestClock.adjust("20 millis")
-        yield* settle
-      }
+      const fiber = yield* started(router.wait(waitReq("k", 3), 1000))
+      yield* advance(1960)
       assert.isUndefined(fiber.pollUnsafe()) // past maxWait plus the timeout: the shard is moving
-      for (let t = 0; t < 100; t += 20) {
-        yield* TestClock.adjust("20 millis")
-        yield* settle
-      }
+      yield* advance(100)
       assert.isDefined(fiber.pollUnsafe(), "answered once the move's handoffMillis are over")
       yield* Fiber.join(fiber)
       assert.deepStrictEqual(fallbackWaits.map((w) => [w.key, w.maxWait]), [["k", 0]])
@@ -391,13 +336,10 @@ describe("Router, waits", () => {
   it.effect("a wait whose owner does not answer gets the fallback at maxWait plus the timeout, with what is left of maxWait", () =>
     Effect.gen(function*() {
       const { router, fallbackWaits } = yield* setup([admitAll("runner:a")], { waitCall: () => Effect.never })
-      const fiber = yield* Effect.forkChild(router.wait(waitReq("k", 3), 1000))
-      yield* settle
-      yield* TestClock.adjust("1249 millis")
-      yield* settle
+      const fiber = yield* started(router.wait(waitReq("k", 3), 1000))
+      yield* advance(1249, 1249)
       assert.isUndefined(fiber.pollUnsafe())
-      yield* TestClock.adjust("1 millis")
-      yield* settle
+      yield* advance(1, 1)
       yield* Fiber.join(fiber)
       assert.deepStrictEqual(fallbackWaits, [{
         key: "k",
@@ -423,10 +365,8 @@ describe("Router, waits", () => {
       const { router, fallbackWaits } = yield* setup([admitAll("runner:a")], {
         waitCall: () => Effect.suspend(() => (calls++, Effect.never))
       })
-      const first = yield* Effect.forkChild(router.wait(waitReq("k", 3), 100))
-      yield* settle
-      yield* TestClock.adjust("350 millis")
-      yield* settle
+      const first = yield* started(router.wait(waitReq("k", 3), 100))
+      yield* advance(350, 350)
       yield* Fiber.join(first)
       yield* router.wait(waitReq("j", 3), 100)
       assert.strictEqual(calls, 1)
