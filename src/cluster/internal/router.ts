@@ -225,6 +225,15 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     const deadline = Math.min(until, item.latest)
     if (deadline > item.deadline) item.deadline = deadline
   }
+  // Its runner says the shard is moving: it is, until the end a move under
+  // way already has (answered again and again, a move does not go on for
+  // ever), else `handoffMillis` from `t`. Returns that end.
+  const moves = (shard: number, t: number): number => {
+    owners.delete(shard)
+    const until = movingUntil(shard, t) || t + options.handoffMillis
+    moving.set(shard, until)
+    return until
+  }
   // A shard whose owner did not answer in time is left alone (its calls
   // answered by the fallback at once) for `retryMillis`, unless it is moving.
   const skip = (shard: number, t: number) => {
@@ -401,21 +410,12 @@ export const make = Effect.fnUntraced(function*(options: Options) {
         if (item.done) continue
         item.failed = false
         if (result.t === Tag.Moved) {
-          owners.delete(item.op.s)
-          // a move already under way keeps its end
-          const until = movingUntil(item.op.s, t) || t + options.handoffMillis
-          moving.set(item.op.s, until)
-          extend(item, until)
+          extend(item, moves(item.op.s, t))
           again(item, true)
         } else if (result.t === Tag.NotHere) {
           // It left the runner that served it: it is moving (otherwise this
           // router's map of it was only out of date).
-          if (owners.get(item.op.s) === reply.owner) {
-            owners.delete(item.op.s)
-            const until = movingUntil(item.op.s, t) || t + options.handoffMillis
-            moving.set(item.op.s, until)
-            extend(item, until)
-          }
+          if (owners.get(item.op.s) === reply.owner) extend(item, moves(item.op.s, t))
           again(item, false)
         } else {
           item.done = true
@@ -552,10 +552,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
           if (result.t === Tag.Failed) return yield* (result.e as Failure)
           return result
         }
-        const until = movingUntil(current.s, now()) || now() + options.handoffMillis
-        moving.set(current.s, until)
-        owners.delete(current.s)
-        if (Math.min(until, latest) > deadline) deadline = Math.min(until, latest)
+        deadline = Math.max(deadline, Math.min(moves(current.s, now()), latest))
         current = current.resume ? current : { ...current, resume: true }
         yield* Effect.sleep(movedPause)
       }
