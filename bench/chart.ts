@@ -24,7 +24,7 @@ export const shortNames: Record<ContenderId, string> = {
   plain: "plain JS (floor)",
   "effect-floor": "Effect floor (Effect.sync)",
   "lazy-floor": "lazy floor (Effect.suspend)",
-  "ref-floor": "Ref floor (a bucket object, its state in a Ref)",
+  "ref-floor": "Ref floor (a bucket object that is its state's Ref)",
   "mailbox-floor": "mailbox floor (a fiber per key, a Queue in, a Deferred back)",
   rlf: "rate-limiter-flexible",
   effect: "effect/persistence",

@@ -5,15 +5,16 @@
  *
  * - `plain`: a lazy-refill token bucket in a `Map`, called synchronously (the floor);
  * - `effect-floor` / `lazy-floor`: the plain bucket inside `Effect.sync` / behind `Effect.suspend`;
- * - `ref-floor`: the lazy floor in the actor's shape: a bucket object per key holding its state in an Effect `Ref`;
+ * - `ref-floor`: the lazy floor in the actor's shape: a bucket object per key that is the Effect `Ref` of its state;
  * - `mailbox-floor`: the plain bucket in a fiber per key, each call a request through its bounded `Queue` and a
  *   `Deferred` back (the literal actor's floor);
  * - `rlf`: rate-limiter-flexible `RateLimiterMemory`, `await` on every call;
  * - `effect`: Effect 4's own `RateLimiter` from "effect/persistence" over `layerStoreMemory`;
  * - `tollgate`: this project's `acquire`, once per `fastPath` setting when the option exists.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, Queue, Ref, Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, type Inspectable, type MutableRef, Queue, Ref, Scope } from "effect"
 import { RateLimiter as PersistenceRateLimiter } from "effect/persistence"
+import type { Pipeable } from "effect/Pipeable"
 import { readFileSync } from "node:fs"
 import { RateLimiterMemory } from "rate-limiter-flexible"
 import * as Policy from "../src/Policy.ts"
@@ -116,12 +117,11 @@ export class PlainLimiter {
 
 /**
  * The plain bucket's arithmetic in the actor's shape: the table maps a key to
- * a bucket object (its policy, its slot, its actor, its key), and the bucket
- * holds the key's state in an Effect `Ref`, read with `Ref.getUnsafe`. This
- * is the least a limiter built that way can cost per decision: on a key set
- * too large for the caches, each object in the chain (bucket, `Ref`, the
- * `Ref`'s cell, the state) is a dependent load of its own, where the plain
- * bucket has one.
+ * a bucket object (its policy, its slot, its actor, its key), and the key's
+ * state lives in an Effect `Ref`, read with `Ref.getUnsafe`. As in tollgate,
+ * the bucket is that `Ref` and the `Ref`'s cell, so a decision follows two
+ * objects (the bucket, then the state) where the plain bucket follows one.
+ * This is the least a limiter built that way can cost per decision.
  */
 export class PlainRefLimiter {
   readonly buckets = new Map<string, RefBucket>()
@@ -137,7 +137,7 @@ export class PlainRefLimiter {
       this.buckets.set(key, bucket)
     }
     const { capacity, perMs } = bucket.policy
-    const state = Ref.getUnsafe(bucket.state)
+    const state = Ref.getUnsafe(bucket)
     if (now > state.last) {
       const tokens = state.tokens + (now - state.last) * perMs
       state.tokens = tokens > capacity ? capacity : tokens
@@ -151,18 +151,33 @@ export class PlainRefLimiter {
   }
 }
 
-class RefBucket {
+class RefBucket implements Ref.Ref<PlainBucket>, MutableRef.MutableRef<PlainBucket> {
+  declare readonly "~effect/Ref": Ref.Ref.Variance<PlainBucket>["~effect/Ref"]
+  declare readonly "~effect/MutableRef": "~effect/MutableRef"
+  declare readonly pipe: Pipeable["pipe"]
+  declare readonly toJSON: () => unknown
+  declare readonly toString: () => string
+  declare readonly [Inspectable.NodeInspectSymbol]: () => unknown
   readonly policy: { readonly capacity: number; readonly perMs: number }
-  readonly state: Ref.Ref<PlainBucket>
+  current: PlainBucket
   slot = 0
   actor: unknown = undefined
   readonly key: string
   constructor(key: string, policy: RefBucket["policy"], state: PlainBucket) {
     this.policy = policy
-    this.state = Ref.makeUnsafe(state)
+    this.current = state
     this.key = key
   }
+  get ref(): MutableRef.MutableRef<PlainBucket> {
+    return this
+  }
 }
+Object.setPrototypeOf(
+  RefBucket.prototype,
+  Object.assign(Object.create(Object.getPrototypeOf(Ref.makeUnsafe(undefined))), {
+    "~effect/MutableRef": "~effect/MutableRef"
+  })
+)
 
 export const plain: Contender = {
   id: "plain",
@@ -308,13 +323,13 @@ export const lazyFloor: Contender = plainInEffect(
 
 /**
  * The Ref floor: the lazy floor in the actor's shape (a bucket object per key,
- * its state in an Effect `Ref`). tollgate ÷ this floor is tollgate's own work
+ * which is the Effect `Ref` holding its state). tollgate ÷ this floor is tollgate's own work
  * against a limiter of the same shape doing nothing but the decision; the
  * lazy floor ÷ this floor is what the shape itself costs.
  */
 export const refFloor: Contender = plainInEffect(
   "ref-floor",
-  "plain JS bucket object, its state in an Effect Ref, behind Effect.suspend (the Ref floor)",
+  "plain JS bucket object that is the Effect Ref of its state, behind Effect.suspend (the Ref floor)",
   (limiter, key) => Effect.suspend(() => limiter.tryAcquire(key) ? exitTrue : exitFalse),
   (spec) => new PlainRefLimiter(spec)
 )

@@ -9,9 +9,11 @@
  * survivors").
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Metric, Scope } from "effect"
+import { Effect, Equal, Exit, Fiber, Metric, Ref, Scope } from "effect"
 import { TestClock } from "effect/testing"
+import { inspect } from "node:util"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import * as Bucket from "../src/internal/actor/Bucket.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
 import { bind } from "../src/internal/algorithm/Algorithm.ts"
 
@@ -406,4 +408,36 @@ describe("what a key's policy cannot do is refused for a key already in use, nam
         assert.strictEqual((yield* limiter.peek("k")).remaining, 1)
       }))
   }
+})
+
+describe("a bucket is the Ref of its key's state", () => {
+  const limit = Policy.tokenBucket({ capacity: 3, refill: { tokens: 1, per: "1 hour" } }) as Policy.TokenBucket
+  // The bucket is its own Ref and that Ref's cell (one dependent load per
+  // decision instead of three): Effect's own Ref functions must see it as one.
+  it.effect("Ref.get, Ref.set and Ref.update read and write the state the bucket's decisions use", () =>
+    Effect.gen(function*() {
+      const bucket = new Bucket.Bucket("k", limit, 0)
+      // Effect's marks of a Ref and of its cell, which the cell is
+      assert.isTrue("~effect/Ref" in bucket && "~effect/MutableRef" in bucket)
+      assert.strictEqual(bucket.ref, bucket)
+      assert.isUndefined(yield* Ref.get(bucket))
+      yield* Ref.set(bucket, { level: 1 })
+      assert.deepStrictEqual(Bucket.read(bucket), { level: 1 })
+      Bucket.write(bucket, { level: 2 })
+      assert.deepStrictEqual(yield* Ref.get(bucket), { level: 2 })
+      assert.deepStrictEqual(yield* Ref.updateAndGet(bucket, () => "next"), "next")
+      assert.strictEqual(Bucket.read(bucket), "next")
+      // two buckets are two Refs, each equal only to itself
+      const other = new Bucket.Bucket("k", limit, 1)
+      assert.isTrue(Equal.equals(bucket, bucket))
+      assert.isFalse(Equal.equals(bucket, other))
+    }))
+
+  it("prints as its key and state, once (not its cell, which is itself, without end)", () => {
+    const bucket = new Bucket.Bucket("user:42", limit, 0)
+    Bucket.write(bucket, { level: 7, at: 0 })
+    assert.deepStrictEqual(bucket.toJSON(), { _id: "Bucket", key: "user:42", state: { level: 7, at: 0 } })
+    assert.include(String(bucket), "user:42")
+    assert.include(inspect(bucket), "user:42")
+  })
 })
