@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Option, Predicate, Result, Schema, type Scope } from "effect"
+import { Context, Duration, Effect, type Fiber, Layer, Option, Predicate, Result, Schema, type Scope } from "effect"
 import type { Decision, Taken } from "./Decision.ts"
 import {
   type BucketFailed,
@@ -848,14 +848,17 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       const { name } = settings.supervisor
       const traceKeys = options.traceKeys === true
 
-      // A span per call, only when a tracer is installed to see it.
+      // A span per call, only when a tracer is installed to see it. The
+      // doors below run in `Effect.withFiber` rather than `Effect.suspend`
+      // (the same one step) to hand their fiber to this check.
       const traced = <A, E>(
+        fiber: Fiber.Fiber<unknown, unknown>,
         operation: string,
         key: string | ReadonlyArray<string>,
         cost: number,
         effect: Effect.Effect<A, E>
       ): Effect.Effect<A, E> =>
-        Trace.enabled()
+        Trace.enabled(fiber)
           ? Trace.span(`RateLimiter.${operation}`, () => {
             const attributes: Record<string, unknown> = {
               "tollgate.limiter": name,
@@ -920,16 +923,16 @@ export class RateLimiter extends Context.Service<RateLimiter, {
 
       // Effects are descriptions: the decision is made each time one runs.
       const decide = <K extends Request.DecideKind>(kind: K, key: string, options: AcquireOptions | undefined) =>
-        Effect.suspend(() => {
+        Effect.withFiber((fiber) => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
           const cost = options?.cost ?? 1
           if (options?.duration === undefined) {
-            return traced(operations[kind], key, cost, supervisor.submitUnsafe(key, kind, cost, 0))
+            return traced(fiber, operations[kind], key, cost, supervisor.submitUnsafe(key, kind, cost, 0))
           }
           const window = parseWindow(options.duration)
           if (window instanceof InvalidRequest) return Effect.fail(window)
-          return traced(operations[kind], key, cost, supervisor.submitUnsafe(key, kind, cost, 0, { window }))
+          return traced(fiber, operations[kind], key, cost, supervisor.submitUnsafe(key, kind, cost, 0, { window }))
         })
 
       const decideAll = <A>(
@@ -938,10 +941,10 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         options: AcquireOptions | undefined,
         f: (keys: ReadonlyArray<string>, cost: number) => Effect.Effect<A, CallError>
       ) =>
-        Effect.suspend(() => {
+        Effect.withFiber((fiber) => {
           const invalid = checkKeys(keys) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
-          return traced(operation, keys, options?.cost ?? 1, f(keys, options?.cost ?? 1))
+          return traced(fiber, operation, keys, options?.cost ?? 1, f(keys, options?.cost ?? 1))
         })
 
       // A waiter's maxWait and order, checked.
@@ -981,22 +984,22 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         options: WaitOptions | undefined,
         operation = operations[kind]
       ) =>
-        Effect.suspend(() => {
+        Effect.withFiber((fiber) => {
           const invalid = checkKey(key) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
           const args = waitArgs(options)
           if (args instanceof InvalidRequest) return Effect.fail(args)
           const cost = options?.cost ?? 1
-          return traced(operation, key, cost, supervisor.submitUnsafe(key, kind, cost, args.maxWait, args.order))
+          return traced(fiber, operation, key, cost, supervisor.submitUnsafe(key, kind, cost, args.maxWait, args.order))
         })
       const waitAll = (keys: ReadonlyArray<string>, options: WaitOptions | undefined) =>
-        Effect.suspend(() => {
+        Effect.withFiber((fiber) => {
           const invalid = checkKeys(keys) ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
           const args = waitArgs(options)
           if (args instanceof InvalidRequest) return Effect.fail(args)
           const cost = options?.cost ?? 1
-          return traced("wait", keys, cost, AllOrNothing.wait(supervisor, keys, cost, args.maxWait, args.order))
+          return traced(fiber, "wait", keys, cost, AllOrNothing.wait(supervisor, keys, cost, args.maxWait, args.order))
         })
       const wait = (key: string | ReadonlyArray<string>, options: WaitOptions | undefined) =>
         Predicate.isString(key) ? waitFor(Request.Kind.Wait, key, options) : waitAll(key, options)
