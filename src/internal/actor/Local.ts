@@ -449,6 +449,12 @@ const serve = (
 // would, a waiter admitted at once if it fits. A key deleted while quiet is
 // forgotten at once (nothing is queued for it, nobody waits): it has no state.
 const now: Decide<Request.Answer | undefined> = (limiter, bucket, kind, cost, at, payload) => {
+  // The commonest request of all, first: the key is quiet here, so nobody
+  // waits (as `decide` checks in a batch)
+  if (kind === Request.Kind.Acquire && payload === undefined) {
+    const inPlace = acquireInPlace(limiter, bucket, cost, at)
+    if (inPlace !== undefined) return inPlace
+  }
   switch (kind) {
     case Request.Kind.Wait: {
       const delay = admitAtOnce(limiter, bucket, cost, at)
@@ -516,7 +522,7 @@ const settled = (bucket: Bucket.Bucket, at: number): boolean =>
  * @since 0.2.0
  */
 export const backend: Bucket.Backend = {
-  now: (limiter, bucket, kind, cost, at, payload) => now(limiter, bucket, kind, cost, at, payload),
+  now,
   unstarted,
   serve,
   takeOver: () => undefined,
