@@ -10,7 +10,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import type { Owner } from "../../src/cluster/internal/owner.ts"
+import { type Owner, Partition } from "../../src/cluster/internal/owner.ts"
 import {
   type BatchReply,
   Kind,
@@ -22,6 +22,7 @@ import {
   type WaitResult
 } from "../../src/cluster/internal/protocol.ts"
 import * as Router from "../../src/cluster/internal/router.ts"
+import { Overloaded } from "../../src/Errors.ts"
 import { settle } from "./local.ts"
 
 const unused = Effect.die("not used by a client-only router")
@@ -292,16 +293,16 @@ describe("Router (the cluster's caller side)", () => {
     }))
 })
 
-describe("Router, waits", () => {
-  const waitReq = (key: string, shard: number): WaitRequest => ({
-    id: `w:${key}`,
-    s: shard,
-    key,
-    n: 1,
-    reserve: false,
-    resume: false
-  })
+const waitReq = (key: string, shard: number): WaitRequest => ({
+  id: `w:${key}`,
+  s: shard,
+  key,
+  n: 1,
+  reserve: false,
+  resume: false
+})
 
+describe("Router, waits", () => {
   it.effect("a wait told Moved asks the next owner for its place, with resume set", () =>
     Effect.gen(function*() {
       const asked: Array<WaitRequest> = []
@@ -371,5 +372,123 @@ describe("Router, waits", () => {
       yield* router.wait(waitReq("j", 3), 100)
       assert.strictEqual(calls, 1)
       assert.deepStrictEqual(fallbackWaits.map((w) => w.key), ["k", "j"])
+    }))
+})
+
+// A runner that owns `shards` itself: their operations run here, answered
+// from `runs` (one reply per call, the last one again once they run out);
+// `waits` likewise for a wait's place.
+const owning = (
+  shards: ReadonlyArray<number>,
+  runs: ReadonlyArray<Result>,
+  waits: ReadonlyArray<WaitResult> = [{ t: Tag.Ok }]
+) => {
+  const partitions = new Map(shards.map((shard) => [shard, new Partition(shard, "tollgate")]))
+  const ran: Array<{ readonly shard: number; readonly key: string }> = []
+  const waited: Array<WaitRequest> = []
+  let owned = true
+  const local: Owner = {
+    ...owner,
+    local: (shard) => owned ? partitions.get(shard) : undefined,
+    run: (partition, op) =>
+      Effect.sync(() => {
+        ran.push({ shard: partition.shard, key: op.key })
+        return runs[Math.min(ran.length - 1, runs.length - 1)]
+      }),
+    wait: (req) =>
+      Effect.sync(() => {
+        waited.push(req)
+        const result = waits[Math.min(waited.length - 1, waits.length - 1)]
+        // told Moved: the shard has gone, and the next look finds it elsewhere
+        if (result.t === Tag.Moved) owned = false
+        return result
+      })
+  }
+  return { local, ran, waited }
+}
+
+describe("Router, on a runner that owns the shard itself", () => {
+  it.effect("an operation on a shard owned here runs here: no message, its own result", () =>
+    Effect.gen(function*() {
+      const here = owning([5], [{ t: Tag.Ok, b: false }])
+      const { router, sent } = yield* setup([admitAll("runner:a")], { owner: here.local })
+      assert.isFalse(yield* router.decide(acquire("k", 5)))
+      assert.deepStrictEqual(here.ran, [{ shard: 5, key: "k" }])
+      assert.deepStrictEqual(sent, [])
+      // a shard owned elsewhere still goes out
+      assert.isTrue(yield* router.decide(acquire("j", 6)))
+      assert.deepStrictEqual(sent.map((m) => m.keys), [["j"]])
+      assert.deepStrictEqual(router.counts, { calls: 1, ops: 1, failures: 0, degraded: 0 })
+    }))
+
+  for (const [name, result] of [["Moved", { t: Tag.Moved }], ["NotHere", { t: Tag.NotHere }]] as const) {
+    it.effect(`${name} from this runner's own partition: the operation goes out to the shard's owner`, () =>
+      Effect.gen(function*() {
+        const here = owning([5], [result])
+        const { router, sent } = yield* setup([admitAll("runner:b")], { owner: here.local })
+        assert.isTrue(yield* router.decide(acquire("k", 5)))
+        assert.deepStrictEqual(here.ran, [{ shard: 5, key: "k" }])
+        assert.deepStrictEqual(sent.map((m) => [m.entityId, m.keys]), [["entity:5", ["k"]]])
+      }))
+  }
+
+  it.effect("a failure from this runner's own partition is the call's failure, not the fallback's answer", () =>
+    Effect.gen(function*() {
+      const error = new Overloaded({ key: "k", reason: "mailbox", capacity: 1 })
+      const here = owning([5], [{ t: Tag.Failed, e: error }])
+      const { router } = yield* setup([admitAll("runner:a")], { owner: here.local })
+      const failure = yield* Effect.flip(router.decide(acquire("k", 5)))
+      assert.strictEqual(failure, error)
+      assert.strictEqual(router.counts.degraded, 0)
+    }))
+
+  it.effect("a shard owned here is served here even while it is left alone as down elsewhere", () =>
+    Effect.gen(function*() {
+      // shard 5's remote owner fails: the shard is left alone (the fallback answers)
+      const { router: remoteOnly } = yield* setup([() => Effect.fail("gone")])
+      const first = yield* started(remoteOnly.decide(acquire("k", 5)))
+      yield* advance(300)
+      assert.strictEqual(yield* Fiber.join(first), "fallback k: the owner of shard 5 did not answer in time")
+      assert.strictEqual(
+        yield* remoteOnly.decide(acquire("k", 5)),
+        "fallback k: the owner of shard 5 did not answer lately"
+      )
+      // the same history on a runner that has since taken the shard: it decides
+      const here = owning([5], [{ t: Tag.Ok, b: true }])
+      let owned = false
+      const taking: Owner = { ...here.local, local: (shard) => owned ? here.local.local(shard) : undefined }
+      const { router } = yield* setup([() => Effect.fail("gone")], { owner: taking })
+      const before = yield* started(router.decide(acquire("k", 5)))
+      yield* advance(300)
+      yield* Fiber.join(before)
+      owned = true
+      assert.isTrue(yield* router.decide(acquire("k", 5)))
+      assert.deepStrictEqual(here.ran, [{ shard: 5, key: "k" }])
+    }))
+
+  it.effect("a wait on a shard owned here waits here; told Moved, it asks the next owner, with resume set", () =>
+    Effect.gen(function*() {
+      const asked: Array<WaitRequest> = []
+      const here = owning([3], [{ t: Tag.Ok, b: true }], [{ t: Tag.Moved }])
+      const { router } = yield* setup([admitAll("runner:a")], {
+        owner: here.local,
+        waitCall: (_, req) => Effect.sync((): WaitResult => (asked.push(req), { t: Tag.Ok }))
+      })
+      const fiber = yield* started(router.wait(waitReq("k", 3), 1000))
+      assert.deepStrictEqual(here.waited.map((r) => r.resume), [false])
+      assert.deepStrictEqual(asked, [])
+      yield* advance(20, 20)
+      assert.strictEqual((yield* Fiber.join(fiber)).t, Tag.Ok)
+      assert.deepStrictEqual(asked.map((r) => [r.key, r.resume]), [["k", true]])
+    }))
+
+  it.effect("a wait answered here needs no message and no fallback", () =>
+    Effect.gen(function*() {
+      const here = owning([3], [{ t: Tag.Ok, b: true }], [{ t: Tag.Ok, dl: 40, e: undefined }])
+      const { router, fallbackWaits } = yield* setup([admitAll("runner:a")], { owner: here.local })
+      const result = yield* router.wait(waitReq("k", 3), 1000)
+      assert.deepStrictEqual(result, { t: Tag.Ok, dl: 40, e: undefined })
+      assert.deepStrictEqual(fallbackWaits, [])
+      assert.deepStrictEqual(router.counts, { calls: 0, ops: 0, failures: 0, degraded: 0 })
     }))
 })
