@@ -350,6 +350,25 @@ describe("Router, waits", () => {
       assert.deepStrictEqual(router.counts, { calls: 0, ops: 0, failures: 1, degraded: 1 })
     }))
 
+  it.effect("a wait whose message fails otherwise (its runner stopped with it out) asks the next owner, resume set", () =>
+    Effect.gen(function*() {
+      const asked: Array<WaitRequest> = []
+      const { router, fallbackWaits } = yield* setup([admitAll("runner:a")], {
+        waitCall: (_, req) =>
+          Effect.suspend(() => {
+            asked.push(req)
+            return asked.length === 1
+              ? Effect.fail({ _tag: "EntityNotAssignedToRunner" })
+              : Effect.succeed<WaitResult>({ t: Tag.Ok })
+          })
+      })
+      const fiber = yield* started(router.wait(waitReq("k", 3), 1000))
+      yield* advance(20, 20)
+      assert.strictEqual((yield* Fiber.join(fiber)).t, Tag.Ok)
+      assert.deepStrictEqual(asked.map((r) => r.resume), [false, true])
+      assert.deepStrictEqual(fallbackWaits, [])
+    }))
+
   it.effect("a wait refused by a full mailbox fails with Overloaded (waiters)", () =>
     Effect.gen(function*() {
       const { router } = yield* setup([admitAll("runner:a")], {
