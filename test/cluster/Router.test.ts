@@ -369,6 +369,22 @@ describe("Router, waits", () => {
       assert.deepStrictEqual(fallbackWaits, [])
     }))
 
+  it.effect("a wait whose caller leaves ends its message to the owner and its timer", () =>
+    Effect.gen(function*() {
+      let ended = 0
+      const { router } = yield* setup([admitAll("runner:a")], {
+        waitCall: () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => ended++))
+      })
+      const fiber = yield* started(router.wait(waitReq("k", 3), 1000))
+      assert.strictEqual(ended, 0)
+      yield* Fiber.interrupt(fiber)
+      yield* settle
+      assert.strictEqual(ended, 1, "the message to the owner was interrupted with its caller")
+      // and nothing of it fires later: no fallback, no failure counted
+      yield* advance(2000, 500)
+      assert.deepStrictEqual(router.counts, { calls: 0, ops: 0, failures: 0, degraded: 0 })
+    }))
+
   it.effect("a wait refused by a full mailbox fails with Overloaded (waiters)", () =>
     Effect.gen(function*() {
       const { router } = yield* setup([admitAll("runner:a")], {
