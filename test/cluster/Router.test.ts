@@ -8,7 +8,7 @@
  * between real runner processes in `Processes.test.ts`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { type Owner, Partition } from "../../src/cluster/internal/owner.ts"
 import {
@@ -441,6 +441,36 @@ const owning = (
   }
   return { local, ran, waited }
 }
+
+describe("Router, a round's gateway", () => {
+  it.effect("a round goes through one of its shards that is not moving", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { router, sent } = yield* setup([
+        admitAll("runner:a", [1, 2]),
+        // runner:a, once let go: shard 1 has left it (it is moving)
+        (ops, version) => Effect.andThen(Deferred.await(gate), admitAll("runner:a", [2])(ops, version)),
+        admitAll("runner:a")
+      ], { maxInFlight: 2 })
+      assert.isTrue(yield* router.decide(acquire("w", 1))) // runner:a serves shards 1 and 2
+      const first = yield* started(router.decide(acquire("z", 2)))
+      // x and y queue for runner:a; the first round's answer comes in before
+      // their round takes its queue, and says shard 1 is moving
+      const both = yield* Effect.forkChild(
+        Effect.forEach([acquire("x", 1), acquire("y", 2)], router.decide, { concurrency: "unbounded" }),
+        { startImmediately: true }
+      )
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      assert.isTrue(yield* Fiber.join(first))
+      assert.deepStrictEqual(yield* Fiber.join(both), [true, true])
+      assert.deepStrictEqual(sent.map((m) => [m.entityId, m.keys]), [
+        ["entity:1", ["w"]],
+        ["entity:2", ["z"]],
+        ["entity:2", ["x", "y"]]
+      ])
+    }))
+})
 
 describe("Router, on a runner that owns the shard itself", () => {
   it.effect("an operation on a shard owned here runs here: no message, its own result", () =>
