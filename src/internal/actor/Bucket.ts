@@ -172,8 +172,8 @@ export interface All {
  * @since 0.1.0
  */
 export class Bucket implements Ref.Ref<unknown>, MutableRef.MutableRef<unknown> {
-  // What makes the bucket a Ref and its cell: from Effect's own prototypes
-  // (see `RefCell` below), declared here for the compiler.
+  // What makes the bucket a Ref and its cell: from Effect's `Ref` prototype
+  // (set on its prototype after the class), declared here for the compiler.
   declare readonly "~effect/Ref": Ref.Ref.Variance<unknown>["~effect/Ref"]
   declare readonly "~effect/MutableRef": "~effect/MutableRef"
   declare readonly pipe: Pipeable["pipe"]

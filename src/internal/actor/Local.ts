@@ -450,10 +450,9 @@ const serve = (
 // forgotten at once (nothing is queued for it, nobody waits): it has no state.
 const now: Decide<Request.Answer | undefined> = (limiter, bucket, kind, cost, at, payload) => {
   // The commonest request of all, first: the key is quiet here, so nobody
-  // waits (as `decide` checks in a batch)
+  // waits (as `decide` checks in a batch); no take in place, the interpreter
   if (kind === Request.Kind.Acquire && payload === undefined) {
-    const inPlace = acquireInPlace(limiter, bucket, cost, at)
-    if (inPlace !== undefined) return inPlace
+    return acquireInPlace(limiter, bucket, cost, at) ?? interpret(limiter, bucket, kind, cost, at, payload)
   }
   switch (kind) {
     case Request.Kind.Wait: {
