@@ -82,6 +82,7 @@ const boundTable = (results: Results, ref: ContenderId): Array<string> => {
     const find = (cid: ContenderId) => t?.contenders.find((c) => c.id === cid && c.error === undefined)
     const floor = find("effect-floor")
     const lazy = find("lazy-floor")
+    const refFloor = find("ref-floor")
     const tg = find(ref)
     if (t === undefined || floor === undefined || tg === undefined) continue
     const bound = lazy?.ratios.rlf
@@ -91,7 +92,7 @@ const boundTable = (results: Results, ref: ContenderId): Array<string> => {
         fmtRatio(tg.ratios.rlf)
       } | ${fmtRatio(tg.ratios["lazy-floor"])} | ${fmtRatio(tg.ratios["ref-floor"])} | ${
         fmtRatio(lazy?.ratios.effect)
-      } |`
+      } | ${fmtRatio(refFloor?.ratios.effect)} |`
     )
   }
   if (rows.length === 0) return []
@@ -113,11 +114,14 @@ const boundTable = (results: Results, ref: ContenderId): Array<string> => {
     "own, so the Ref floor is the least a limiter of this shape can cost, and tollgate ÷ Ref floor is",
     "tollgate's own work against it.",
     "",
-    "| Scenario | target × rlf | Effect floor × rlf | lazy floor × rlf (the bound) | target reachable | tollgate × rlf | tollgate × lazy floor | tollgate × Ref floor | lazy floor × effect-persistence |",
-    "|---|---:|---:|---:|---|---:|---:|---:|---:|",
+    "| Scenario | target × rlf | Effect floor × rlf | lazy floor × rlf (the bound) | target reachable | tollgate × rlf | tollgate × lazy floor | tollgate × Ref floor | lazy floor × effect-persistence | Ref floor × effect-persistence |",
+    "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ...rows,
     "",
-    "Likewise, “≥ 2× effect-persistence” is out of reach in a scenario whose last column is below 2.",
+    "Likewise, “≥ 2× effect-persistence” is out of reach in a scenario whose lazy floor × effect-persistence",
+    "is below 2, and out of reach *for this design* (each key's state in its bucket's `Ref`) where the Ref floor",
+    "× effect-persistence is below 2: on a key set too large for the caches, the effect/persistence store keeps",
+    "its state in a plain `Map` entry, one dependent load fewer than a bucket that is its state's `Ref`.",
     "",
     ...actorBound(results, ref)
   ]

@@ -11,6 +11,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type RedisRow, renderRedisSection } from "../../bench/redis/report.ts"
+import { computeTargets } from "../../bench/targets.ts"
+import type { ContenderId, ContenderResult, ThroughputResult } from "../../bench/types.ts"
 
 const scenarios = ["1key-allow", "1key-deny", "1key-1000", "1000keys"]
 
@@ -107,5 +109,53 @@ describe("the Redis section of docs/performance.md", () => {
     assert.include(text, "| CPU stolen by the VM's host meanwhile | 7 % | 7 % |")
     assert.include(text, "| hot key ≥ 2× | 2.00× | 2.25, 1.67, 2.20 | 2.00× | PASS |")
     assert.include(text, "| ioredis | 3 000 | 1 500 |")
+  })
+})
+
+describe("the speed targets (bench/targets.ts)", () => {
+  const contender = (id: ContenderId, ratios: ContenderResult["ratios"]): ContenderResult => ({
+    id,
+    label: id,
+    opsPerBatch: 1,
+    samples: [1],
+    opsPerSec: 1,
+    nsPerOp: 1,
+    spread: 0,
+    ratios,
+    allowedFraction: 1
+  })
+  const scenario = (id: string, fast: number, refFloor: number, nofast: number, mailbox: number): ThroughputResult => ({
+    id,
+    title: id,
+    description: id,
+    expect: "allow",
+    contenders: [
+      contender("tollgate-fast", { effect: fast, rlf: 1.1 }),
+      contender("ref-floor", { effect: refFloor }),
+      contender("tollgate-nofast", { "tollgate-fast": nofast }),
+      contender("mailbox-floor", { "tollgate-fast": mailbox })
+    ]
+  })
+
+  it("a missed target names the floor that bounds it in its weakest scenario", () => {
+    const targets = computeTargets(
+      ["tollgate-nofast", "tollgate-fast"],
+      "tollgate-fast",
+      [
+        scenario("small", 3.5, 4.1, 0.2, 0.3),
+        scenario("large", 1.25, 1.78, 0.04, 0.13)
+      ],
+      [],
+      []
+    )
+    const effect = targets.find((t) => t.variant === "tollgate-fast" && t.text.includes("effect/persistence"))
+    assert.strictEqual(effect?.pass, false)
+    assert.strictEqual(effect?.measured, "weakest 1.25× effect, in “large” (the Ref floor there: 1.78× effect)")
+    const actor = targets.find((t) => t.variant === "tollgate-nofast" && t.text.includes("0.3×"))
+    assert.strictEqual(actor?.pass, false)
+    assert.strictEqual(
+      actor?.measured,
+      "weakest 0.040× the fast path, in “large” (the mailbox floor there: 0.13× the fast path)"
+    )
   })
 })
