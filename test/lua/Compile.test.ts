@@ -92,6 +92,37 @@ describe("the subset compiled to Lua", () => {
   })
 })
 
+describe("a helper imported from another compiled module", () => {
+  // Two modules: a helper and an algorithm that imports it. An algorithm's
+  // lean chunk is loaded alone in Redis, so the helper must be inlined.
+  const withHelper = <A>(use: string, f: (files: ReadonlyArray<string>) => A): A => {
+    const dir = mkdtempSync(join(tmpdir(), "tollgate-lua-"))
+    try {
+      const helper = join(dir, "Helper.ts")
+      writeFileSync(helper, `${header}export const twice = (n: number): number => n + n\n`)
+      const file = join(dir, "Module.ts")
+      writeFileSync(file, `import { twice } from "./Helper.ts"\n${header}${use}\n`)
+      return f([helper, file])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+
+  it("is inlined at its call, and its module is not required", () =>
+    withHelper(`export const f = (c: Config): State => ({ n: twice(c.n) })`, (files) => {
+      const module = Compile.compile(files).modules.find((m) => m.name === "Module")!
+      for (const chunk of [module.lua, module.lean]) {
+        assert.notInclude(chunk, "require(")
+        assert.include(chunk, "c.n + c.n")
+      }
+    }))
+
+  it("refuses a call it cannot inline, naming the helper and the line", () =>
+    withHelper(`export const f = (c: Config): State => ({ n: twice(c.n + 1) })`, (files) => {
+      assert.throws(() => Compile.compile(files), /Module\.ts:5: `twice` is imported and cannot be inlined/)
+    }))
+})
+
 describe("the generated scripts", () => {
   it("are the same text every time they are made (so the same SHA1s)", () => {
     const first = Main.render(Compile.compile())

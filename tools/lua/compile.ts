@@ -294,6 +294,40 @@ const inlinableOf = (checker: ts.TypeChecker, declaration: ts.Declaration): Inli
 // The names the compiled code calls that no module declares.
 const helperNames = ["floor", "ceil", "fmod", "huge", "jmax", "jmin", "mmax", "mmin"]
 
+// The declaration a called name stands for, if the compiler may inline it:
+// the module's own, or one imported from a module compiled with it whose
+// body names nothing of its module (only its parameters and the helpers).
+const importedOrOwn = (checker: ts.TypeChecker, callee: ts.Identifier): ts.Declaration | undefined => {
+  let symbol = checker.getSymbolAtLocation(callee)
+  if (symbol !== undefined && symbol.flags & ts.SymbolFlags.Alias) symbol = checker.getAliasedSymbol(symbol)
+  const declaration = symbol?.valueDeclaration
+  if (declaration === undefined || declaration.getSourceFile() === callee.getSourceFile()) return declaration
+  if (declaration.getSourceFile().isDeclarationFile) return undefined
+  const target = inlinableOf(checker, declaration)
+  return target !== undefined && [...target.free].every((name) => helperNames.includes(name)) ? declaration : undefined
+}
+
+// Whether every value an import brings is a function inlined at each of its
+// calls (see `importedOrOwn`); a call that could not be inlined leaves a
+// `require` behind, which `compile` refuses in an algorithm's lean chunk.
+const inlinedImport = (checker: ts.TypeChecker, node: ts.ImportDeclaration): boolean => {
+  const clause = node.importClause
+  if (clause === undefined || clause.isTypeOnly || clause.name !== undefined) return false
+  const named = clause.namedBindings
+  if (named === undefined || !ts.isNamedImports(named)) return false
+  const values = named.elements.filter((e) => !e.isTypeOnly)
+  return values.length > 0 && values.every((e) => importedOrOwn(checker, e.name) !== undefined)
+}
+
+// Whether the import that brings `name` is left out (see `inlinedImport`).
+const importDropped = (checker: ts.TypeChecker, name: ts.Identifier): boolean => {
+  const specifier = checker.getSymbolAtLocation(name)?.declarations?.[0]
+  const declaration = specifier !== undefined && ts.isImportSpecifier(specifier)
+    ? specifier.parent.parent.parent
+    : undefined
+  return declaration !== undefined && ts.isImportDeclaration(declaration) && inlinedImport(checker, declaration)
+}
+
 // Every name declared in the functions around `node` (their parameters and locals).
 const namesAround = (node: ts.Node): Set<string> => {
   const names = new Set<string>()
@@ -327,7 +361,7 @@ const simple = (e: ts.Expression): boolean =>
  * no object of it is kept: the lean entry point, which reads the outcome,
  * writes the state and answers one key before it steps the next.
  */
-const plugin = (scratch: Map<string, number> | undefined): tstl.Plugin => {
+const plugin = (scratch: Map<string, number> | undefined, problems: Array<string>): tstl.Plugin => {
   // what each parameter of a body being inlined stands for
   const standing = new Map<ts.Symbol, ts.Expression>()
   const inlining = new Set<ts.Node>()
@@ -352,11 +386,10 @@ const plugin = (scratch: Map<string, number> | undefined): tstl.Plugin => {
           return context.transformExpression(node.arguments[0])
         }
         if (ts.isIdentifier(callee)) {
-          const symbol = context.checker.getSymbolAtLocation(callee)
-          const declaration = symbol?.valueDeclaration
-          const target = declaration === undefined || declaration.getSourceFile() !== node.getSourceFile()
-            ? undefined
-            : inlinableOf(context.checker, declaration)
+          const declaration = importedOrOwn(context.checker, callee)
+          const target = declaration === undefined ? undefined : inlinableOf(context.checker, declaration)
+          const imported = declaration !== undefined && declaration.getSourceFile() !== node.getSourceFile() &&
+            importDropped(context.checker, callee)
           if (
             target !== undefined && !inlining.has(target.body) && node.arguments.length === target.params.length &&
             node.arguments.every((a, i) => simple(a) || (target.uses.get(target.params[i]) ?? 0) <= 1)
@@ -372,6 +405,15 @@ const plugin = (scratch: Map<string, number> | undefined): tstl.Plugin => {
                 for (const p of target.params) standing.delete(p)
               }
             }
+          }
+          // its import is left out (see `inlinedImport`): the call must go
+          if (imported) {
+            const source = node.getSourceFile()
+            const { line } = source.getLineAndCharacterOfPosition(node.getStart(source))
+            problems.push(
+              `${relative(root, source.fileName)}:${line + 1}: \`${callee.text}\` is imported and cannot be ` +
+                "inlined here: pass a name, a literal or a field for each parameter it uses more than once"
+            )
           }
         }
         if (
@@ -396,6 +438,10 @@ const plugin = (scratch: Map<string, number> | undefined): tstl.Plugin => {
         }
         return context.superTransformExpression(node)
       },
+      // an import of helpers that are all inlined is no import at all: an
+      // algorithm's lean chunk is loaded alone, with no other module to require
+      [ts.SyntaxKind.ImportDeclaration]: (node, context) =>
+        inlinedImport(context.checker, node) ? undefined : context.superTransformStatements(node),
       [ts.SyntaxKind.BinaryExpression]: (node, context) => {
         if (node.operatorToken.kind === ts.SyntaxKind.PercentToken) {
           return tstl.createCallExpression(
@@ -513,7 +559,7 @@ const emit = (
   const emitted = new Map<string, string>()
   const { diagnostics } = new tstl.Transpiler().emit({
     program,
-    plugins: [plugin(scratch)],
+    plugins: [plugin(scratch, problems)],
     sourceFiles: files.map((f) => program.getSourceFile(f)!),
     writeFile: (fileName, text) => emitted.set(basename(fileName, ".lua"), text)
   })
@@ -557,6 +603,13 @@ export const compile = (files: ReadonlyArray<string> = sources): Output => {
     const source = program.getSourceFile(file)!
     const path = requireName(file, rootDir)
     const algorithm = algorithms.includes(file) || !sources.includes(file)
+    if (algorithm && /\brequire\(/.test(leanLua)) {
+      problems.push(
+        `${relative(root, file)}: its lean chunk requires another module (the lean script has none): ` +
+          "import only helpers whose calls can be inlined (one expression; each argument a name, a literal " +
+          "or a field where the parameter is used more than once)"
+      )
+    }
     modules.push({
       name,
       path,
@@ -566,6 +619,7 @@ export const compile = (files: ReadonlyArray<string> = sources): Output => {
       state: algorithm ? fieldsOf(checker, source, "State", problems) : []
     })
   }
-  if (problems.length > 0) throw new Refused(problems)
+  // (a module is emitted twice, plain and lean: each problem once)
+  if (problems.length > 0) throw new Refused([...new Set(problems)])
   return { modules, runtime, inputHash: hashInputs(files) }
 }

@@ -31,7 +31,7 @@
  *
  * @since 0.2.0
  */
-import type { Algorithm, Carry, Outcome, Signal } from "./Algorithm.ts"
+import { type Algorithm, carriedLevel, type Carry, type Outcome, type Signal } from "./Algorithm.ts"
 
 /**
  * A validated adaptive configuration; rates are tokens per `periodMillis`.
@@ -261,15 +261,8 @@ export const adapt = (c: Config, s: State, now: number, signal: Signal, millis: 
  */
 export const reconfigure = (from: Config, s: State, to: Config, now: number, carry: Carry): State => {
   if (carry === "reset") return initial(to, now)
-  // The scaled level with one rounding, multiplying first (as the token
-  // bucket does): a full key carried as-is to another period stays full, and
-  // a key carried to its own policy keeps its level.
   const level = levelAt(from, s, now)
-  const kept = carry === "as-is"
-    ? (from.periodMillis === to.periodMillis ? level : (level * to.periodMillis) / from.periodMillis)
-    : from.full === to.full
-    ? level
-    : (level * to.full) / from.full
+  const kept = carriedLevel(level, from, to, carry)
   return {
     level: Math.min(to.full, kept),
     at: now > s.at ? now : s.at,

@@ -151,6 +151,39 @@ export type Signal = "ok" | "throttled" | "latency"
 export type Carry = "reset" | "proportional" | "as-is"
 
 /**
+ * The level a key keeps when it is carried to another rate or capacity, for
+ * the algorithms that count a scaled level (units × `periodMillis`, so that
+ * refills stay whole): `"as-is"` keeps the same units, `"proportional"` the
+ * same fraction of the limit. One rounding, multiplying first: units
+ * (level ÷ period) would round, and a key carried to its own policy must
+ * keep its level exactly. The caller caps it by the new limit (a surplus from
+ * a forced add is kept only up to it).
+ *
+ * @example
+ * ```ts
+ * import * as Algorithm from "./Algorithm.ts"
+ *
+ * const from = { periodMillis: 1000, full: 10_000 } // 10 units
+ * const to = { periodMillis: 1000, full: 100_000 } // 100 units
+ * Algorithm.carriedLevel(5_000, from, to, "proportional") // 50_000: half full
+ * Algorithm.carriedLevel(5_000, from, to, "as-is") // 5_000: 5 units
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const carriedLevel = (
+  level: number,
+  from: { readonly periodMillis: number; readonly full: number },
+  to: { readonly periodMillis: number; readonly full: number },
+  carry: Exclude<Carry, "reset">
+): number =>
+  carry === "as-is"
+    ? (from.periodMillis === to.periodMillis ? level : (level * to.periodMillis) / from.periodMillis)
+    : from.full === to.full
+    ? level
+    : (level * to.full) / from.full
+
+/**
  * The outcome `peek` reports: whether a request of `cost` would be admitted
  * and when it could be (from a step with the cost), with `remaining` and
  * `resetAfter` as they stand now (from a step that takes nothing).

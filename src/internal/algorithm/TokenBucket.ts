@@ -30,7 +30,7 @@
  *
  * @since 0.1.0
  */
-import type { Algorithm, Carry, Outcome } from "./Algorithm.ts"
+import { type Algorithm, carriedLevel, type Carry, type Outcome } from "./Algorithm.ts"
 
 /**
  * A validated token bucket configuration.
@@ -398,15 +398,8 @@ export const rate: NonNullable<Algorithm<Config, State>["rate"]> = {
  */
 export const reconfigure = (from: Config, s: State, to: Config, now: number, carry: Carry): State => {
   if (carry === "reset") return initial(to, now)
-  // Carry the scaled level with one rounding, multiplying first: tokens
-  // (level / period) would round, and reconfiguring a key to its own policy
-  // must change nothing.
   const level = levelAt(from, s, now)
-  const kept = carry === "as-is"
-    ? (from.periodMillis === to.periodMillis ? level : (level * to.periodMillis) / from.periodMillis)
-    : from.full === to.full
-    ? level
-    : (level * to.full) / from.full
+  const kept = carriedLevel(level, from, to, carry)
   // a surplus above the old capacity (a forced add) is capped at the new one
   return { level: Math.min(to.full, kept), at: now > s.at ? now : s.at }
 }
