@@ -104,6 +104,23 @@ describe("nothing acts before it runs", () => {
       }))
   }
 
+  it.effect("a single-key call is an Effect like any other: it pipes, prints, fails typed and runs anywhere", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.make({ policy })
+      const acquire = limiter.acquire("k")
+      assert.isTrue(Effect.isEffect(acquire))
+      assert.isTrue(Effect.isEffect(limiter.consume("k")) && Effect.isEffect(limiter.peek("k")))
+      assert.isString(String(acquire))
+      assert.doesNotThrow(() => JSON.stringify(acquire))
+      // piped, mapped and run synchronously outside any fiber the test made
+      assert.strictEqual(Effect.runSync(acquire.pipe(Effect.map((ok) => ok ? "yes" : "no"))), "yes")
+      assert.strictEqual((yield* limiter.consume("k")).remaining, 8)
+      const bad = yield* Effect.flip(limiter.acquire(""))
+      assert.strictEqual(bad._tag, "InvalidRequest")
+      const negative = yield* Effect.flip(limiter.consume("k", { cost: -1 }))
+      assert.strictEqual(negative._tag === "InvalidRequest" ? negative.field : negative._tag, "cost")
+    }))
+
   it.effect("a store's apply, built and not run, changes nothing", () =>
     Effect.gen(function*() {
       const store = yield* MemoryStore.make
