@@ -23,7 +23,7 @@ const colors: Record<ContenderId, string> = {
 export const shortNames: Record<ContenderId, string> = {
   plain: "plain JS (floor)",
   "effect-floor": "Effect floor (Effect.sync)",
-  "lazy-floor": "lazy floor (Effect.suspend)",
+  "lazy-floor": "lazy floor (one-object Effect)",
   "ref-floor": "Ref floor (a bucket object that is its state's Ref)",
   "mailbox-floor": "mailbox floor (a fiber per key, a Queue in, a Deferred back)",
   rlf: "rate-limiter-flexible",

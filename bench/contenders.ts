@@ -4,7 +4,7 @@
  * The contenders, each built once per scenario outside the timed section:
  *
  * - `plain`: a lazy-refill token bucket in a `Map`, called synchronously (the floor);
- * - `effect-floor` / `lazy-floor`: the plain bucket inside `Effect.sync` / behind `Effect.suspend`;
+ * - `effect-floor` / `lazy-floor`: the plain bucket inside `Effect.sync` / as a one-object lazy `Effect`;
  * - `ref-floor`: the lazy floor in the actor's shape: a bucket object per key that is the Effect `Ref` of its state;
  * - `mailbox-floor`: the plain bucket in a fiber per key, each call a request through its bounded `Queue` and a
  *   `Deferred` back (the literal actor's floor);
@@ -12,7 +12,19 @@
  * - `effect`: Effect 4's own `RateLimiter` from "effect/persistence" over `layerStoreMemory`;
  * - `tollgate`: this project's `acquire`, once per `fastPath` setting when the option exists.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, type Inspectable, type MutableRef, Queue, Ref, Scope } from "effect"
+import {
+  Deferred,
+  Duration,
+  Effect,
+  Effectable,
+  Exit,
+  Fiber,
+  type Inspectable,
+  type MutableRef,
+  Queue,
+  Ref,
+  Scope
+} from "effect"
 import { RateLimiter as PersistenceRateLimiter } from "effect/persistence"
 import type { Pipeable } from "effect/Pipeable"
 import { readFileSync } from "node:fs"
@@ -271,11 +283,11 @@ const effectRunner = (
 }
 
 /** The plain bucket behind an Effect-returning `decide`, in the same Effect loop as tollgate. */
-const plainInEffect = (
+const plainInEffect = <L extends PlainLimiter | PlainRefLimiter>(
   id: ContenderId,
   label: string,
-  wrap: (limiter: PlainLimiter | PlainRefLimiter, key: string) => Effect.Effect<boolean>,
-  make: (spec: Spec) => PlainLimiter | PlainRefLimiter = (spec) => new PlainLimiter(spec)
+  wrap: (limiter: L, key: string) => Effect.Effect<boolean>,
+  make: (spec: Spec) => L
 ): Contender => ({
   id,
   label,
@@ -301,24 +313,63 @@ const plainInEffect = (
 export const effectFloor: Contender = plainInEffect(
   "effect-floor",
   "plain JS bucket inside Effect.sync (the Effect floor)",
-  (limiter, key) => Effect.sync(() => limiter.tryAcquire(key))
+  (limiter, key) => Effect.sync(() => limiter.tryAcquire(key)),
+  (spec) => new PlainLimiter(spec)
 )
 
 const exitTrue = Exit.succeed(true)
 const exitFalse = Exit.succeed(false)
 
 /**
- * The lazy floor: the same plain bucket behind `Effect.suspend`, answering
- * with a shared `Exit`. This is the cheapest shape an `acquire` can take that is
- * still a lazy description able to wait in line: an `Effect.sync` cannot
- * suspend, so an acquire that may have to wait for its turn returns an
- * effect from a `suspend`. tollgate's fast path has this shape, so the gap
- * between the two is tollgate's own work.
+ * A decision on the plain bucket as the program holds it: one object whose
+ * prototype's `evaluate` (Effect's `Effectable.Prototype`) decides when the
+ * fiber runs it, answering with a shared `Exit`. One class per limiter class,
+ * so each floor's `evaluate` sees one shape.
+ */
+const floorCall = <L extends PlainLimiter | PlainRefLimiter>(label: string) => {
+  class Call implements Effect.Effect<boolean> {
+    declare readonly "~effect/Effect": Effect.Variance<boolean, never, never>
+    declare readonly [Symbol.iterator]: () => Effect.EffectIterator<Effect.Effect<boolean>>
+    declare readonly pipe: Pipeable["pipe"]
+    declare readonly toJSON: () => unknown
+    declare readonly toString: () => string
+    declare readonly [Inspectable.NodeInspectSymbol]: () => unknown
+    readonly limiter: L
+    readonly key: string
+    constructor(limiter: L, key: string) {
+      this.limiter = limiter
+      this.key = key
+    }
+  }
+  Object.setPrototypeOf(
+    Call.prototype,
+    Effectable.Prototype<Call>({
+      label,
+      evaluate() {
+        return this.limiter.tryAcquire(this.key) ? exitTrue : exitFalse
+      }
+    })
+  )
+  return (limiter: L, key: string): Effect.Effect<boolean> => new Call(limiter, key)
+}
+
+const lazyCall = floorCall<PlainLimiter>("bench/lazy-floor")
+const refCall = floorCall<PlainRefLimiter>("bench/ref-floor")
+
+/**
+ * The lazy floor: the same plain bucket as a lazy `Effect` of one object,
+ * whose `evaluate` decides and answers with a shared `Exit`. This is the
+ * cheapest shape an `acquire` can take that is still a lazy description able
+ * to fail with a typed error and to wait in line: an `Effect.sync` can do
+ * neither, and `Effect.suspend` makes three objects a call (the effect, a
+ * closure and what it captures). tollgate's single-key calls have this shape,
+ * so the gap between the two is tollgate's own work.
  */
 export const lazyFloor: Contender = plainInEffect(
   "lazy-floor",
-  "plain JS bucket behind Effect.suspend (the lazy floor)",
-  (limiter, key) => Effect.suspend(() => limiter.tryAcquire(key) ? exitTrue : exitFalse)
+  "plain JS bucket as a one-object lazy Effect (the lazy floor)",
+  lazyCall,
+  (spec) => new PlainLimiter(spec)
 )
 
 /**
@@ -329,8 +380,8 @@ export const lazyFloor: Contender = plainInEffect(
  */
 export const refFloor: Contender = plainInEffect(
   "ref-floor",
-  "plain JS bucket object that is the Effect Ref of its state, behind Effect.suspend (the Ref floor)",
-  (limiter, key) => Effect.suspend(() => limiter.tryAcquire(key) ? exitTrue : exitFalse),
+  "plain JS bucket object that is the Effect Ref of its state, as a one-object lazy Effect (the Ref floor)",
+  refCall,
   (spec) => new PlainRefLimiter(spec)
 )
 
