@@ -407,7 +407,11 @@ local spack, sunpack, sub = struct.pack, struct.unpack, string.sub
 local now
 ${readNow("now")}
 local keep = tonumber(ARGV[2])
-local out, single = {}, #KEYS == 1
+local single = #KEYS == 1
+-- one key (the commonest call) answers with a table of its own, made at its
+-- reply: the table for several keys' replies is made only for several
+local out
+if not single then out = {} end
 -- a trailing "b": the reply as one string of doubles (see the module's doc)
 local binary = not single and ARGV[4 + 2 * #KEYS] == "b"
 for k = 1, #KEYS do
