@@ -108,10 +108,10 @@ export const prelude = `
 -- Bound by bind() on the first call (the compiled code's runtime with
 -- them): a Redis Functions library is loaded with no globals but \`redis\`,
 -- and its functions run with all of them.
-local format, gmatch, concat, srep, spack, sunpack, unpackAll
+local format, gmatch, concat, srep, sub, spack, sunpack, unpackAll
 local function bind()
   bindRuntime()
-  format, gmatch, concat, srep = string.format, string.gmatch, table.concat, string.rep
+  format, gmatch, concat, srep, sub = string.format, string.gmatch, table.concat, string.rep, string.sub
   spack, sunpack, unpackAll = struct.pack, struct.unpack, unpack
 end
 
@@ -402,8 +402,6 @@ local cfg = ${reader(lean.module)}(ARGV[3])`
     : `${runtime}${prelude}bind()\n${configReader}${lean.module.lean}${leanDefinitions(lean.module)}`
   return `${prefix}
 ${config}
-local ceil, huge, format = math.ceil, math.huge, string.format
-local spack, sunpack, sub = struct.pack, struct.unpack, string.sub
 local now
 ${readNow("now")}
 local keep = tonumber(ARGV[2])
