@@ -723,6 +723,13 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
             : undefined
           return replies ?? unavailable(`unexpected reply from the ${route.name} script`)
         })
+        // A finished round lets go of its calls: V8 may have moved the
+        // arrays of rounds and arguments to the old generation (allocation
+        // site pretenuring), and an old array that still points at a call's
+        // objects keeps them alive through every scavenge until the next
+        // full collection (docs/distributed.md, "What the client still pays").
+        entries.length = 0
+        if (round.trip.out === 0) round.trip.rounds.length = 0
         fill()
       } catch (defect) {
         // whatever happens, every caller in it gets an answer
@@ -732,14 +739,17 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
     // the reply answers on the stack it arrives on: no promise, no
     // microtask per command of the store's own
     const out = (then?: () => void): void => {
+      let args: Array<string> | undefined
       const done: Connection.Done = (reply, failure) => {
         settle(reply, failure === undefined ? undefined : Connection.reasonOf(failure))
+        // (the command is over, retries included: its arguments can go; see settle)
+        if (args !== undefined) args.length = 0
         then?.()
       }
       try {
         // the reply as one string of doubles, when the client can give it back as bytes
         const binaryReply = binary && lean && entries.length > 1
-        const args = argsOf(lean, entries)
+        args = argsOf(lean, entries)
         if (binaryReply) args.push("b")
         run(route, args, round.slot, done, binaryReply)
       } catch (error) {
