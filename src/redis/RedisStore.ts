@@ -727,7 +727,7 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
         // arrays of rounds and arguments to the old generation (allocation
         // site pretenuring), and an old array that still points at a call's
         // objects keeps them alive through every scavenge until the next
-        // full collection (docs/distributed.md, "What the client still pays").
+        // full collection (docs/distributed.md, "calls kept alive by old arrays").
         entries.length = 0
         if (round.trip.out === 0) round.trip.rounds.length = 0
         fill()
