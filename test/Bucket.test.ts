@@ -13,9 +13,12 @@ import { Effect, Equal, Exit, Fiber, Metric, Ref, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { inspect } from "node:util"
 import { MemoryStore, Policy, RateLimiter, Store } from "../src/index.ts"
+import * as Activity from "../src/internal/actor/Activity.ts"
 import * as Bucket from "../src/internal/actor/Bucket.ts"
 import * as Engine from "../src/internal/actor/Engine.ts"
 import { bind } from "../src/internal/algorithm/Algorithm.ts"
+import * as Block from "../src/internal/algorithm/Block.ts"
+import * as Recorder from "../src/internal/Recorder.ts"
 
 // Lets forked fibers and bucket actors run until they park.
 const settle = Effect.yieldNow.pipe(Effect.repeat({ times: 20 }))
@@ -432,6 +435,31 @@ describe("a bucket is the Ref of its key's state", () => {
       assert.isTrue(Equal.equals(bucket, bucket))
       assert.isFalse(Equal.equals(bucket, other))
     }))
+
+  // An admission takes in place only on a state the bucket's own write found
+  // plain: a block beside it, a policy with no in-place take, or a state
+  // written past the bucket (Effect's Ref.set) go the operation's way.
+  it("takes in place only on a plain state it wrote itself", () => {
+    const limiter = { activity: new Activity.Activity<Bucket.Bucket>(), recorder: new Recorder.Recorder() }
+    const slot = limiter.activity.take(0)
+    const bucket = new Bucket.Bucket("k", limit, slot)
+    const inPlace = (now: number) => Bucket.acquireInPlace(limiter as unknown as Bucket.Limiter, bucket, 1, now)
+    assert.isUndefined(inPlace(0), "no state yet")
+    Bucket.write(bucket, limit.rule.initial(0))
+    assert.deepStrictEqual(inPlace(5), Exit.succeed(true))
+    assert.strictEqual(limiter.activity.times[slot], 5)
+    assert.strictEqual(limiter.recorder.allowed, 1)
+    const plain = Bucket.read(bucket)
+    Bucket.write(bucket, new Block.Stored(60_000, plain))
+    assert.isUndefined(inPlace(6), "under a block")
+    Bucket.write(bucket, plain)
+    assert.deepStrictEqual(inPlace(7), Exit.succeed(true))
+    Effect.runSync(Ref.set(bucket, new Block.Stored(60_000, plain)))
+    assert.isUndefined(inPlace(8), "a state written past the bucket")
+    Bucket.adopt(bucket, Policy.slidingWindow({ limit: 3, window: "1 hour" }) as Policy.SlidingWindow, plain)
+    assert.isUndefined(inPlace(9), "a policy with no in-place take")
+    assert.strictEqual(limiter.recorder.allowed, 2)
+  })
 
   it("prints as its key and state, once (not its cell, which is itself, without end)", () => {
     const bucket = new Bucket.Bucket("user:42", limit, 0)

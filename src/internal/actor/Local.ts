@@ -67,35 +67,6 @@ const answering = (limiter: Bucket.Limiter, policy: Limit): Operations.Answering
   behind: limiter.clock.behind
 })
 
-const exitTrue = Exit.succeed(true)
-const exitFalse = Exit.succeed(false)
-
-// `acquire` needs no figures: on a plain state (no block beside it, nothing
-// held, nobody in line) the algorithm's shortcut writes the admitted state
-// into the bucket's own (no allocation per admission). The same decision as
-// the operation's (a law test checks the shortcut against `step`); a
-// denial that may block the key, or let through by a dry run, goes the
-// operation's way.
-const acquireInPlace = (
-  limiter: Bucket.Limiter,
-  bucket: Bucket.Bucket,
-  cost: number,
-  now: number
-): Request.Answer<typeof Request.Kind.Acquire> | undefined => {
-  const take = bucket.policy.rule.takeInPlace
-  const state = Bucket.read(bucket)
-  if (take === undefined || state === undefined || state instanceof Block.Stored || bucket.held !== 0) return undefined
-  if (Bucket.takeInPlace(bucket, take, now, cost)) {
-    Bucket.touch(limiter, bucket, now)
-    limiter.recorder.allowed++
-    return exitTrue
-  }
-  if (bucket.policy.blockMillis > 0 || bucket.policy.dryRun) return undefined
-  Bucket.touch(limiter, bucket, now)
-  limiter.recorder.denied++
-  return exitFalse
-}
-
 /**
  * Decides a request now against the key's state (the caller's fiber, or
  * the actor's batch pass): its operation through the interpreter, and its
@@ -126,7 +97,7 @@ const decide: Decide<Request.Answer> = (limiter, bucket, kind, cost, now, payloa
     }
     case Request.Kind.Acquire: {
       if (payload === undefined && (bucket.actor === undefined || bucket.actor.line.waiters.length === 0)) {
-        const inPlace = acquireInPlace(limiter, bucket, cost, now)
+        const inPlace = Bucket.acquireInPlace(limiter, bucket, cost, now)
         if (inPlace !== undefined) return inPlace
       }
     }
@@ -452,7 +423,7 @@ const now: Decide<Request.Answer | undefined> = (limiter, bucket, kind, cost, at
   // The commonest request of all, first: the key is quiet here, so nobody
   // waits (as `decide` checks in a batch); no take in place, the interpreter
   if (kind === Request.Kind.Acquire && payload === undefined) {
-    return acquireInPlace(limiter, bucket, cost, at) ?? interpret(limiter, bucket, kind, cost, at, payload)
+    return Bucket.acquireInPlace(limiter, bucket, cost, at) ?? interpret(limiter, bucket, kind, cost, at, payload)
   }
   switch (kind) {
     case Request.Kind.Wait: {
