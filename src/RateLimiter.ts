@@ -1120,11 +1120,11 @@ interface Door {
   readonly traceKeys: boolean
 }
 
-// A key that cannot be a key: not a string, empty, or longer than `maxKeyLength`.
 // A key a limiter takes: a string of 1 to `maxKeyLength` characters.
 const keyFits = (key: string, maxKeyLength: number): boolean =>
   typeof key === "string" && key.length > 0 && key.length <= maxKeyLength
 
+// A key that cannot be a key: not a string, empty, or longer than `maxKeyLength`.
 const keyProblem = (key: string, maxKeyLength: number): InvalidRequest | undefined => {
   if (keyFits(key, maxKeyLength)) return undefined
   if (!Predicate.isString(key)) {

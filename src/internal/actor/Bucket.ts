@@ -207,6 +207,7 @@ export class Bucket implements Ref.Ref<unknown>, MutableRef.MutableRef<unknown> 
    * operation's way.
    */
   takes: ((state: unknown, now: number, cost: number) => boolean) | undefined = undefined
+  /** The state `takes` was found for (see {@link takes}). */
   plain: unknown = undefined
   /** Its slot in the limiter's `Activity` (when it last decided); -1 once forgotten. */
   slot: number
