@@ -170,30 +170,33 @@ const varying = (module: Compiled): readonly [ReadonlyArray<Field>, Field] => {
 }
 
 /**
- * Lua that sets `out` to the state `t` packed as it is stored (its code,
- * its numbers; each list as its count and then its numbers).
+ * A Lua expression: the state `t` packed as it is stored (its code, its
+ * numbers; each list as its count and then its numbers), and for a state of
+ * fixed size the double `after` behind it (the lean entry point's expiry),
+ * in the same `struct.pack`: one string made where a state and its expiry
+ * packed apart and joined made three.
  *
  * @example
  * ```ts
  * import { modules } from "./generated.ts"
  * import { encodeState } from "./fields.ts"
  *
- * encodeState(modules.TokenBucket, 1, "nxt", "packed") // 'packed = spack("<ddd", 1, nxt.level, nxt.at)'
+ * encodeState(modules.TokenBucket, 1, "nxt", "huge") // 'spack("<dddd", 1, nxt.level, nxt.at, huge)'
  * ```
  *
  * @since 0.2.0
  */
-export const encodeState = (module: Compiled, code: number, t: string, out: string): string => {
+export const encodeState = (module: Compiled, code: number, t: string, after?: string): string => {
   if (sizeOf(module) !== undefined) {
-    return `${out} = spack("<${"d".repeat(module.state.length + 1)}", ${code}, ${
-      module.state.map((f) => get(t, f.name)).join(", ")
-    })`
+    const values = [String(code), ...module.state.map((f) => get(t, f.name)), ...(after === undefined ? [] : [after])]
+    return `spack("<${"d".repeat(values.length)}", ${values.join(", ")})`
   }
+  if (after !== undefined) throw new Error(`${module.name}: a state of varying size is stored with nothing behind it`)
   const [scalars, list] = varying(module)
   const l = get(t, list.name)
   // One struct call for the code, the scalars and the list's count, then the
   // list packed as it lies (no table of every number first).
-  return `${out} = spack("<${"d".repeat(scalars.length + 2)}", ${
+  return `spack("<${"d".repeat(scalars.length + 2)}", ${
     [String(code), ...scalars.map((f) => get(t, f.name)), `#${l}`].join(", ")
   }) .. packRange(${l}, 1, #${l})`
 }
