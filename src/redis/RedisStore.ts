@@ -446,6 +446,10 @@ class Round {
   readonly entries: Array<Entry> = []
   /** The earliest deadline of its calls. */
   deadline = Infinity
+  /** Whether it is out (in the watchdog's list), and its neighbours there. */
+  out = false
+  prev: Round | undefined = undefined
+  next: Round | undefined = undefined
   constructor(route: Scripts.Route, lean: boolean, trip: Trip, slot: number) {
     this.route = route
     this.lean = lean
@@ -464,6 +468,30 @@ class Round {
     this.entries.push(e)
     this.trip.keys++
     if (e.deadline < this.deadline) this.deadline = e.deadline
+  }
+}
+
+// The rounds out, for the watchdog: a list threaded through the rounds
+// themselves. A `Set` of them cost a lone call a third of the store's own
+// work (its add and delete: about 0.5 µs of 1.2, bench/redis/path.ts).
+class Watched {
+  head: Round | undefined = undefined
+  add(round: Round): void {
+    round.out = true
+    round.next = this.head
+    if (this.head !== undefined) this.head.prev = round
+    this.head = round
+  }
+  /** Takes it out; false if it was not in. */
+  delete(round: Round): boolean {
+    if (!round.out) return false
+    round.out = false
+    const { next, prev } = round
+    if (prev === undefined) this.head = next
+    else prev.next = next
+    if (next !== undefined) next.prev = prev
+    round.prev = round.next = undefined
+    return true
   }
 }
 
@@ -573,7 +601,7 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
   // every call past its deadline as timed out and frees the slot of each
   // round past its own, so the next round goes out even if that one's
   // reply never comes.
-  const watched = new Set<Round>()
+  const watched = new Watched()
   let wakeAt = Infinity
   let watchdog: Fiber.Fiber<void> | undefined
   let closed = false
@@ -593,11 +621,14 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
     wakeAt = Infinity
     const now = clock.currentTimeMillisUnsafe()
     let next = Infinity
-    for (const round of watched) {
-      if (round.deadline > now) {
-        if (round.deadline < next) next = round.deadline
-        continue
-      }
+    // (the rounds past their deadline are found first, then ended: the list
+    // is not changed while it is walked)
+    const due: Array<Round> = []
+    for (let round = watched.head; round !== undefined; round = round.next) {
+      if (round.deadline <= now) due.push(round)
+      else if (round.deadline < next) next = round.deadline
+    }
+    for (const round of due) {
       end(round)
       answer(round.entries, (e) => timedOut(e))
     }
