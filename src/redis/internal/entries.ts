@@ -266,8 +266,7 @@ const step = (lean: Lean): string => {
     // a state of fixed size is packed where it is written, with its expiry
     Fields.sizeOf(lean.module) === undefined
       ? `\n    packed = ${Fields.encodeState(lean.module, lean.code, "nxt")}`
-      : ""
-  }
+      : ""}
   end`
 }
 
