@@ -108,10 +108,10 @@ export const prelude = `
 -- Bound by bind() on the first call (the compiled code's runtime with
 -- them): a Redis Functions library is loaded with no globals but \`redis\`,
 -- and its functions run with all of them.
-local format, gmatch, concat, srep, sub, spack, sunpack, unpackAll
+local format, gmatch, concat, srep, spack, sunpack, unpackAll
 local function bind()
   bindRuntime()
-  format, gmatch, concat, srep, sub = string.format, string.gmatch, table.concat, string.rep, string.sub
+  format, gmatch, concat, srep = string.format, string.gmatch, table.concat, string.rep
   spack, sunpack, unpackAll = struct.pack, struct.unpack, unpack
 end
 
