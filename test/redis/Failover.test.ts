@@ -17,6 +17,7 @@ import { Redis as IORedis } from "ioredis"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
@@ -42,7 +43,10 @@ const NODE_TIMEOUT = 2000
 // Sentinel's down-after-milliseconds.
 const DOWN_AFTER = 1000
 // The calls' timeout (fallback.timeout), and how long a call may outlive it
-// on a loaded machine before it counts as hung: a bound on hanging, not on speed.
+// on a loaded machine before it counts as hung: a bound on hanging, not on
+// speed. The longest the event loop stood still during the run is added to
+// it: nothing of the process runs then, so no call can end on time (a
+// machine busy with other suites has held it for a second; see "stalled").
 const TIMEOUT = 250
 const HUNG = TIMEOUT + 1000
 // How far behind its primary the replica is when the primary dies, in the
@@ -117,6 +121,9 @@ const failover = (
   Effect.gen(function*() {
     let stopped = false
     const calls: Array<Call> = []
+    // how late the event loop ran, sampled every 10 ms
+    const loop = monitorEventLoopDelay({ resolution: 10 })
+    loop.enable()
     const fiber = yield* Effect.forkChild(load(20, keys, decide, () => stopped, calls))
     yield* Effect.sleep("1 second")
     const killedAt = yield* now
@@ -131,7 +138,8 @@ const failover = (
     }
     stopped = true
     yield* Fiber.join(fiber)
-    return { killedAt, calls }
+    loop.disable()
+    return { killedAt, calls, stalled: Math.round(loop.max / 1e6) }
   })
 
 // What the printed line and the assertions read from the calls.
@@ -139,6 +147,10 @@ const measure = (killedAt: number, calls: ReadonlyArray<Call>, victimKeys: Reado
   const after = calls.filter((c) => c.start >= killedAt)
   const degraded = after.filter((c) => c.degraded)
   const last = lastDegraded(calls, victimKeys)
+  const longest = calls.reduce<Call | undefined>(
+    (most, c) => most === undefined || c.end - c.start > most.end - most.start ? c : most,
+    undefined
+  )
   return {
     calls: calls.length,
     degraded: degraded.length,
@@ -147,7 +159,10 @@ const measure = (killedAt: number, calls: ReadonlyArray<Call>, victimKeys: Reado
       ? undefined
       : degraded.reduce((first, c) => Math.min(first, c.end), Infinity) - killedAt,
     resumedAfter: last === -Infinity ? undefined : last - killedAt,
-    longest: calls.reduce((most, c) => Math.max(most, c.end - c.start), 0),
+    longest: longest === undefined ? 0 : longest.end - longest.start,
+    // when the longest call started (from the kill), and how it ended
+    longestStartedAfter: longest === undefined ? undefined : longest.start - killedAt,
+    longestDegraded: longest?.degraded,
     backOnRedis: after.filter((c) => !c.degraded && victimKeys.has(c.key) && c.start > last).length
   }
 }
@@ -200,7 +215,7 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
         const victimPort = owner(slots, Slot.slot(prefix + keys[0]))!
         const victim = cluster.nodes.find((n) => n.port === victimPort)!
         const victimKeys = new Set(keys.filter((k) => owner(slots, Slot.slot(prefix + k)) === victimPort))
-        const { calls, killedAt } = yield* failover(
+        const { calls, killedAt, stalled } = yield* failover(
           keys,
           victimKeys,
           (key) => Effect.orDie(limiter.consume(key)),
@@ -208,8 +223,10 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
           RESUME_BOUND.cluster + 5000
         )
         const m = measure(killedAt, calls, victimKeys)
-        console.info(`cluster failover (cluster-node-timeout ${NODE_TIMEOUT} ms): ${JSON.stringify(m)}`)
-        expect(m.longest).toBeLessThan(HUNG)
+        console.info(
+          `cluster failover (cluster-node-timeout ${NODE_TIMEOUT} ms): ${JSON.stringify({ ...m, stalled })}`
+        )
+        expect(m.longest).toBeLessThan(HUNG + stalled)
         expect(m.degraded).toBeGreaterThan(0)
         expect(m.resumedAfter).toBeLessThan(RESUME_BOUND.cluster)
         expect(m.backOnRedis).toBeGreaterThan(0)
@@ -248,7 +265,7 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
           const keys = all.filter((k) => owner(slots, Slot.slot(prefix + k)) === victimPort).slice(0, 200)
           const victimKeys = new Set(keys)
           const gap = { from: 0, to: 0 }
-          const { calls, killedAt } = yield* failover(
+          const { calls, killedAt, stalled } = yield* failover(
             keys,
             victimKeys,
             (key) => Effect.orDie(limiter.consume(key)),
@@ -307,11 +324,12 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
                 admittedInTheGap: inTheGap.length,
                 writtenUnanswered: unanswered,
                 resumedAfter: m.resumedAfter,
-                longest: m.longest
+                longest: m.longest,
+                stalled
               })
             }`
           )
-          expect(m.longest).toBeLessThan(2 * TIMEOUT + 1000)
+          expect(m.longest).toBeLessThan(2 * TIMEOUT + 1000 + stalled)
           if (replicas === undefined) {
             // lost: what was admitted while the replica was cut off, no more
             expect(lost).toBeGreaterThan(0)
@@ -358,7 +376,7 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
           (listener) => Effect.sync(() => listener.disconnect())
         )
         const keys = keysOf(1000)
-        const { calls, killedAt } = yield* failover(
+        const { calls, killedAt, stalled } = yield* failover(
           keys,
           new Set(keys),
           (key) => Effect.orDie(limiter.consume(key)),
@@ -369,9 +387,11 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
         const m = measure(killedAt, calls, new Set(keys))
         const switchedAfter = switched.at - killedAt
         console.info(
-          `sentinel failover (down-after-milliseconds ${DOWN_AFTER} ms): ${JSON.stringify({ ...m, switchedAfter })}`
+          `sentinel failover (down-after-milliseconds ${DOWN_AFTER} ms): ${
+            JSON.stringify({ ...m, switchedAfter, stalled })
+          }`
         )
-        expect(m.longest).toBeLessThan(HUNG)
+        expect(m.longest).toBeLessThan(HUNG + stalled)
         expect(m.degraded).toBeGreaterThan(0)
         assert.isTrue(Number.isFinite(switchedAfter), "the sentinels promoted the replica")
         expect(m.resumedAfter! - switchedAfter).toBeLessThan(SWITCH_BOUND)
