@@ -341,6 +341,11 @@ const unavailable = (reason: string) => new StoreUnavailable({ store: "redis", r
 
 const timedOut = (e: Entry) => unavailable(`timed out after ${e.timeout} ms`)
 
+// What the lean entry point is asked to do with a key: admit or take.
+const admit = String(OpKind.Admit)
+const take = String(OpKind.Take)
+const leanKind = (op: Op): string => op.kind === OpKind.Admit ? admit : take
+
 // One key's call. Its caller waits in one `Effect.callback`, resumed by the
 // reply (or the watchdog) straight from the socket's callback.
 class Entry {
@@ -399,10 +404,6 @@ class Entry {
     this.answer = exit
     this.resume(exit)
   }
-  /** For a caller that left while its call waits for a round: it is not sent. */
-  readonly cancel = (): void => {
-    this.cancelled = true
-  }
 }
 
 // One server: on Redis Cluster, one primary (as the client's table of
@@ -427,7 +428,7 @@ class Trip {
   readonly lane: Lane
   /** Its commands not yet answered. */
   out = 0
-  readonly rounds: Array<Round> = []
+  rounds: Array<Round> = []
   /** Keys it carries. */
   keys = 0
   constructor(lane: Lane) {
@@ -443,24 +444,31 @@ class Round {
   readonly trip: Trip
   /** The hash slot of its keys (Redis Cluster). */
   readonly slot: number
-  readonly entries: Array<Entry> = []
+  // (made with its first call: an empty array's first push makes room for
+  // 17, about 150 bytes a lone call does not need)
+  readonly entries: Array<Entry>
   /** The earliest deadline of its calls. */
-  deadline = Infinity
+  deadline: number
   /** Whether it is out (in the watchdog's list), and its neighbours there. */
   out = false
   prev: Round | undefined = undefined
   next: Round | undefined = undefined
-  constructor(route: Scripts.Route, lean: boolean, trip: Trip, slot: number) {
+  constructor(route: Scripts.Route, lean: boolean, trip: Trip, first: Entry) {
     this.route = route
     this.lean = lean
     this.trip = trip
-    this.slot = slot
+    this.slot = first.slot
+    this.entries = [first]
+    this.deadline = first.deadline
+    trip.keys++
   }
-  /** An empty command, in `trip`, for the entry point that `e` takes. */
+  /** A command in `trip`, for the entry point that `e` takes, carrying `e`. */
   static for(e: Entry, trip: Trip): Round {
     const lean = e.lean
-    const round = new Round(lean ? e.encoded.lean! : e.encoded.batch, lean, trip, e.slot)
-    trip.rounds.push(round)
+    const round = new Round(lean ? e.encoded.lean! : e.encoded.batch, lean, trip, e)
+    // (as for its calls)
+    if (trip.rounds.length === 0) trip.rounds = [round]
+    else trip.rounds.push(round)
     trip.out++
     return round
   }
@@ -706,15 +714,22 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
 
   // One command: the arguments for its entry point and keys.
   const argsOf = (lean: boolean, entries: ReadonlyArray<Entry>): Array<string> => {
+    const now = server ? "" : String(clock.currentTimeMillisUnsafe())
+    if (lean && entries.length === 1) {
+      // a lone call's, made whole (pushing made room for twice as many)
+      const e = entries[0]
+      const op = e.ops[0]
+      return ["", "", "1", e.key, now, keep, e.encoded.leanConfig, leanKind(op), Codec.show(op.cost)]
+    }
     // two slots for the command and the function or script (Connection.Runner)
     const args = ["", "", String(entries.length)]
     for (const e of entries) args.push(e.key)
-    args.push(server ? "" : String(clock.currentTimeMillisUnsafe()), keep)
+    args.push(now, keep)
     if (lean) {
       args.push(entries[0].encoded.leanConfig)
       for (const e of entries) {
         const op = e.ops[0]
-        args.push(String(op.kind === OpKind.Admit ? OpKind.Admit : OpKind.Take), Codec.show(op.cost))
+        args.push(leanKind(op), Codec.show(op.cost))
       }
     } else {
       for (const e of entries) args.push(e.encoded.policy, Codec.encodeOps(e.ops))
@@ -735,72 +750,80 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
     else Connection.replicated(connection, replicas, slot, (d) => runner.run(route, args, d, binaryReply), done)
   }
 
+  // Answers a round's calls from its reply (or its failure), once.
+  const settle = (round: Round, reply: unknown, failure: string | undefined): void => {
+    const { entries, lean, route } = round
+    try {
+      end(round)
+      // a binary lean reply is read once for all its keys
+      const values = lean && failure === undefined ? Codec.leanValues(reply) : reply
+      answer(entries, (e, i) => {
+        if (failure !== undefined) return unavailable(failure)
+        const replies = lean
+          ? Codec.decodeLean(values, i, entries.length, e.encoded.leanWidth)
+          : Array.isArray(reply) && reply.length === entries.length
+          ? Codec.decodeBatch(reply[i], e.ops.length)
+          : undefined
+        return replies ?? unavailable(`unexpected reply from the ${route.name} script`)
+      })
+      // A finished round lets go of its calls: V8 may have moved the
+      // arrays of rounds and arguments to the old generation (allocation
+      // site pretenuring), and an old array that still points at a call's
+      // objects keeps them alive through every scavenge until the next
+      // full collection (docs/distributed.md, "calls kept alive by old arrays").
+      entries.length = 0
+      if (round.trip.out === 0) round.trip.rounds.length = 0
+      fill()
+    } catch (defect) {
+      // whatever happens, every caller in it gets an answer
+      answer(entries, () => unavailable(`the round trip failed: ${Connection.reasonOf(defect)}`))
+    }
+  }
+
+  // Writes a round's command; the reply answers on the stack it arrives
+  // on: no promise, no microtask per command of the store's own. One
+  // closure a round, the connection's callback (three were a fifth of a
+  // lone call's allocations).
+  const transmit = (round: Round, then: (() => void) | undefined): void => {
+    let args: Array<string> | undefined
+    const done: Connection.Done = (reply, failure) => {
+      settle(round, reply, failure === undefined ? undefined : Connection.reasonOf(failure))
+      // (the command is over, retries included: its arguments can go; see settle)
+      if (args !== undefined) args.length = 0
+      then?.()
+    }
+    try {
+      const { entries, lean } = round
+      // the reply as one string of doubles, when the client can give it back as bytes
+      const binaryReply = binary && lean && entries.length > 1
+      args = argsOf(lean, entries)
+      if (binaryReply) args.push("b")
+      run(round.route, args, round.slot, done, binaryReply)
+    } catch (error) {
+      done(undefined, error)
+    }
+  }
+
   // Sends a round's command and answers its calls from the reply.
   const send = (round: Round): void => {
-    const { entries, lean, route } = round
     watched.add(round)
     if (round.deadline < wakeAt) arm(round.deadline)
-    const settle = (reply: unknown, failure: string | undefined): void => {
-      try {
-        end(round)
-        // a binary lean reply is read once for all its keys
-        const values = lean && failure === undefined ? Codec.leanValues(reply) : reply
-        answer(entries, (e, i) => {
-          if (failure !== undefined) return unavailable(failure)
-          const replies = lean
-            ? Codec.decodeLean(values, i, entries.length, e.encoded.leanWidth)
-            : Array.isArray(reply) && reply.length === entries.length
-            ? Codec.decodeBatch(reply[i], e.ops.length)
-            : undefined
-          return replies ?? unavailable(`unexpected reply from the ${route.name} script`)
-        })
-        // A finished round lets go of its calls: V8 may have moved the
-        // arrays of rounds and arguments to the old generation (allocation
-        // site pretenuring), and an old array that still points at a call's
-        // objects keeps them alive through every scavenge until the next
-        // full collection (docs/distributed.md, "calls kept alive by old arrays").
-        entries.length = 0
-        if (round.trip.out === 0) round.trip.rounds.length = 0
-        fill()
-      } catch (defect) {
-        // whatever happens, every caller in it gets an answer
-        answer(entries, () => unavailable(`the round trip failed: ${Connection.reasonOf(defect)}`))
-      }
-    }
-    // the reply answers on the stack it arrives on: no promise, no
-    // microtask per command of the store's own
-    const out = (then?: () => void): void => {
-      let args: Array<string> | undefined
-      const done: Connection.Done = (reply, failure) => {
-        settle(reply, failure === undefined ? undefined : Connection.reasonOf(failure))
-        // (the command is over, retries included: its arguments can go; see settle)
-        if (args !== undefined) args.length = 0
-        then?.()
-      }
-      try {
-        // the reply as one string of doubles, when the client can give it back as bytes
-        const binaryReply = binary && lean && entries.length > 1
-        args = argsOf(lean, entries)
-        if (binaryReply) args.push("b")
-        run(route, args, round.slot, done, binaryReply)
-      } catch (error) {
-        done(undefined, error)
-      }
-    }
+    const entries = round.entries
     let traced: Context.Context<never> | undefined
     for (let i = 0; i < entries.length && traced === undefined; i++) traced = entries[i].traced
-    if (traced === undefined) {
-      out()
-      return
-    }
+    if (traced === undefined) return transmit(round, undefined)
     // The span, only when a tracer is installed to see it, without a stack
     // trace (a span and its stack trace made a lone caller's round trip
     // 10-20 % slower here; Effect's native tracer keeps spans nowhere).
     runFork(
-      Effect.withSpan(Effect.callback<void>((resume) => out(() => resume(Effect.void))), "RedisStore.apply", {
-        attributes: { "tollgate.script": route.name, "tollgate.keys": entries.length },
-        captureStackTrace: false
-      }).pipe(Effect.provideContext(traced))
+      Effect.withSpan(
+        Effect.callback<void>((resume) => transmit(round, () => resume(Effect.void))),
+        "RedisStore.apply",
+        {
+          attributes: { "tollgate.script": round.route.name, "tollgate.keys": entries.length },
+          captureStackTrace: false
+        }
+      ).pipe(Effect.provideContext(traced))
     )
   }
 
@@ -808,8 +831,7 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
   const sendAlone = (e: Entry): void => {
     const trip = new Trip(e.lane)
     e.lane.inFlight++
-    Round.for(e, trip).add(e)
-    send(trip.rounds[0])
+    send(Round.for(e, trip))
   }
 
   // What is pending on a server, in as many trips as it has free slots, in
@@ -878,9 +900,8 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
       if (round === undefined || round.trip !== trip) {
         round = Round.for(e, trip)
         if (cluster) rounds.set(id, round)
-      }
+      } else round.add(e)
       placed.set(e.key, id)
-      round.add(e)
     }
     lane.pending = later
     pending = later
@@ -943,7 +964,10 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
     lane.pending.push(entry)
     // waits for a round: the watchdog wakes for it if it is the first due
     if (entry.deadline < wakeAt) arm(entry.deadline)
-    return entry.cancel
+    // (made here, not per call: a call sent at once cannot be withdrawn)
+    return () => {
+      entry.cancelled = true
+    }
   }
   const apply = (key: string, policy: Limit, ops: ReadonlyArray<Op>, timeoutMillis?: number) =>
     Effect.callback<ReadonlyArray<Reply>, StoreUnavailable>((resume) => {
