@@ -1230,7 +1230,7 @@ Object.setPrototypeOf(
       // The commonest call (a fitting key, no options, no tracer) is checked
       // by as few tests as can check it, and goes straight in: about 5 % of a
       // lone call (bench/history.md, 2026-11-28). Any other: `decideNow`.
-      if (this.options === undefined && keyFits(key, door.maxKeyLength) && !Trace.enabled(fiber)) {
+      if (this.options === undefined && keyFits(key, door.maxKeyLength) && Trace.none(fiber)) {
         return door.supervisor.submitUnsafe(key, this.kind, 1, 0)
       }
       return decideNow(door, fiber, this.kind, key, this.options)
