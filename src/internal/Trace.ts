@@ -30,7 +30,7 @@ export const enabled = (fiber: Fiber.Fiber<unknown, unknown> | undefined = Fiber
  * one (the default, which keeps spans nowhere): one field of its cache.
  * The commonest call checks this and goes on; one that finds a tracer asks
  * {@link enabled}. With a thousand callers on one key, `enabled` in that
- * place cost about 3 % of a call (bench/history.md, 2026-11-28, later).
+ * place cost 2–3 % of a call (bench/history.md, 2026-11-28, later still).
  *
  * @example
  * ```ts
