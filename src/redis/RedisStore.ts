@@ -466,7 +466,7 @@ class Round {
   static for(e: Entry, trip: Trip): Round {
     const lean = e.lean
     const round = new Round(lean ? e.encoded.lean! : e.encoded.batch, lean, trip, e)
-    // (as for its calls)
+    // (the trip's array, too, is made with its first round)
     if (trip.rounds.length === 0) trip.rounds = [round]
     else trip.rounds.push(round)
     trip.out++
