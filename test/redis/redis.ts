@@ -285,6 +285,48 @@ export const silentServer = Effect.acquireRelease(
   (server) => Effect.sync(() => server.close())
 ).pipe(Effect.map((server) => (server.address() as net.AddressInfo).port))
 
+/**
+ * A TCP relay on 127.0.0.1 to `target` (closed with the scope), standing in
+ * for a slow link: while `hold()` is in force, what the server sends is kept
+ * back (what clients send still goes through) until `release()`.
+ */
+export const relay = (target: number) =>
+  Effect.acquireRelease(
+    Effect.callback<{ readonly server: net.Server; readonly gate: Gate }>((resume) => {
+      const gate = new Gate()
+      const server = net.createServer((client) => {
+        const upstream = net.connect(target, "127.0.0.1")
+        client.on("data", (chunk) => upstream.write(chunk))
+        upstream.on("data", (chunk) => gate.pass(() => client.write(chunk)))
+        const close = () => {
+          client.destroy()
+          upstream.destroy()
+        }
+        client.on("close", close).on("error", close)
+        upstream.on("close", close).on("error", close)
+      })
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ server, gate })))
+    }),
+    ({ server }) => Effect.sync(() => server.close())
+  ).pipe(Effect.map(({ gate, server }) => ({ port: (server.address() as net.AddressInfo).port, gate })))
+
+/** What a `relay` holds back: sends run at once, or in order at `release()`. */
+export class Gate {
+  private held: Array<() => void> | undefined = undefined
+  hold(): void {
+    this.held ??= []
+  }
+  release(): void {
+    const held = this.held ?? []
+    this.held = undefined
+    for (const send of held) send()
+  }
+  pass(send: () => void): void {
+    if (this.held === undefined) send()
+    else this.held.push(send)
+  }
+}
+
 /** A redis-server on 127.0.0.1:port, no persistence; ready when it says so. */
 export const startServer = (port: number, dir: string, extra: ReadonlyArray<string> = []) =>
   Effect.callback<ChildProcessWithoutNullStreams>((resume) => {

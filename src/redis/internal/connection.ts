@@ -767,7 +767,25 @@ export const ioredis = Effect.fnUntraced(function*(
     lost = true
     runFork(Effect.logWarning("the connection was lost; connecting again"))
   })
+  // A client that stops connecting by itself ("end") is started again,
+  // backing off as a lost connection does: ioredis gives up for good when a
+  // sentinel announces a failover while the client is asking a sentinel
+  // where the primary is (its connector is closed under the question), and
+  // the store would answer from its fallback for ever.
+  let ended = 0
+  client.on("end", () => {
+    if (!started || closing) return
+    runFork(
+      Effect.logWarning("the client stopped connecting; starting it again").pipe(
+        Effect.andThen(Effect.sleep(Duration.millis(backoff(ended++)))),
+        Effect.andThen(Effect.sync(() => {
+          if (!closing && client.status === "end") client.connect().catch(() => {})
+        }))
+      )
+    )
+  })
   client.on("ready", () => {
+    ended = 0
     if (!lost) return
     lost = false
     runFork(Effect.logInfo("connected again"))
