@@ -18,7 +18,7 @@
  * @since 0.2.0
  */
 import type { NodeRedis } from "@effect/platform-node"
-import { Cause, Context, Duration, Effect, Exit, Predicate } from "effect"
+import { Cause, Context, Duration, Effect, Exit, FiberHandle, Predicate } from "effect"
 import { Redis } from "effect/persistence"
 import type { Cluster, Command, Redis as IORedis, RedisOptions } from "ioredis"
 import { InvalidPolicy } from "../../Errors.ts"
@@ -772,16 +772,19 @@ export const ioredis = Effect.fnUntraced(function*(
   // sentinel announces a failover while the client is asking a sentinel
   // where the primary is (its connector is closed under the question), and
   // the store would answer from its fallback for ever.
+  // (in a handle of the scope's: closing it drops a start still to come)
+  const restart = yield* FiberHandle.makeRuntime<never>()
   let ended = 0
   client.on("end", () => {
     if (!started || closing) return
-    runFork(
+    restart(
       Effect.logWarning("the client stopped connecting; starting it again").pipe(
         Effect.andThen(Effect.sleep(Duration.millis(backoff(ended++)))),
         Effect.andThen(Effect.sync(() => {
           if (!closing && client.status === "end") client.connect().catch(() => {})
         }))
-      )
+      ),
+      { onlyIfMissing: true }
     )
   })
   client.on("ready", () => {
