@@ -197,6 +197,17 @@ export interface LayerOptions extends Omit<Options, "cluster"> {
    * seconds); past it, the connection is dropped and those calls fail.
    */
   readonly closeTimeout?: Duration.Input | undefined
+  /**
+   * How long a connection may answer nothing while calls are out before the
+   * store closes it and the client opens another (default 5 seconds). A
+   * connection that nothing closes (a route lost, a middlebox between that
+   * forgot it) gives no error: without this, every call would time out into
+   * the fallback for as long as the process runs. Counted from the first
+   * call that timed out since the connection's last reply (any reply, a late
+   * one too); a server stopped for longer (a long script of another
+   * client's) costs one reconnection.
+   */
+  readonly silenceTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -413,6 +424,8 @@ class Entry {
 class Lane {
   pending: Array<Entry> = []
   inFlight = 0
+  /** When a round of it first timed out since its last reply (-1: none has). */
+  silentFrom = -1
   readonly id: string
   constructor(id: string) {
     this.id = id
@@ -639,6 +652,7 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
     for (const round of due) {
       end(round)
       answer(round.entries, (e) => timedOut(e))
+      quiet(round.trip.lane, now)
     }
     // and the calls waiting for a round (behind one that does not answer)
     for (const lane of lanes) {
@@ -659,6 +673,24 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
     if (next < Infinity) arm(next)
     fill()
   })
+  // A round timed out, and nothing has come from its server since the
+  // first that did: once that has lasted `silent.after`, the connection is
+  // closed and the client opens another. A connection that nothing closes
+  // and nothing answers (a route lost, a middlebox that forgot it) would
+  // otherwise keep every call on the fallback for as long as the process runs.
+  const silent = connection.silent
+  const quiet = (lane: Lane, now: number): void => {
+    if (silent === undefined) return
+    if (lane.silentFrom < 0) lane.silentFrom = now
+    else if (now - lane.silentFrom >= silent.after) {
+      lane.silentFrom = -1
+      runFork(Effect.logWarning(
+        `no reply from Redis${lane.id === "" ? "" : ` (${lane.id})`} in ${silent.after} ms while calls were out: ` +
+          "closing the connection, the client opens another"
+      ))
+      silent.reset(lane.id)
+    }
+  }
   const arm = (at: number): void => {
     if (closed) return
     const previous = watchdog
@@ -753,6 +785,8 @@ const build = Effect.fnUntraced(function*(connection: Connection.Connection, set
   // Answers a round's calls from its reply (or its failure), once.
   const settle = (round: Round, reply: unknown, failure: string | undefined): void => {
     const { entries, lean, route } = round
+    // (any reply, late ones too: the connection answers)
+    round.trip.lane.silentFrom = -1
     try {
       end(round)
       // a binary lean reply is read once for all its keys
@@ -1083,6 +1117,7 @@ export const layer = (
     if (settings instanceof InvalidPolicy) return yield* settings
     const connectTimeout = yield* bounded(options, "connectTimeout", 5000)
     const closeTimeout = yield* bounded(options, "closeTimeout", 2000)
+    const silenceTimeout = yield* bounded(options, "silenceTimeout", 5000)
     // ioredis is an optional peer: loaded here, so `tollgate/redis` loads without it
     const io = yield* OptionalPackage.load(
       "the Redis store's own client (RedisStore.layer)",
@@ -1093,14 +1128,15 @@ export const layer = (
       io,
       () => Connection.client(io, where, options.client),
       connectTimeout,
-      closeTimeout
+      closeTimeout,
+      silenceTimeout
     )
     return Context.make(CurrentStore, yield* build(connection, settings))
   }))
 
 const bounded = (
   options: LayerOptions,
-  field: "connectTimeout" | "closeTimeout",
+  field: "connectTimeout" | "closeTimeout" | "silenceTimeout",
   fallback: number
 ): Effect.Effect<Duration.Duration, InvalidPolicy> => {
   const input = options[field]

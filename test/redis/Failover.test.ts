@@ -256,6 +256,71 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
     90_000
   )
 
+  // A primary announces itself at a relay's port (cluster-announce-port), so
+  // the store's connection to it runs through the relay; the relay then cuts
+  // that connection silently (no reply, no close). The store closes it after
+  // silenceTimeout, and the client finds the node again from its table of slots.
+  it.live(
+    "Redis Cluster: a node's connection cut silently; the store drops it after silenceTimeout and the node's keys come back to Redis",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const cluster = yield* startCluster(dir, NODE_TIMEOUT)
+        const prefix = "cut:"
+        const slots = yield* slotsOf(cluster.nodes[0].port)
+        const keys = keysOf(1000)
+        const victimPort = owner(slots, Slot.slot(prefix + keys[0]))!
+        const victimKeys = keys.filter((k) => owner(slots, Slot.slot(prefix + k)) === victimPort)
+        const link = yield* relay(victimPort)
+        yield* Effect.promise(async () => {
+          const node = new IORedis(victimPort, "127.0.0.1")
+          try {
+            await node.call("CONFIG", "SET", "cluster-announce-bus-port", String(victimPort + 10000))
+            await node.call("CONFIG", "SET", "cluster-announce-port", String(link.port))
+          } finally {
+            node.disconnect()
+          }
+        })
+        // until the other nodes name the relay's port for its slots
+        for (let i = 0; i < 200; i++) {
+          const seen = yield* slotsOf(cluster.nodes.find((n) => n.port !== victimPort)!.port)
+          if (owner(seen, Slot.slot(prefix + keys[0])) === link.port) break
+          yield* Effect.sleep("50 millis")
+        }
+        const store = yield* storeOn(clusterOf(cluster.urls), { prefix, silenceTimeout: "1 second" })
+        const limiter = yield* RateLimiter.make({
+          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
+          fallback: { mode: "local", timeout: Duration.millis(200), retryAfter: Duration.millis(50) }
+        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        const onRedis = (key: string) => Effect.map(Effect.orDie(limiter.consume(key)), (d) => d.degraded !== true)
+        assert.isTrue(yield* onRedis(victimKeys[0]), "decided by Redis before the cut")
+        const accepted = link.accepted()
+
+        link.cut()
+        const cutAt = yield* now
+        let degraded = 0
+        let backAfter = Infinity
+        for (let i = 0; (yield* now) - cutAt < 20_000; i++) {
+          if (!(yield* onRedis(victimKeys[i % victimKeys.length]))) degraded++
+          else if (degraded > 0) {
+            backAfter = (yield* now) - cutAt
+            break
+          }
+          yield* Effect.sleep("20 millis")
+        }
+        console.info(
+          `cluster node cut silently: ${
+            JSON.stringify({ degraded, backAfter, reconnections: link.accepted() - accepted })
+          }`
+        )
+        expect(degraded).toBeGreaterThan(0)
+        expect(link.accepted()).toBeGreaterThan(accepted)
+        // the silence (1 s), the timeouts that measure it, the next table of slots (1 s): loose, for a loaded machine
+        expect(backAfter).toBeLessThan(8000)
+      }).pipe(Effect.scoped),
+    90_000
+  )
+
   // The primary is killed LAG ms after its link to the replica dropped (as
   // a network fault or a replica that falls behind leaves it); the replica
   // is promoted without what the primary acknowledged meanwhile.

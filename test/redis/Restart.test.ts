@@ -8,7 +8,8 @@
  * then it dies (killed: calls are refused at once), then it restarts empty.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Redis as IORedis } from "ioredis"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -18,7 +19,7 @@ import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
-import { freePort, hasServer, killServer, silentServer, startServer } from "./redis.ts"
+import { freePort, hasServer, killServer, relay, silentServer, startServer } from "./redis.ts"
 
 const skipped = "redis-server is not installed: the restart test is skipped (.ci/run installs it)"
 if (!hasServer) console.warn(skipped)
@@ -189,6 +190,149 @@ hung(hasServer ? "a Redis that hangs" : `a Redis that hangs (${skipped})`, () =>
         assert.isTrue(Exit.isFailure(exit) && String(exit.cause).includes("StoreUnavailable"), String(exit))
         server.kill("SIGCONT")
       }),
+    30_000
+  )
+})
+
+const silent = hasServer ? describe : describe.skip
+silent(hasServer ? "a connection that goes silent" : `a connection that goes silent (${skipped})`, () => {
+  // A route lost, or a middlebox between that forgot the connection: no
+  // reply comes and nothing closes it, so the client never learns it is
+  // gone. Every call times out into the fallback; after `silenceTimeout`
+  // of that the store closes the connection, and the client's next one
+  // (through the same relay, which lets new connections through) works.
+  it.live(
+    "cut on the way (nothing answers, nothing closes): the store opens another after silenceTimeout, and Redis decides again",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const port = yield* freePort
+        const server = yield* startServer(port, dir)
+        yield* Effect.addFinalizer(() => killServer(server))
+        const link = yield* relay(port)
+        const context = yield* Layer.build(
+          RedisStore.layer({ url: `redis://127.0.0.1:${link.port}`, prefix: "silent:", silenceTimeout: "1 second" })
+        )
+        const limiter = yield* RateLimiter.make({
+          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
+          fallback: { mode: "local", timeout: "200 millis", retryAfter: "100 millis" }
+        }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
+        const up = yield* limiter.consume("k")
+        assert.isTrue(up.allowed && up.degraded === undefined, "decided by Redis before the cut")
+
+        link.cut()
+        const cutAt = yield* Clock.currentTimeMillis
+        let degraded = 0
+        let slowest = 0
+        let backAfter = Infinity
+        while ((yield* Clock.currentTimeMillis) - cutAt < 20_000) {
+          const [took, d] = yield* Effect.timed(limiter.consume("k"))
+          slowest = Math.max(slowest, Duration.toMillis(took))
+          if (d.degraded === true) degraded++
+          else if (degraded > 0) {
+            backAfter = (yield* Clock.currentTimeMillis) - cutAt
+            break
+          }
+          yield* Effect.sleep("20 millis")
+        }
+        console.info(`a silent connection: ${JSON.stringify({ degraded, backAfter, slowest })}`)
+        expect(degraded).toBeGreaterThan(0)
+        // the silence (1 s), the timeout and retryAfter of the calls that
+        // measure it, and a reconnection: a bound loose enough for a loaded machine
+        expect(backAfter).toBeLessThan(6000)
+        expect(slowest).toBeLessThan(HUNG)
+      }).pipe(Effect.scoped),
+    30_000
+  )
+  // A server that is only slow (stopped for less than silenceTimeout, twice,
+  // a second and a half apart) keeps its connection: each silence counts
+  // from its own first timeout, and a reply in between ends the first.
+  it.live(
+    "a server silent for less than silenceTimeout, twice: the connection is kept",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const port = yield* freePort
+        const server = yield* startServer(port, dir)
+        yield* Effect.addFinalizer(() => killServer(server))
+        const admin = yield* Effect.acquireRelease(
+          Effect.sync(() => new IORedis({ host: "127.0.0.1", port })),
+          (c) => Effect.sync(() => c.disconnect())
+        )
+        const connections = Effect.promise(() => admin.info("stats")).pipe(
+          Effect.map((info) => Number(/total_connections_received:(\d+)/.exec(info)?.[1]))
+        )
+        const context = yield* Layer.build(
+          RedisStore.layer({ url: `redis://127.0.0.1:${port}`, prefix: "slow:", silenceTimeout: "1 second" })
+        )
+        const limiter = yield* RateLimiter.make({
+          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
+          fallback: { mode: "local", timeout: "200 millis", retryAfter: "50 millis" }
+        }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
+        const onRedis = Effect.map(limiter.consume("k"), (d) => d.degraded === undefined)
+        assert.isTrue(yield* onRedis)
+        const before = yield* connections
+        for (let pause = 0; pause < 2; pause++) {
+          server.kill("SIGSTOP")
+          // a call times out (200 ms) with nothing heard; then a second call, too
+          assert.isFalse(yield* onRedis)
+          yield* Effect.sleep("100 millis")
+          assert.isFalse(yield* onRedis)
+          server.kill("SIGCONT")
+          // the late replies come; calls are decided by Redis again
+          let back = false
+          for (let i = 0; i < 100 && !back; i++) {
+            back = yield* onRedis
+            if (!back) yield* Effect.sleep("20 millis")
+          }
+          assert.isTrue(back, "decided by Redis again")
+          yield* Effect.sleep("1500 millis")
+        }
+        assert.strictEqual(yield* connections, before, "no connection opened again")
+      }).pipe(Effect.scoped),
+    30_000
+  )
+  // Replies that come, but each after its call's timeout (held back by a
+  // relay and let through every 300 ms): the connection answers, so it is kept.
+  it.live(
+    "a server whose every reply comes after the call's timeout: the connection is kept",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const port = yield* freePort
+        const server = yield* startServer(port, dir)
+        yield* Effect.addFinalizer(() => killServer(server))
+        const link = yield* relay(port)
+        const context = yield* Layer.build(
+          RedisStore.layer({ url: `redis://127.0.0.1:${link.port}`, prefix: "late:", silenceTimeout: "1 second" })
+        )
+        const limiter = yield* RateLimiter.make({
+          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
+          fallback: { mode: "local", timeout: "200 millis", retryAfter: "50 millis" }
+        }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
+        assert.isTrue((yield* limiter.consume("k")).degraded === undefined)
+        const before = link.accepted()
+        link.gate.hold()
+        yield* Effect.sleep("300 millis").pipe(
+          Effect.andThen(Effect.sync(() => {
+            link.gate.release()
+            link.gate.hold()
+          })),
+          Effect.forever,
+          Effect.forkScoped
+        )
+        let degraded = 0
+        const start = yield* Clock.currentTimeMillis
+        while ((yield* Clock.currentTimeMillis) - start < 3000) {
+          if ((yield* limiter.consume("k")).degraded === true) degraded++
+          yield* Effect.sleep("20 millis")
+        }
+        expect(degraded).toBeGreaterThan(0)
+        assert.strictEqual(link.accepted(), before, "no connection opened again")
+      }).pipe(Effect.scoped),
     30_000
   )
 })

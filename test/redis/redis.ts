@@ -287,28 +287,52 @@ export const silentServer = Effect.acquireRelease(
 
 /**
  * A TCP relay on 127.0.0.1 to `target` (closed with the scope), standing in
- * for a slow link: while `hold()` is in force, what the server sends is kept
- * back (what clients send still goes through) until `release()`.
+ * for a network between: while `gate.hold()` is in force, what the server
+ * sends is kept back (what clients send still goes through) until
+ * `gate.release()`; `cut()` silently drops everything on the connections
+ * open now, both ways, for good (as a lost route or a middlebox that forgot
+ * them would), while new connections go through.
  */
-export const relay = (target: number) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly server: net.Server; readonly gate: Gate }>((resume) => {
-      const gate = new Gate()
-      const server = net.createServer((client) => {
-        const upstream = net.connect(target, "127.0.0.1")
-        client.on("data", (chunk) => upstream.write(chunk))
-        upstream.on("data", (chunk) => gate.pass(() => client.write(chunk)))
-        const close = () => {
-          client.destroy()
-          upstream.destroy()
-        }
-        client.on("close", close).on("error", close)
-        upstream.on("close", close).on("error", close)
-      })
-      server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ server, gate })))
-    }),
+export const relay = (target: number) => {
+  let accepted = 0
+  return Effect.acquireRelease(
+    Effect.callback<{ readonly server: net.Server; readonly gate: Gate; readonly open: Set<{ cut: boolean }> }>(
+      (resume) => {
+        const gate = new Gate()
+        const open = new Set<{ cut: boolean }>()
+        const server = net.createServer((client) => {
+          accepted++
+          const link = { cut: false }
+          open.add(link)
+          const upstream = net.connect(target, "127.0.0.1")
+          client.on("data", (chunk) => {
+            if (!link.cut) upstream.write(chunk)
+          })
+          upstream.on("data", (chunk) => {
+            if (!link.cut) gate.pass(() => client.write(chunk))
+          })
+          const close = () => {
+            open.delete(link)
+            client.destroy()
+            upstream.destroy()
+          }
+          client.on("close", close).on("error", close)
+          upstream.on("close", close).on("error", close)
+        })
+        server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ server, gate, open })))
+      }
+    ),
     ({ server }) => Effect.sync(() => server.close())
-  ).pipe(Effect.map(({ gate, server }) => ({ port: (server.address() as net.AddressInfo).port, gate })))
+  ).pipe(Effect.map(({ gate, open, server }) => ({
+    port: (server.address() as net.AddressInfo).port,
+    gate,
+    cut: () => {
+      for (const link of open) link.cut = true
+    },
+    /** How many connections it has accepted. */
+    accepted: () => accepted
+  })))
+}
 
 /** What a `relay` holds back: sends run at once, or in order at `release()`. */
 export class Gate {

@@ -73,6 +73,13 @@ export interface Connection {
    * returns, so that they leave in one write.
    */
   readonly together?: ((node: string, send: () => void) => void) | undefined
+  /**
+   * A connection of the store's own, closed when it has answered nothing
+   * for `after` ms while commands were out (see `RedisStore.LayerOptions.silenceTimeout`):
+   * `reset(node)` closes it (`node` as `nodeOf` names it, `""` on one
+   * server), and the client opens another.
+   */
+  readonly silent?: { readonly after: number; readonly reset: (node: string) => void } | undefined
 }
 
 // A promise's outcome as a `Done`.
@@ -722,7 +729,9 @@ export const client = (io: Ioredis, place: Where, options: ClientOptions | undef
  * `connectTimeout`, else `RedisError`) before the store uses it, and closed
  * with the scope (`QUIT`, waiting up to `closeTimeout` for the replies still
  * due, then dropped). Its errors go to Effect's loggers at debug level (the
- * store's calls report their own failures).
+ * store's calls report their own failures). A client that stops connecting
+ * by itself is started again, and a connection silent for `silenceTimeout`
+ * while commands are out can be closed by the store (`Connection.silent`).
  *
  * @example
  * ```ts
@@ -734,7 +743,8 @@ export const client = (io: Ioredis, place: Where, options: ClientOptions | undef
  *   io,
  *   () => client(io, { _tag: "Server", address: { host: "127.0.0.1", port: 6379, tls: false } }, undefined),
  *   Duration.seconds(5),
- *   Duration.seconds(2)
+ *   Duration.seconds(2),
+ *   Duration.seconds(5)
  * )
  * ```
  *
@@ -744,7 +754,8 @@ export const ioredis = Effect.fnUntraced(function*(
   io: Ioredis,
   make: () => IORedis | Cluster,
   connectTimeout: Duration.Duration,
-  closeTimeout: Duration.Duration
+  closeTimeout: Duration.Duration,
+  silenceTimeout: Duration.Duration
 ) {
   const runFork = Effect.runForkWith(yield* Effect.context<never>())
   const client = yield* Effect.try({
@@ -858,5 +869,15 @@ export const ioredis = Effect.fnUntraced(function*(
       Effect.andThen(Effect.sync(() => client.disconnect()))
     )
   )
-  return fromIoredis(io, client)
+  // A connection that answers nothing and is not closed (a route lost, a
+  // middlebox that forgot it) is dropped here, so the client opens another:
+  // its socket is destroyed, which a lost connection's handling follows (a
+  // cluster's node is found again on its next table of slots).
+  const reset = (node: string): void => {
+    if (!isCluster(client)) return void client.stream?.destroy()
+    for (const redis of client.nodes("master")) {
+      if (`${redis.options.host}:${redis.options.port}` === node) redis.stream?.destroy()
+    }
+  }
+  return { ...fromIoredis(io, client), silent: { after: Duration.toMillis(silenceTimeout), reset } }
 })
