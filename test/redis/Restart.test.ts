@@ -8,7 +8,7 @@
  * then it dies (killed: calls are refused at once), then it restarts empty.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Logger, References, Scope } from "effect"
 import { Redis as IORedis } from "ioredis"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -332,6 +332,46 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
         }
         expect(degraded).toBeGreaterThan(0)
         assert.strictEqual(link.accepted(), before, "no connection opened again")
+      }).pipe(Effect.scoped),
+    30_000
+  )
+})
+
+const memory = hasServer ? describe : describe.skip
+memory(hasServer ? "a Redis that may evict keys" : `a Redis that may evict keys (${skipped})`, () => {
+  // A key Redis evicts starts afresh and admits again: the store says so
+  // when it starts, naming the server's policy; a server that refuses
+  // writes when full (noeviction) is not named.
+  it.live(
+    "the store warns at its start when the server's maxmemory-policy may evict its keys",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const warnings = (policy: string) =>
+          Effect.gen(function*() {
+            const port = yield* freePort
+            const server = yield* startServer(port, dir, ["--maxmemory", "100mb", "--maxmemory-policy", policy])
+            yield* Effect.addFinalizer(() => killServer(server))
+            const lines: Array<string> = []
+            const logger = Logger.make<unknown, void>(({ logLevel, message }) => {
+              if (logLevel === "Warn") lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+            })
+            yield* Layer.build(RedisStore.layer({ url: `redis://127.0.0.1:${port}` })).pipe(
+              Effect.provide(Logger.layer([logger])),
+              Effect.provideService(References.MinimumLogLevel, "Debug"),
+              Effect.scoped
+            )
+            // (the line is logged from a fiber of its own)
+            yield* Effect.sleep("50 millis")
+            return lines
+          })
+        const lru = yield* warnings("allkeys-lru")
+        assert.isTrue(lru.some((l) => l.includes("maxmemory-policy allkeys-lru")), lru.join("\n"))
+        const ttl = yield* warnings("volatile-ttl")
+        assert.isTrue(ttl.some((l) => l.includes("maxmemory-policy volatile-ttl")), ttl.join("\n"))
+        const none = yield* warnings("noeviction")
+        assert.deepStrictEqual(none, [])
       }).pipe(Effect.scoped),
     30_000
   )

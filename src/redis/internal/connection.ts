@@ -725,6 +725,60 @@ export const client = (io: Ioredis, place: Where, options: ClientOptions | undef
 }
 
 /**
+ * What a server's `INFO memory` says of evicting keys: its
+ * `maxmemory-policy` when it may evict (a memory limit set, and a policy
+ * other than `noeviction`), else undefined.
+ *
+ * @example
+ * ```ts
+ * import { evicting } from "./connection.ts"
+ *
+ * evicting("maxmemory:104857600\r\nmaxmemory_policy:allkeys-lru\r\n") // "allkeys-lru"
+ * evicting("maxmemory:0\r\nmaxmemory_policy:allkeys-lru\r\n") // undefined: no limit
+ * ```
+ *
+ * @since 0.3.0
+ */
+export const evicting = (info: string): string | undefined => {
+  const max = /(?:^|\n)maxmemory:(\d+)/.exec(info)?.[1]
+  const policy = /(?:^|\n)maxmemory_policy:([^\r\n]+)/.exec(info)?.[1]
+  return max !== undefined && Number(max) > 0 && policy !== undefined && policy !== "noeviction" ? policy : undefined
+}
+
+// A server that may evict keys forgets a limiter's: every key it evicts
+// starts afresh and admits again (its TTL makes it a candidate under the
+// volatile policies too). Said once, at the start, per server; a server
+// that refuses INFO (an ACL) is not asked again.
+const evictionCheck = (
+  servers: ReadonlyArray<IORedis>,
+  runFork: <A, E>(effect: Effect.Effect<A, E>) => unknown,
+  within: Duration.Duration
+) =>
+  Effect.forEach(
+    servers,
+    (server) =>
+      Effect.promise(() => server.info("memory").then((info) => ({ info }), (error: unknown) => ({ error }))).pipe(
+        Effect.timeoutOption(within),
+        Effect.map((answer) => {
+          // (behind Sentinel the options name no host: the stream's peer is the primary)
+          const where = `${server.stream?.remoteAddress ?? server.options.host}:${
+            server.stream?.remotePort ?? server.options.port
+          }`
+          if (answer._tag === "None") return runFork(Effect.logDebug(`redis ${where}: INFO memory did not answer`))
+          const reply = answer.value
+          if ("error" in reply) return runFork(Effect.logDebug(`redis ${where}: INFO memory: ${reasonOf(reply.error)}`))
+          const policy = evicting(reply.info)
+          if (policy === undefined) return
+          runFork(Effect.logWarning(
+            `redis ${where} may evict the limiter's keys (maxmemory-policy ${policy}): a key it evicts starts ` +
+              "afresh and admits again; with noeviction it refuses writes when full, and the limiter's fallback decides"
+          ))
+        })
+      ),
+    { discard: true }
+  )
+
+/**
  * An ioredis client of the store's own, in the scope: connected (within
  * `connectTimeout`, else `RedisError`) before the store uses it, and closed
  * with the scope (`QUIT`, waiting up to `closeTimeout` for the replies still
@@ -860,6 +914,7 @@ export const ioredis = Effect.fnUntraced(function*(
       })
     }
   }
+  yield* evictionCheck(isCluster(client) ? client.nodes("master") : [client], runFork, connectTimeout)
   yield* Effect.addFinalizer(() =>
     Effect.callback<void>((resume) => {
       closing = true
