@@ -362,8 +362,6 @@ memory(hasServer ? "a Redis that may evict keys" : `a Redis that may evict keys 
               Effect.provideService(References.MinimumLogLevel, "Debug"),
               Effect.scoped
             )
-            // (the line is logged from a fiber of its own)
-            yield* Effect.sleep("50 millis")
             return lines
           })
         const lru = yield* warnings("allkeys-lru")
@@ -372,6 +370,100 @@ memory(hasServer ? "a Redis that may evict keys" : `a Redis that may evict keys 
         assert.isTrue(ttl.some((l) => l.includes("maxmemory-policy volatile-ttl")), ttl.join("\n"))
         const none = yield* warnings("noeviction")
         assert.deepStrictEqual(none, [])
+      }).pipe(Effect.scoped),
+    30_000
+  )
+})
+
+const moved = hasServer ? describe : describe.skip
+moved(hasServer ? "a primary turned replica" : `a primary turned replica (${skipped})`, () => {
+  // A managed Redis fails over behind one name (a DNS name that moves to
+  // the new primary): the old primary, turned replica, keeps the store's
+  // connection and refuses every write with READONLY. The store then
+  // connects again, and finds the new primary behind the name (a relay
+  // here, whose next connections go to it).
+  it.live(
+    "writes refused with READONLY: the store connects again and finds the new primary",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const [oldPort, newPort] = [yield* freePort, yield* freePort]
+        const old = yield* startServer(oldPort, dir)
+        yield* Effect.addFinalizer(() => killServer(old))
+        const next = yield* startServer(newPort, dir, ["--dbfilename", "next.rdb"])
+        yield* Effect.addFinalizer(() => killServer(next))
+        const name = yield* relay(oldPort)
+        const context = yield* Layer.build(
+          RedisStore.layer({ url: `redis://127.0.0.1:${name.port}`, prefix: "moved:" })
+        )
+        const limiter = yield* RateLimiter.make({
+          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
+          fallback: { mode: "local", timeout: "500 millis", retryAfter: "50 millis" }
+        }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
+        assert.isTrue((yield* limiter.consume("k")).degraded === undefined, "decided by Redis")
+
+        // the failover: the old primary follows the new one, and the name moves
+        yield* Effect.promise(async () => {
+          const admin = new IORedis({ host: "127.0.0.1", port: oldPort })
+          try {
+            await admin.call("REPLICAOF", "127.0.0.1", String(newPort))
+          } finally {
+            admin.disconnect()
+          }
+        })
+        name.retarget(newPort)
+        const movedAt = yield* Clock.currentTimeMillis
+        let degraded = 0
+        let backAfter = Infinity
+        while ((yield* Clock.currentTimeMillis) - movedAt < 10_000) {
+          const d = yield* limiter.consume("k")
+          if (d.degraded === true) degraded++
+          else if (degraded > 0) {
+            backAfter = (yield* Clock.currentTimeMillis) - movedAt
+            break
+          }
+          yield* Effect.sleep("20 millis")
+        }
+        console.info(`a primary turned replica: ${JSON.stringify({ degraded, backAfter })}`)
+        expect(degraded).toBeGreaterThan(0)
+        expect(backAfter).toBeLessThan(5000)
+      }).pipe(Effect.scoped),
+    30_000
+  )
+
+  it.live(
+    "a store given a replica warns at its start that it refuses the limiter's writes",
+    () =>
+      Effect.gen(function*() {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const [primaryPort, replicaPort] = [yield* freePort, yield* freePort]
+        const primary = yield* startServer(primaryPort, dir)
+        yield* Effect.addFinalizer(() => killServer(primary))
+        const replica = yield* startServer(replicaPort, dir, [
+          "--dbfilename",
+          "replica.rdb",
+          "--replicaof",
+          "127.0.0.1",
+          String(primaryPort)
+        ])
+        yield* Effect.addFinalizer(() => killServer(replica))
+        const warnings = (port: number) =>
+          Effect.gen(function*() {
+            const lines: Array<string> = []
+            const logger = Logger.make<unknown, void>(({ logLevel, message }) => {
+              if (logLevel === "Warn") lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+            })
+            yield* Layer.build(RedisStore.layer({ url: `redis://127.0.0.1:${port}` })).pipe(
+              Effect.provide(Logger.layer([logger])),
+              Effect.scoped
+            )
+            return lines
+          })
+        const onReplica = yield* warnings(replicaPort)
+        assert.isTrue(onReplica.some((l) => l.includes(`127.0.0.1:${replicaPort} is a replica`)), onReplica.join("\n"))
+        assert.deepStrictEqual(yield* warnings(primaryPort), [])
       }).pipe(Effect.scoped),
     30_000
   )

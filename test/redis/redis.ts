@@ -295,6 +295,7 @@ export const silentServer = Effect.acquireRelease(
  */
 export const relay = (target: number) => {
   let accepted = 0
+  let to = target
   return Effect.acquireRelease(
     Effect.callback<{ readonly server: net.Server; readonly gate: Gate; readonly open: Set<{ cut: boolean }> }>(
       (resume) => {
@@ -304,7 +305,7 @@ export const relay = (target: number) => {
           accepted++
           const link = { cut: false }
           open.add(link)
-          const upstream = net.connect(target, "127.0.0.1")
+          const upstream = net.connect(to, "127.0.0.1")
           client.on("data", (chunk) => {
             if (!link.cut) upstream.write(chunk)
           })
@@ -330,7 +331,11 @@ export const relay = (target: number) => {
       for (const link of open) link.cut = true
     },
     /** How many connections it has accepted. */
-    accepted: () => accepted
+    accepted: () => accepted,
+    /** Where the connections it accepts from now on go (as a name that moves to another server). */
+    retarget: (port: number) => {
+      to = port
+    }
   })))
 }
 

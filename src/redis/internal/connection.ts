@@ -670,7 +670,14 @@ export type ClientOptions = Omit<
  * @since 0.3.0
  */
 export const client = (io: Ioredis, place: Where, options: ClientOptions | undefined): IORedis | Cluster => {
-  const reconnect = { retryStrategy: (times: number) => backoff(times - 1) }
+  const reconnect = {
+    retryStrategy: (times: number) => backoff(times - 1),
+    // A primary turned replica (a failover behind one name, as a managed
+    // Redis's DNS name moves to the new primary) keeps the connection and
+    // refuses every write: connecting again finds the primary. (1: the
+    // command fails, the fallback decides; it is not sent again.)
+    reconnectOnError: (error: Error) => error.message.startsWith("READONLY") ? 1 as const : false
+  }
   const auth = (a: Address) => ({
     ...(a.username === undefined ? {} : { username: a.username }),
     ...(a.password === undefined ? {} : { password: a.password })
@@ -745,38 +752,51 @@ export const evicting = (info: string): string | undefined => {
   return max !== undefined && Number(max) > 0 && policy !== undefined && policy !== "noeviction" ? policy : undefined
 }
 
-// A server that may evict keys forgets a limiter's: every key it evicts
-// starts afresh and admits again (its TTL makes it a candidate under the
-// volatile policies too). Said once, at the start, per server; a server
-// that refuses INFO (an ACL) is not asked again.
-const evictionCheck = (
-  servers: ReadonlyArray<IORedis>,
-  runFork: <A, E>(effect: Effect.Effect<A, E>) => unknown,
-  within: Duration.Duration
-) =>
-  Effect.forEach(
-    servers,
-    (server) =>
-      Effect.promise(() => server.info("memory").then((info) => ({ info }), (error: unknown) => ({ error }))).pipe(
-        Effect.timeoutOption(within),
-        Effect.map((answer) => {
-          // (behind Sentinel the options name no host: the stream's peer is the primary)
-          const where = `${server.stream?.remoteAddress ?? server.options.host}:${
-            server.stream?.remotePort ?? server.options.port
-          }`
-          if (answer._tag === "None") return runFork(Effect.logDebug(`redis ${where}: INFO memory did not answer`))
-          const reply = answer.value
-          if ("error" in reply) return runFork(Effect.logDebug(`redis ${where}: INFO memory: ${reasonOf(reply.error)}`))
-          const policy = evicting(reply.info)
-          if (policy === undefined) return
-          runFork(Effect.logWarning(
-            `redis ${where} may evict the limiter's keys (maxmemory-policy ${policy}): a key it evicts starts ` +
-              "afresh and admits again; with noeviction it refuses writes when full, and the limiter's fallback decides"
-          ))
-        })
-      ),
-    { discard: true }
-  )
+// What the store checks of each server as it starts, said as warnings (once:
+// a server reconfigured later is not noticed; one that refuses INFO, an
+// ACL, is noted at debug level):
+// - a server that may evict keys forgets a limiter's: every key it evicts
+//   starts afresh and admits again (its TTL makes it a candidate under the
+//   volatile policies too);
+// - a replica refuses the limiter's writes (READONLY): every call goes to
+//   the fallback, and the client connects again after each.
+const startChecks = (servers: ReadonlyArray<IORedis>, within: Duration.Duration) =>
+  Effect.forEach(servers, (server) =>
+    Effect.gen(function*() {
+      // (behind Sentinel the options name no host: the stream's peer is the primary)
+      const where = `${server.stream?.remoteAddress ?? server.options.host}:${
+        server.stream?.remotePort ?? server.options.port
+      }`
+      const ask = (section: string) =>
+        Effect.promise(() => server.info(section).then((info) => ({ info }), (error: unknown) => ({ error }))).pipe(
+          Effect.timeoutOption(within),
+          Effect.flatMap((answer) =>
+            answer._tag === "None"
+              ? Effect.as(Effect.logDebug(`redis ${where}: INFO ${section} did not answer`), undefined)
+              : "error" in answer.value
+              ? Effect.as(
+                Effect.logDebug(`redis ${where}: INFO ${section}: ${reasonOf(answer.value.error)}`),
+                undefined
+              )
+              : Effect.succeed(answer.value.info)
+          )
+        )
+      const memory = yield* ask("memory")
+      const policy = memory === undefined ? undefined : evicting(memory)
+      if (policy !== undefined) {
+        yield* Effect.logWarning(
+          `redis ${where} may evict the limiter's keys (maxmemory-policy ${policy}): a key it evicts starts ` +
+            "afresh and admits again; with noeviction it refuses writes when full, and the limiter's fallback decides"
+        )
+      }
+      const replication = yield* ask("replication")
+      if (replication !== undefined && /(?:^|\n)role:slave\b/.test(replication)) {
+        yield* Effect.logWarning(
+          `redis ${where} is a replica: it refuses the limiter's writes (READONLY), so every call goes to the ` +
+            "fallback; give the store the primary (or its sentinels)"
+        )
+      }
+    }), { discard: true })
 
 /**
  * An ioredis client of the store's own, in the scope: connected (within
@@ -914,7 +934,7 @@ export const ioredis = Effect.fnUntraced(function*(
       })
     }
   }
-  yield* evictionCheck(isCluster(client) ? client.nodes("master") : [client], runFork, connectTimeout)
+  yield* startChecks(isCluster(client) ? client.nodes("master") : [client], connectTimeout)
   yield* Effect.addFinalizer(() =>
     Effect.callback<void>((resume) => {
       closing = true
