@@ -796,7 +796,7 @@ const startChecks = (servers: ReadonlyArray<IORedis>, within: Duration.Duration)
             "fallback; give the store the primary (or its sentinels)"
         )
       }
-    }), { discard: true })
+    }), { discard: true, concurrency: "unbounded" })
 
 /**
  * An ioredis client of the store's own, in the scope: connected (within
