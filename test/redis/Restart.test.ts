@@ -468,3 +468,46 @@ moved(hasServer ? "a primary turned replica" : `a primary turned replica (${skip
     30_000
   )
 })
+
+const credentials = hasServer ? describe : describe.skip
+credentials(hasServer ? "credentials refused" : `credentials refused (${skipped})`, () => {
+  // A password rotated on the server: every attempt to connect again is
+  // refused. That is a warning (once, not once a second), where a server
+  // that is down is only noted at debug level.
+  it.live("a password changed on the server: one warning naming the refusal", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const port = yield* freePort
+      const server = yield* startServer(port, dir, ["--requirepass", "before"])
+      yield* Effect.addFinalizer(() => killServer(server))
+      const lines: Array<string> = []
+      const logger = Logger.make<unknown, void>(({ logLevel, message }) => {
+        if (logLevel === "Warn") lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+      })
+      const context = yield* Layer.build(RedisStore.layer({ url: `redis://:before@127.0.0.1:${port}` })).pipe(
+        Effect.provide(Logger.layer([logger]))
+      )
+      const limiter = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
+        fallback: { mode: "local", timeout: "500 millis", retryAfter: "100 millis" }
+      }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
+      assert.isTrue((yield* limiter.consume("k")).degraded === undefined)
+      yield* Effect.promise(async () => {
+        const admin = new IORedis({ host: "127.0.0.1", port, password: "before" })
+        try {
+          await admin.call("CONFIG", "SET", "requirepass", "after")
+          await admin.call("CLIENT", "KILL", "TYPE", "normal")
+        } finally {
+          admin.disconnect()
+        }
+      })
+      // several attempts to connect again (backing off to about a second)
+      for (let i = 0; i < 12; i++) {
+        assert.isTrue((yield* limiter.consume("k")).degraded === true)
+        yield* Effect.sleep("250 millis")
+      }
+      const refusals = lines.filter((l) => l.includes("refuses the store's credentials: WRONGPASS"))
+      assert.strictEqual(refusals.length, 1, lines.join("\n"))
+    }).pipe(Effect.scoped), 30_000)
+})

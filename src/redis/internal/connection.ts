@@ -838,9 +838,18 @@ export const ioredis = Effect.fnUntraced(function*(
   })
   let last: unknown = undefined
   let started = false
+  // Each failed attempt to connect is at debug level (a server down says
+  // so once a second), but a server that refuses the store's credentials
+  // (a password rotated, a user disabled) will not change its mind: that is
+  // a warning, once per reason until the client is connected again.
+  let refused: string | undefined
   const onError = (error: unknown) => {
     last = error
-    runFork(Effect.logDebug(`redis: ${reasonOf(error)}`))
+    const reason = reasonOf(error)
+    if (/^(WRONGPASS|NOAUTH|NOPERM)\b/.test(reason) && reason !== refused) {
+      refused = reason
+      runFork(Effect.logWarning(`redis refuses the store's credentials: ${reason}`))
+    } else runFork(Effect.logDebug(`redis: ${reason}`))
   }
   client.on("error", onError)
   // One warning when the connection is lost, one line when it is back
@@ -874,6 +883,7 @@ export const ioredis = Effect.fnUntraced(function*(
   })
   client.on("ready", () => {
     ended = 0
+    refused = undefined
     if (!lost) return
     lost = false
     runFork(Effect.logInfo("connected again"))
