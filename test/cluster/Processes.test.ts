@@ -127,7 +127,9 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
       Effect.gen(function*() {
         const db = yield* database
         yield* Effect.all([startRunner(db), startRunner(db), startRunner(db)], { concurrency: "unbounded" })
-        const cluster = yield* client(db)
+        // (a timeout well above a loaded machine's stalls: a fallback answer
+        // here would be a call that hung, not one the machine held up 500 ms)
+        const cluster = yield* client(db, "deny", "5 seconds")
         yield* warm(cluster, Array.from({ length: 600 }, (_, i) => `tb:warm:${i}`))
         const local = yield* RateLimiter.make({ policy: policyFor })
         // sequential: op by op, on the cluster and in process
