@@ -19,7 +19,7 @@ import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
-import { freePort, hasServer, killServer, relay, silentServer, startServer } from "./redis.ts"
+import { decidedByRedis, freePort, hasServer, killServer, relay, silentServer, startServer } from "./redis.ts"
 
 const skipped = "redis-server is not installed: the restart test is skipped (.ci/run installs it)"
 if (!hasServer) console.warn(skipped)
@@ -218,8 +218,7 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
           policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
           fallback: { mode: "local", timeout: "200 millis", retryAfter: "100 millis" }
         }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
-        const up = yield* limiter.consume("k")
-        assert.isTrue(up.allowed && up.degraded === undefined, "decided by Redis before the cut")
+        yield* decidedByRedis(limiter.consume("k"))
 
         link.cut()
         const cutAt = yield* Clock.currentTimeMillis
@@ -245,9 +244,10 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
       }).pipe(Effect.scoped),
     30_000
   )
-  // A server that is only slow (stopped for less than silenceTimeout, twice,
-  // a second and a half apart) keeps its connection: each silence counts
-  // from its own first timeout, and a reply in between ends the first.
+  // A server that is only slow (stopped for about half a second, twice,
+  // 3.5 s apart, with silenceTimeout 3 s: room for a loaded machine's
+  // stalls) keeps its connection: each silence counts from its own first
+  // timeout, and a reply in between ends the first.
   it.live(
     "a server silent for less than silenceTimeout, twice: the connection is kept",
     () =>
@@ -265,14 +265,14 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
           Effect.map((info) => Number(/total_connections_received:(\d+)/.exec(info)?.[1]))
         )
         const context = yield* Layer.build(
-          RedisStore.layer({ url: `redis://127.0.0.1:${port}`, prefix: "slow:", silenceTimeout: "1 second" })
+          RedisStore.layer({ url: `redis://127.0.0.1:${port}`, prefix: "slow:", silenceTimeout: "3 seconds" })
         )
         const limiter = yield* RateLimiter.make({
           policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
           fallback: { mode: "local", timeout: "200 millis", retryAfter: "50 millis" }
         }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
         const onRedis = Effect.map(limiter.consume("k"), (d) => d.degraded === undefined)
-        assert.isTrue(yield* onRedis)
+        yield* decidedByRedis(limiter.consume("k"))
         const before = yield* connections
         for (let pause = 0; pause < 2; pause++) {
           server.kill("SIGSTOP")
@@ -288,7 +288,7 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
             if (!back) yield* Effect.sleep("20 millis")
           }
           assert.isTrue(back, "decided by Redis again")
-          yield* Effect.sleep("1500 millis")
+          yield* Effect.sleep("3500 millis")
         }
         assert.strictEqual(yield* connections, before, "no connection opened again")
       }).pipe(Effect.scoped),
@@ -307,13 +307,13 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
         yield* Effect.addFinalizer(() => killServer(server))
         const link = yield* relay(port)
         const context = yield* Layer.build(
-          RedisStore.layer({ url: `redis://127.0.0.1:${link.port}`, prefix: "late:", silenceTimeout: "1 second" })
+          RedisStore.layer({ url: `redis://127.0.0.1:${link.port}`, prefix: "late:", silenceTimeout: "3 seconds" })
         )
         const limiter = yield* RateLimiter.make({
           policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
           fallback: { mode: "local", timeout: "200 millis", retryAfter: "50 millis" }
         }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
-        assert.isTrue((yield* limiter.consume("k")).degraded === undefined)
+        yield* decidedByRedis(limiter.consume("k"))
         const before = link.accepted()
         link.gate.hold()
         yield* Effect.sleep("300 millis").pipe(
@@ -326,7 +326,7 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
         )
         let degraded = 0
         const start = yield* Clock.currentTimeMillis
-        while ((yield* Clock.currentTimeMillis) - start < 3000) {
+        while ((yield* Clock.currentTimeMillis) - start < 5000) {
           if ((yield* limiter.consume("k")).degraded === true) degraded++
           yield* Effect.sleep("20 millis")
         }
@@ -401,7 +401,7 @@ moved(hasServer ? "a primary turned replica" : `a primary turned replica (${skip
           policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
           fallback: { mode: "local", timeout: "500 millis", retryAfter: "50 millis" }
         }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
-        assert.isTrue((yield* limiter.consume("k")).degraded === undefined, "decided by Redis")
+        yield* decidedByRedis(limiter.consume("k"))
 
         // the failover: the old primary follows the new one, and the name moves
         yield* Effect.promise(async () => {
@@ -492,7 +492,7 @@ credentials(hasServer ? "credentials refused" : `credentials refused (${skipped}
         policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
         fallback: { mode: "local", timeout: "500 millis", retryAfter: "100 millis" }
       }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
-      assert.isTrue((yield* limiter.consume("k")).degraded === undefined)
+      yield* decidedByRedis(limiter.consume("k"))
       yield* Effect.promise(async () => {
         const admin = new IORedis({ host: "127.0.0.1", port, password: "before" })
         try {

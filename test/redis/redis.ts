@@ -339,6 +339,21 @@ export const relay = (target: number) => {
   })))
 }
 
+/**
+ * Runs `decide` until Redis decides it (not the limiter's fallback), 20 s at
+ * most: a store's first call loads its scripts, which a loaded machine may
+ * take longer to do than a call's timeout in the tests of failures.
+ */
+export const decidedByRedis = (decide: Effect.Effect<{ readonly degraded?: boolean | undefined }, unknown>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 200; i++) {
+      const d = yield* Effect.orDie(decide)
+      if (d.degraded !== true) return
+      yield* Effect.sleep("100 millis")
+    }
+    return yield* Effect.die("no call was decided by Redis in 20 s")
+  })
+
 /** What a `relay` holds back: sends run at once, or in order at `release()`. */
 export class Gate {
   private held: Array<() => void> | undefined = undefined
