@@ -33,7 +33,8 @@ import {
   relay,
   startCluster,
   startSentinels,
-  storeOn
+  storeOn,
+  untilBackOnRedis
 } from "./redis.ts"
 
 const skipped = "redis-server or redis-cli is not installed: the failover tests are skipped (.ci/run installs them)"
@@ -217,6 +218,24 @@ const switchOf = (url: string, name: string) =>
     return switched
   })
 
+// A limiter of one generous token bucket on `store`, whose fallback decides
+// locally after `timeout` ms.
+const generousOn = (store: Store.Store, timeout = TIMEOUT, retryAfter = RETRY_AFTER) =>
+  RateLimiter.make({
+    policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
+    fallback: { mode: "local", timeout: Duration.millis(timeout), retryAfter: Duration.millis(retryAfter) },
+    mailboxCapacity: 65_536
+  }).pipe(Effect.provideService(Store.CurrentStore, store))
+
+// The store behind the sentinels at `urls`, for the primary `name`; its
+// client's errors are logged, at debug level (a failover whose calls do not
+// resume says what the client met meanwhile).
+const behindSentinels = (name: string, urls: ReadonlyArray<string>, prefix: string) =>
+  storeOn(
+    { name: "a Sentinel set of the test's own", where: { sentinel: { name, sentinels: urls } }, missing: "" },
+    { prefix }
+  ).pipe(Effect.provideService(References.MinimumLogLevel, "Debug"))
+
 const suite = available ? describe : describe.skip
 suite(available ? "failover under load" : `failover under load (${skipped})`, () => {
   it.live(
@@ -228,11 +247,7 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
         const deployment = clusterOf(cluster.urls)
         const prefix = "failover:"
         const store = yield* storeOn(deployment, { prefix })
-        const limiter = yield* RateLimiter.make({
-          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-          fallback: { mode: "local", timeout: Duration.millis(TIMEOUT), retryAfter: Duration.millis(RETRY_AFTER) },
-          mailboxCapacity: 65_536
-        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        const limiter = yield* generousOn(store)
         const slots = yield* slotsOf(cluster.nodes[0].port)
         const keys = keysOf(1000)
         const victimPort = owner(slots, Slot.slot(prefix + keys[0]))!
@@ -292,36 +307,20 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
           yield* Effect.sleep("50 millis")
         }
         const store = yield* storeOn(clusterOf(cluster.urls), { prefix, silenceTimeout: "1 second" })
-        const limiter = yield* RateLimiter.make({
-          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-          fallback: { mode: "local", timeout: Duration.millis(200), retryAfter: Duration.millis(50) }
-        }).pipe(Effect.provideService(Store.CurrentStore, store))
-        const onRedis = (key: string) => Effect.map(Effect.orDie(limiter.consume(key)), (d) => d.degraded !== true)
+        const limiter = yield* generousOn(store, 200, 50)
         yield* decidedByRedis(limiter.consume(victimKeys[0]))
         const accepted = link.accepted()
         assert.isAbove(accepted, 0, "the store reaches the node through the relay")
 
         link.cut()
-        const cutAt = yield* now
-        let degraded = 0
-        let backAfter = Infinity
-        for (let i = 0; (yield* now) - cutAt < 20_000; i++) {
-          if (!(yield* onRedis(victimKeys[i % victimKeys.length]))) degraded++
-          else if (degraded > 0) {
-            backAfter = (yield* now) - cutAt
-            break
-          }
-          yield* Effect.sleep("20 millis")
-        }
+        const m = yield* untilBackOnRedis((i) => limiter.consume(victimKeys[i % victimKeys.length]), 20_000)
         console.info(
-          `cluster node cut silently: ${
-            JSON.stringify({ degraded, backAfter, reconnections: link.accepted() - accepted })
-          }`
+          `cluster node cut silently: ${JSON.stringify({ ...m, reconnections: link.accepted() - accepted })}`
         )
-        expect(degraded).toBeGreaterThan(0)
+        expect(m.degraded).toBeGreaterThan(0)
         expect(link.accepted()).toBeGreaterThan(accepted)
         // the silence (1 s), the timeouts that measure it, the next table of slots (1 s): loose, for a loaded machine
-        expect(backAfter).toBeLessThan(8000)
+        expect(m.backAfter).toBeLessThan(8000)
       }).pipe(Effect.scoped),
     90_000
   )
@@ -439,21 +438,8 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
         const dir = yield* tempDir
         const name = "failover"
         const set = yield* startSentinels(dir, name, DOWN_AFTER)
-        const deployment: Deployment = {
-          name: "a Sentinel set of the test's own",
-          where: { sentinel: { name, sentinels: set.urls } },
-          missing: ""
-        }
-        // (its client's errors are logged, at debug level: a failover whose
-        // calls do not resume says what the client met meanwhile)
-        const store = yield* storeOn(deployment, { prefix: "failover:" }).pipe(
-          Effect.provideService(References.MinimumLogLevel, "Debug")
-        )
-        const limiter = yield* RateLimiter.make({
-          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-          fallback: { mode: "local", timeout: Duration.millis(TIMEOUT), retryAfter: Duration.millis(RETRY_AFTER) },
-          mailboxCapacity: 65_536
-        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        const store = yield* behindSentinels(name, set.urls, "failover:")
+        const limiter = yield* generousOn(store)
         const switched = yield* switchOf(set.urls[0], name)
         const keys = keysOf(1000)
         const { calls, killedAt, stalled } = yield* failover(
@@ -493,19 +479,9 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
         const name = "asking"
         const set = yield* startSentinels(dir, name, DOWN_AFTER)
         const slow = yield* relay(Number(new URL(set.urls[0]).port))
-        const deployment: Deployment = {
-          name: "a Sentinel set of the test's own, its first sentinel behind a relay",
-          where: { sentinel: { name, sentinels: [`redis://127.0.0.1:${slow.port}`, ...set.urls.slice(1)] } },
-          missing: ""
-        }
-        const store = yield* storeOn(deployment, { prefix: "asking:" }).pipe(
-          Effect.provideService(References.MinimumLogLevel, "Debug")
-        )
-        const limiter = yield* RateLimiter.make({
-          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-          fallback: { mode: "local", timeout: Duration.millis(TIMEOUT), retryAfter: Duration.millis(RETRY_AFTER) },
-          mailboxCapacity: 65_536
-        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        // (its first sentinel behind the relay)
+        const store = yield* behindSentinels(name, [`redis://127.0.0.1:${slow.port}`, ...set.urls.slice(1)], "asking:")
+        const limiter = yield* generousOn(store)
         const switched = yield* switchOf(set.urls[1], name)
         // the relay lets the sentinel's answers through a second after the switch
         const released = { at: -Infinity }
@@ -548,19 +524,8 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
         const dir = yield* tempDir
         const name = "manual"
         const set = yield* startSentinels(dir, name, DOWN_AFTER)
-        const deployment: Deployment = {
-          name: "a Sentinel set of the test's own",
-          where: { sentinel: { name, sentinels: set.urls } },
-          missing: ""
-        }
-        const store = yield* storeOn(deployment, { prefix: "manual:" }).pipe(
-          Effect.provideService(References.MinimumLogLevel, "Debug")
-        )
-        const limiter = yield* RateLimiter.make({
-          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-          fallback: { mode: "local", timeout: Duration.millis(TIMEOUT), retryAfter: Duration.millis(RETRY_AFTER) },
-          mailboxCapacity: 65_536
-        }).pipe(Effect.provideService(Store.CurrentStore, store))
+        const store = yield* behindSentinels(name, set.urls, "manual:")
+        const limiter = yield* generousOn(store)
         const switched = yield* switchOf(set.urls[1], name)
         const keys = keysOf(100)
         const { calls, killedAt, stalled } = yield* failover(

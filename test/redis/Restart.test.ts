@@ -8,7 +8,7 @@
  * then it dies (killed: calls are refused at once), then it restarts empty.
  */
 import { assert, describe, expect, it } from "@effect/vitest"
-import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Logger, References, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Logger, Scope } from "effect"
 import { Redis as IORedis } from "ioredis"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -19,7 +19,16 @@ import * as Policy from "../../src/Policy.ts"
 import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
-import { decidedByRedis, freePort, hasServer, killServer, relay, silentServer, startServer } from "./redis.ts"
+import {
+  decidedByRedis,
+  freePort,
+  hasServer,
+  killServer,
+  relay,
+  silentServer,
+  startServer,
+  untilBackOnRedis
+} from "./redis.ts"
 
 const skipped = "redis-server is not installed: the restart test is skipped (.ci/run installs it)"
 if (!hasServer) console.warn(skipped)
@@ -30,6 +39,40 @@ const TIMEOUT = 1000
 // A call that ends this long after its timeout counts as hung: a bound on
 // hanging, not on speed, with room for a loaded machine's scheduling.
 const HUNG = TIMEOUT + 4000
+
+// A directory of the test's own, removed with its scope.
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+// A redis-server of the test's own in `dir` (`extra`: more of its options),
+// killed with the scope: its port and process.
+const ownServer = (dir: string, extra: ReadonlyArray<string> = []) =>
+  Effect.gen(function*() {
+    const port = yield* freePort
+    const server = yield* Effect.acquireRelease(startServer(port, dir, extra), killServer)
+    return { port, server }
+  })
+
+// A limiter of one generous token bucket on `store`, whose fallback decides
+// locally after `timeout`.
+const generousOn = (store: Store.Store, timeout: Duration.Input, retryAfter: Duration.Input) =>
+  RateLimiter.make({
+    policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
+    fallback: { mode: "local", timeout, retryAfter }
+  }).pipe(Effect.provideService(Store.CurrentStore, store))
+
+// The warnings logged while `effect` runs.
+const warningsOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const lines: Array<string> = []
+    const logger = Logger.make<unknown, void>(({ logLevel, message }) => {
+      if (logLevel === "Warn") lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+    })
+    const value = yield* effect.pipe(Effect.provide(Logger.layer([logger])))
+    return { value, lines }
+  })
 
 const suite = hasServer ? describe : describe.skip
 suite(hasServer ? "Redis stopped and restarted mid-run" : `Redis stopped and restarted mid-run (${skipped})`, () => {
@@ -205,42 +248,22 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
     "cut on the way (nothing answers, nothing closes): the store opens another after silenceTimeout, and Redis decides again",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-        const port = yield* freePort
-        const server = yield* startServer(port, dir)
-        yield* Effect.addFinalizer(() => killServer(server))
+        const { port } = yield* ownServer(yield* tempDir)
         const link = yield* relay(port)
         const context = yield* Layer.build(
           RedisStore.layer({ url: `redis://127.0.0.1:${link.port}`, prefix: "silent:", silenceTimeout: "1 second" })
         )
-        const limiter = yield* RateLimiter.make({
-          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-          fallback: { mode: "local", timeout: "200 millis", retryAfter: "100 millis" }
-        }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
+        const limiter = yield* generousOn(Context.get(context, Store.CurrentStore), "200 millis", "100 millis")
         yield* decidedByRedis(limiter.consume("k"))
 
         link.cut()
-        const cutAt = yield* Clock.currentTimeMillis
-        let degraded = 0
-        let slowest = 0
-        let backAfter = Infinity
-        while ((yield* Clock.currentTimeMillis) - cutAt < 20_000) {
-          const [took, d] = yield* Effect.timed(limiter.consume("k"))
-          slowest = Math.max(slowest, Duration.toMillis(took))
-          if (d.degraded === true) degraded++
-          else if (degraded > 0) {
-            backAfter = (yield* Clock.currentTimeMillis) - cutAt
-            break
-          }
-          yield* Effect.sleep("20 millis")
-        }
-        console.info(`a silent connection: ${JSON.stringify({ degraded, backAfter, slowest })}`)
-        expect(degraded).toBeGreaterThan(0)
+        const m = yield* untilBackOnRedis(() => limiter.consume("k"), 20_000)
+        console.info(`a silent connection: ${JSON.stringify(m)}`)
+        expect(m.degraded).toBeGreaterThan(0)
         // the silence (1 s), the timeout and retryAfter of the calls that
         // measure it, and a reconnection: a bound loose enough for a loaded machine
-        expect(backAfter).toBeLessThan(6000)
-        expect(slowest).toBeLessThan(HUNG)
+        expect(m.backAfter).toBeLessThan(6000)
+        expect(m.slowest).toBeLessThan(HUNG)
       }).pipe(Effect.scoped),
     30_000
   )
@@ -252,11 +275,7 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
     "a server silent for less than silenceTimeout, twice: the connection is kept",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-        const port = yield* freePort
-        const server = yield* startServer(port, dir)
-        yield* Effect.addFinalizer(() => killServer(server))
+        const { port, server } = yield* ownServer(yield* tempDir)
         const admin = yield* Effect.acquireRelease(
           Effect.sync(() => new IORedis({ host: "127.0.0.1", port })),
           (c) => Effect.sync(() => c.disconnect())
@@ -267,10 +286,7 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
         const context = yield* Layer.build(
           RedisStore.layer({ url: `redis://127.0.0.1:${port}`, prefix: "slow:", silenceTimeout: "3 seconds" })
         )
-        const limiter = yield* RateLimiter.make({
-          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-          fallback: { mode: "local", timeout: "200 millis", retryAfter: "50 millis" }
-        }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
+        const limiter = yield* generousOn(Context.get(context, Store.CurrentStore), "200 millis", "50 millis")
         const onRedis = Effect.map(limiter.consume("k"), (d) => d.degraded === undefined)
         yield* decidedByRedis(limiter.consume("k"))
         const before = yield* connections
@@ -282,12 +298,7 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
           assert.isFalse(yield* onRedis)
           server.kill("SIGCONT")
           // the late replies come; calls are decided by Redis again
-          let back = false
-          for (let i = 0; i < 100 && !back; i++) {
-            back = yield* onRedis
-            if (!back) yield* Effect.sleep("20 millis")
-          }
-          assert.isTrue(back, "decided by Redis again")
+          yield* decidedByRedis(limiter.consume("k"))
           yield* Effect.sleep("3500 millis")
         }
         assert.strictEqual(yield* connections, before, "no connection opened again")
@@ -300,19 +311,12 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
     "a server whose every reply comes after the call's timeout: the connection is kept",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-        const port = yield* freePort
-        const server = yield* startServer(port, dir)
-        yield* Effect.addFinalizer(() => killServer(server))
+        const { port } = yield* ownServer(yield* tempDir)
         const link = yield* relay(port)
         const context = yield* Layer.build(
           RedisStore.layer({ url: `redis://127.0.0.1:${link.port}`, prefix: "late:", silenceTimeout: "3 seconds" })
         )
-        const limiter = yield* RateLimiter.make({
-          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-          fallback: { mode: "local", timeout: "200 millis", retryAfter: "50 millis" }
-        }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
+        const limiter = yield* generousOn(Context.get(context, Store.CurrentStore), "200 millis", "50 millis")
         yield* decidedByRedis(limiter.consume("k"))
         const before = link.accepted()
         link.gate.hold()
@@ -337,6 +341,17 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
   )
 })
 
+// The warnings a store built on the server at `port` logs as it starts.
+const startWarnings = (port: number, password = "") =>
+  Effect.map(
+    warningsOf(
+      Layer.build(RedisStore.layer({ url: `redis://${password === "" ? "" : `:${password}@`}127.0.0.1:${port}` })).pipe(
+        Effect.scoped
+      )
+    ),
+    ({ lines }) => lines
+  )
+
 const memory = hasServer ? describe : describe.skip
 memory(hasServer ? "a Redis that may evict keys" : `a Redis that may evict keys (${skipped})`, () => {
   // A key Redis evicts starts afresh and admits again: the store says so
@@ -346,30 +361,17 @@ memory(hasServer ? "a Redis that may evict keys" : `a Redis that may evict keys 
     "the store warns at its start when the server's maxmemory-policy may evict its keys",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+        const dir = yield* tempDir
         const warnings = (policy: string) =>
-          Effect.gen(function*() {
-            const port = yield* freePort
-            const server = yield* startServer(port, dir, ["--maxmemory", "100mb", "--maxmemory-policy", policy])
-            yield* Effect.addFinalizer(() => killServer(server))
-            const lines: Array<string> = []
-            const logger = Logger.make<unknown, void>(({ logLevel, message }) => {
-              if (logLevel === "Warn") lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
-            })
-            yield* Layer.build(RedisStore.layer({ url: `redis://127.0.0.1:${port}` })).pipe(
-              Effect.provide(Logger.layer([logger])),
-              Effect.provideService(References.MinimumLogLevel, "Debug"),
-              Effect.scoped
-            )
-            return lines
-          })
+          Effect.flatMap(
+            ownServer(dir, ["--maxmemory", "100mb", "--maxmemory-policy", policy]),
+            ({ port }) => startWarnings(port)
+          ).pipe(Effect.scoped)
         const lru = yield* warnings("allkeys-lru")
         assert.isTrue(lru.some((l) => l.includes("maxmemory-policy allkeys-lru")), lru.join("\n"))
         const ttl = yield* warnings("volatile-ttl")
         assert.isTrue(ttl.some((l) => l.includes("maxmemory-policy volatile-ttl")), ttl.join("\n"))
-        const none = yield* warnings("noeviction")
-        assert.deepStrictEqual(none, [])
+        assert.deepStrictEqual(yield* warnings("noeviction"), [])
       }).pipe(Effect.scoped),
     30_000
   )
@@ -386,48 +388,30 @@ moved(hasServer ? "a primary turned replica" : `a primary turned replica (${skip
     "writes refused with READONLY: the store connects again and finds the new primary",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-        const [oldPort, newPort] = [yield* freePort, yield* freePort]
-        const old = yield* startServer(oldPort, dir)
-        yield* Effect.addFinalizer(() => killServer(old))
-        const next = yield* startServer(newPort, dir, ["--dbfilename", "next.rdb"])
-        yield* Effect.addFinalizer(() => killServer(next))
-        const name = yield* relay(oldPort)
+        const dir = yield* tempDir
+        const old = yield* ownServer(dir)
+        const next = yield* ownServer(dir, ["--dbfilename", "next.rdb"])
+        const name = yield* relay(old.port)
         const context = yield* Layer.build(
           RedisStore.layer({ url: `redis://127.0.0.1:${name.port}`, prefix: "moved:" })
         )
-        const limiter = yield* RateLimiter.make({
-          policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-          fallback: { mode: "local", timeout: "500 millis", retryAfter: "50 millis" }
-        }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
+        const limiter = yield* generousOn(Context.get(context, Store.CurrentStore), "500 millis", "50 millis")
         yield* decidedByRedis(limiter.consume("k"))
 
         // the failover: the old primary follows the new one, and the name moves
         yield* Effect.promise(async () => {
-          const admin = new IORedis({ host: "127.0.0.1", port: oldPort })
+          const admin = new IORedis({ host: "127.0.0.1", port: old.port })
           try {
-            await admin.call("REPLICAOF", "127.0.0.1", String(newPort))
+            await admin.call("REPLICAOF", "127.0.0.1", String(next.port))
           } finally {
             admin.disconnect()
           }
         })
-        name.retarget(newPort)
-        const movedAt = yield* Clock.currentTimeMillis
-        let degraded = 0
-        let backAfter = Infinity
-        while ((yield* Clock.currentTimeMillis) - movedAt < 10_000) {
-          const d = yield* limiter.consume("k")
-          if (d.degraded === true) degraded++
-          else if (degraded > 0) {
-            backAfter = (yield* Clock.currentTimeMillis) - movedAt
-            break
-          }
-          yield* Effect.sleep("20 millis")
-        }
-        console.info(`a primary turned replica: ${JSON.stringify({ degraded, backAfter })}`)
-        expect(degraded).toBeGreaterThan(0)
-        expect(backAfter).toBeLessThan(5000)
+        name.retarget(next.port)
+        const m = yield* untilBackOnRedis(() => limiter.consume("k"), 10_000)
+        console.info(`a primary turned replica: ${JSON.stringify(m)}`)
+        expect(m.degraded).toBeGreaterThan(0)
+        expect(m.backAfter).toBeLessThan(5000)
       }).pipe(Effect.scoped),
     30_000
   )
@@ -436,34 +420,18 @@ moved(hasServer ? "a primary turned replica" : `a primary turned replica (${skip
     "a store given a replica warns at its start that it refuses the limiter's writes",
     () =>
       Effect.gen(function*() {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
-        yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-        const [primaryPort, replicaPort] = [yield* freePort, yield* freePort]
-        const primary = yield* startServer(primaryPort, dir)
-        yield* Effect.addFinalizer(() => killServer(primary))
-        const replica = yield* startServer(replicaPort, dir, [
+        const dir = yield* tempDir
+        const primary = yield* ownServer(dir)
+        const replica = yield* ownServer(dir, [
           "--dbfilename",
           "replica.rdb",
           "--replicaof",
           "127.0.0.1",
-          String(primaryPort)
+          String(primary.port)
         ])
-        yield* Effect.addFinalizer(() => killServer(replica))
-        const warnings = (port: number) =>
-          Effect.gen(function*() {
-            const lines: Array<string> = []
-            const logger = Logger.make<unknown, void>(({ logLevel, message }) => {
-              if (logLevel === "Warn") lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
-            })
-            yield* Layer.build(RedisStore.layer({ url: `redis://127.0.0.1:${port}` })).pipe(
-              Effect.provide(Logger.layer([logger])),
-              Effect.scoped
-            )
-            return lines
-          })
-        const onReplica = yield* warnings(replicaPort)
-        assert.isTrue(onReplica.some((l) => l.includes(`127.0.0.1:${replicaPort} is a replica`)), onReplica.join("\n"))
-        assert.deepStrictEqual(yield* warnings(primaryPort), [])
+        const onReplica = yield* startWarnings(replica.port)
+        assert.isTrue(onReplica.some((l) => l.includes(`127.0.0.1:${replica.port} is a replica`)), onReplica.join("\n"))
+        assert.deepStrictEqual(yield* startWarnings(primary.port), [])
       }).pipe(Effect.scoped),
     30_000
   )
@@ -476,37 +444,26 @@ credentials(hasServer ? "credentials refused" : `credentials refused (${skipped}
   // that is down is only noted at debug level.
   it.live("a password changed on the server: one warning naming the refusal", () =>
     Effect.gen(function*() {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))
-      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
-      const port = yield* freePort
-      const server = yield* startServer(port, dir, ["--requirepass", "before"])
-      yield* Effect.addFinalizer(() => killServer(server))
-      const lines: Array<string> = []
-      const logger = Logger.make<unknown, void>(({ logLevel, message }) => {
-        if (logLevel === "Warn") lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
-      })
-      const context = yield* Layer.build(RedisStore.layer({ url: `redis://:before@127.0.0.1:${port}` })).pipe(
-        Effect.provide(Logger.layer([logger]))
-      )
-      const limiter = yield* RateLimiter.make({
-        policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-        fallback: { mode: "local", timeout: "500 millis", retryAfter: "100 millis" }
-      }).pipe(Effect.provideService(Store.CurrentStore, Context.get(context, Store.CurrentStore)))
-      yield* decidedByRedis(limiter.consume("k"))
-      yield* Effect.promise(async () => {
-        const admin = new IORedis({ host: "127.0.0.1", port, password: "before" })
-        try {
-          await admin.call("CONFIG", "SET", "requirepass", "after")
-          await admin.call("CLIENT", "KILL", "TYPE", "normal")
-        } finally {
-          admin.disconnect()
+      const { port } = yield* ownServer(yield* tempDir, ["--requirepass", "before"])
+      const { lines } = yield* warningsOf(Effect.gen(function*() {
+        const context = yield* Layer.build(RedisStore.layer({ url: `redis://:before@127.0.0.1:${port}` }))
+        const limiter = yield* generousOn(Context.get(context, Store.CurrentStore), "500 millis", "100 millis")
+        yield* decidedByRedis(limiter.consume("k"))
+        yield* Effect.promise(async () => {
+          const admin = new IORedis({ host: "127.0.0.1", port, password: "before" })
+          try {
+            await admin.call("CONFIG", "SET", "requirepass", "after")
+            await admin.call("CLIENT", "KILL", "TYPE", "normal")
+          } finally {
+            admin.disconnect()
+          }
+        })
+        // several attempts to connect again (backing off to about a second)
+        for (let i = 0; i < 12; i++) {
+          assert.isTrue((yield* limiter.consume("k")).degraded === true)
+          yield* Effect.sleep("250 millis")
         }
-      })
-      // several attempts to connect again (backing off to about a second)
-      for (let i = 0; i < 12; i++) {
-        assert.isTrue((yield* limiter.consume("k")).degraded === true)
-        yield* Effect.sleep("250 millis")
-      }
+      }))
       const refusals = lines.filter((l) => l.includes("refuses the store's credentials: WRONGPASS"))
       assert.strictEqual(refusals.length, 1, lines.join("\n"))
     }).pipe(Effect.scoped), 30_000)

@@ -7,7 +7,7 @@
  */
 import { NodeRedis } from "@effect/platform-node"
 import { describe, it, layer, type Vitest } from "@effect/vitest"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { Redis } from "effect/persistence"
 import { Cluster, Redis as IORedis } from "ioredis"
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process"
@@ -352,6 +352,30 @@ export const decidedByRedis = (decide: Effect.Effect<{ readonly degraded?: boole
       yield* Effect.sleep("100 millis")
     }
     return yield* Effect.die("no call was decided by Redis in 20 s")
+  })
+
+/**
+ * Runs `decide` (given a count) every 20 ms until Redis decides a call after
+ * the fallback has answered at least one, or `within` ms pass: how many the
+ * fallback answered, when Redis was back (ms from the start; Infinity: not
+ * within), and the slowest call (ms).
+ */
+export const untilBackOnRedis = (
+  decide: (i: number) => Effect.Effect<{ readonly degraded?: boolean | undefined }, unknown>,
+  within: number
+) =>
+  Effect.gen(function*() {
+    const start = yield* Clock.currentTimeMillis
+    let degraded = 0
+    let slowest = 0
+    for (let i = 0; (yield* Clock.currentTimeMillis) - start < within; i++) {
+      const [took, d] = yield* Effect.timed(Effect.orDie(decide(i)))
+      slowest = Math.max(slowest, Duration.toMillis(took))
+      if (d.degraded === true) degraded++
+      else if (degraded > 0) return { degraded, backAfter: (yield* Clock.currentTimeMillis) - start, slowest }
+      yield* Effect.sleep("20 millis")
+    }
+    return { degraded, backAfter: Infinity, slowest }
   })
 
 /** What a `relay` holds back: sends run at once, or in order at `release()`. */
