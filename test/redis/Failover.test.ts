@@ -14,9 +14,6 @@
 import { assert, describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, References } from "effect"
 import { Redis as IORedis } from "ioredis"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { Kind as OpKind } from "../../src/internal/operation/Op.ts"
 import * as Policy from "../../src/Policy.ts"
@@ -27,6 +24,7 @@ import {
   decidedByRedis,
   type Deployment,
   engineOn,
+  generousOn,
   hasCli,
   hasServer,
   killServer,
@@ -34,6 +32,7 @@ import {
   startCluster,
   startSentinels,
   storeOn,
+  tempDir,
   untilBackOnRedis
 } from "./redis.ts"
 
@@ -67,11 +66,6 @@ const RESUME_BOUND = { cluster: 3 * NODE_TIMEOUT + 6000, sentinel: 3 * DOWN_AFTE
 // (The sentinels' own part is theirs: an election that fails on a loaded
 // machine is tried again after twice the failover timeout.)
 const SWITCH_BOUND = 3000
-
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-failover-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
 
 const now = Clock.currentTimeMillis
 
@@ -218,15 +212,6 @@ const switchOf = (url: string, name: string) =>
     return switched
   })
 
-// A limiter of one generous token bucket on `store`, whose fallback decides
-// locally after `timeout` ms.
-const generousOn = (store: Store.Store, timeout = TIMEOUT, retryAfter = RETRY_AFTER) =>
-  RateLimiter.make({
-    policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-    fallback: { mode: "local", timeout: Duration.millis(timeout), retryAfter: Duration.millis(retryAfter) },
-    mailboxCapacity: 65_536
-  }).pipe(Effect.provideService(Store.CurrentStore, store))
-
 // The store behind the sentinels at `urls`, for the primary `name`; its
 // client's errors are logged, at debug level (a failover whose calls do not
 // resume says what the client met meanwhile).
@@ -242,12 +227,12 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
     "Redis Cluster: a primary killed, its replica promoted; the fallback answers meanwhile and no call hangs",
     () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir
+        const dir = yield* tempDir("tollgate-failover-")
         const cluster = yield* startCluster(dir, NODE_TIMEOUT)
         const deployment = clusterOf(cluster.urls)
         const prefix = "failover:"
         const store = yield* storeOn(deployment, { prefix })
-        const limiter = yield* generousOn(store)
+        const limiter = yield* generousOn(store, Duration.millis(TIMEOUT), Duration.millis(RETRY_AFTER))
         const slots = yield* slotsOf(cluster.nodes[0].port)
         const keys = keysOf(1000)
         const victimPort = owner(slots, Slot.slot(prefix + keys[0]))!
@@ -280,7 +265,7 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
     "Redis Cluster: a node's connection cut silently; the store drops it after silenceTimeout and the node's keys come back to Redis",
     () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir
+        const dir = yield* tempDir("tollgate-failover-")
         const cluster = yield* startCluster(dir, NODE_TIMEOUT)
         const prefix = "cut:"
         const slots = yield* slotsOf(cluster.nodes[0].port)
@@ -307,7 +292,7 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
           yield* Effect.sleep("50 millis")
         }
         const store = yield* storeOn(clusterOf(cluster.urls), { prefix, silenceTimeout: "1 second" })
-        const limiter = yield* generousOn(store, 200, 50)
+        const limiter = yield* generousOn(store, "200 millis", "50 millis")
         yield* decidedByRedis(limiter.consume(victimKeys[0]))
         const accepted = link.accepted()
         assert.isAbove(accepted, 0, "the store reaches the node through the relay")
@@ -335,7 +320,7 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
         : "Redis Cluster: with replicas: { wait: 1 }, a failover loses no acknowledged write",
       () =>
         Effect.gen(function*() {
-          const dir = yield* tempDir
+          const dir = yield* tempDir("tollgate-failover-")
           const cluster = yield* startCluster(dir, NODE_TIMEOUT)
           const deployment = clusterOf(cluster.urls)
           const prefix = "lost:"
@@ -435,11 +420,11 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
     "Sentinel: the primary killed, its replica promoted; the fallback answers meanwhile and no call hangs",
     () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir
+        const dir = yield* tempDir("tollgate-failover-")
         const name = "failover"
         const set = yield* startSentinels(dir, name, DOWN_AFTER)
         const store = yield* behindSentinels(name, set.urls, "failover:")
-        const limiter = yield* generousOn(store)
+        const limiter = yield* generousOn(store, Duration.millis(TIMEOUT), Duration.millis(RETRY_AFTER))
         const switched = yield* switchOf(set.urls[0], name)
         const keys = keysOf(1000)
         const { calls, killedAt, stalled } = yield* failover(
@@ -475,13 +460,13 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
     "Sentinel: a switch announced while the client asks a sentinel where the primary is; calls still come back to Redis",
     () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir
+        const dir = yield* tempDir("tollgate-failover-")
         const name = "asking"
         const set = yield* startSentinels(dir, name, DOWN_AFTER)
         const slow = yield* relay(Number(new URL(set.urls[0]).port))
         // (its first sentinel behind the relay)
         const store = yield* behindSentinels(name, [`redis://127.0.0.1:${slow.port}`, ...set.urls.slice(1)], "asking:")
-        const limiter = yield* generousOn(store)
+        const limiter = yield* generousOn(store, Duration.millis(TIMEOUT), Duration.millis(RETRY_AFTER))
         const switched = yield* switchOf(set.urls[1], name)
         // the relay lets the sentinel's answers through a second after the switch
         const released = { at: -Infinity }
@@ -521,11 +506,11 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
     "Sentinel: a manual failover (SENTINEL FAILOVER) under load; calls come back to Redis and none hangs",
     () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir
+        const dir = yield* tempDir("tollgate-failover-")
         const name = "manual"
         const set = yield* startSentinels(dir, name, DOWN_AFTER)
         const store = yield* behindSentinels(name, set.urls, "manual:")
-        const limiter = yield* generousOn(store)
+        const limiter = yield* generousOn(store, Duration.millis(TIMEOUT), Duration.millis(RETRY_AFTER))
         const switched = yield* switchOf(set.urls[1], name)
         const keys = keysOf(100)
         const { calls, killedAt, stalled } = yield* failover(

@@ -22,11 +22,13 @@ import * as Store from "../../src/Store.ts"
 import {
   decidedByRedis,
   freePort,
+  generousOn,
   hasServer,
   killServer,
   relay,
   silentServer,
   startServer,
+  tempDir,
   untilBackOnRedis
 } from "./redis.ts"
 
@@ -40,12 +42,6 @@ const TIMEOUT = 1000
 // hanging, not on speed, with room for a loaded machine's scheduling.
 const HUNG = TIMEOUT + 4000
 
-// A directory of the test's own, removed with its scope.
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "tollgate-redis-"))),
-  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
-)
-
 // A redis-server of the test's own in `dir` (`extra`: more of its options),
 // killed with the scope: its port and process.
 const ownServer = (dir: string, extra: ReadonlyArray<string> = []) =>
@@ -54,14 +50,6 @@ const ownServer = (dir: string, extra: ReadonlyArray<string> = []) =>
     const server = yield* Effect.acquireRelease(startServer(port, dir, extra), killServer)
     return { port, server }
   })
-
-// A limiter of one generous token bucket on `store`, whose fallback decides
-// locally after `timeout`.
-const generousOn = (store: Store.Store, timeout: Duration.Input, retryAfter: Duration.Input) =>
-  RateLimiter.make({
-    policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
-    fallback: { mode: "local", timeout, retryAfter }
-  }).pipe(Effect.provideService(Store.CurrentStore, store))
 
 // The warnings logged while `effect` runs.
 const warningsOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -248,7 +236,7 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
     "cut on the way (nothing answers, nothing closes): the store opens another after silenceTimeout, and Redis decides again",
     () =>
       Effect.gen(function*() {
-        const { port } = yield* ownServer(yield* tempDir)
+        const { port } = yield* ownServer(yield* tempDir("tollgate-redis-"))
         const link = yield* relay(port)
         const context = yield* Layer.build(
           RedisStore.layer({ url: `redis://127.0.0.1:${link.port}`, prefix: "silent:", silenceTimeout: "1 second" })
@@ -275,7 +263,7 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
     "a server silent for less than silenceTimeout, twice: the connection is kept",
     () =>
       Effect.gen(function*() {
-        const { port, server } = yield* ownServer(yield* tempDir)
+        const { port, server } = yield* ownServer(yield* tempDir("tollgate-redis-"))
         const admin = yield* Effect.acquireRelease(
           Effect.sync(() => new IORedis({ host: "127.0.0.1", port })),
           (c) => Effect.sync(() => c.disconnect())
@@ -311,7 +299,7 @@ silent(hasServer ? "a connection that goes silent" : `a connection that goes sil
     "a server whose every reply comes after the call's timeout: the connection is kept",
     () =>
       Effect.gen(function*() {
-        const { port } = yield* ownServer(yield* tempDir)
+        const { port } = yield* ownServer(yield* tempDir("tollgate-redis-"))
         const link = yield* relay(port)
         const context = yield* Layer.build(
           RedisStore.layer({ url: `redis://127.0.0.1:${link.port}`, prefix: "late:", silenceTimeout: "3 seconds" })
@@ -361,7 +349,7 @@ memory(hasServer ? "a Redis that may evict keys" : `a Redis that may evict keys 
     "the store warns at its start when the server's maxmemory-policy may evict its keys",
     () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir
+        const dir = yield* tempDir("tollgate-redis-")
         const warnings = (policy: string) =>
           Effect.flatMap(
             ownServer(dir, ["--maxmemory", "100mb", "--maxmemory-policy", policy]),
@@ -388,7 +376,7 @@ moved(hasServer ? "a primary turned replica" : `a primary turned replica (${skip
     "writes refused with READONLY: the store connects again and finds the new primary",
     () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir
+        const dir = yield* tempDir("tollgate-redis-")
         const old = yield* ownServer(dir)
         const next = yield* ownServer(dir, ["--dbfilename", "next.rdb"])
         const name = yield* relay(old.port)
@@ -420,7 +408,7 @@ moved(hasServer ? "a primary turned replica" : `a primary turned replica (${skip
     "a store given a replica warns at its start that it refuses the limiter's writes",
     () =>
       Effect.gen(function*() {
-        const dir = yield* tempDir
+        const dir = yield* tempDir("tollgate-redis-")
         const primary = yield* ownServer(dir)
         const replica = yield* ownServer(dir, [
           "--dbfilename",
@@ -444,7 +432,7 @@ credentials(hasServer ? "credentials refused" : `credentials refused (${skipped}
   // that is down is only noted at debug level.
   it.live("a password changed on the server: one warning naming the refusal", () =>
     Effect.gen(function*() {
-      const { port } = yield* ownServer(yield* tempDir, ["--requirepass", "before"])
+      const { port } = yield* ownServer(yield* tempDir("tollgate-redis-"), ["--requirepass", "before"])
       const { lines } = yield* warningsOf(Effect.gen(function*() {
         const context = yield* Layer.build(RedisStore.layer({ url: `redis://:before@127.0.0.1:${port}` }))
         const limiter = yield* generousOn(Context.get(context, Store.CurrentStore), "500 millis", "100 millis")

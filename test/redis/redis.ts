@@ -13,7 +13,11 @@ import { Cluster, Redis as IORedis } from "ioredis"
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as Engine from "../../src/internal/actor/Engine.ts"
+import * as Policy from "../../src/Policy.ts"
+import { RateLimiter } from "../../src/RateLimiter.ts"
 import * as RedisStore from "../../src/redis/RedisStore.ts"
 import * as Store from "../../src/Store.ts"
 
@@ -394,6 +398,21 @@ export class Gate {
     else this.held.push(send)
   }
 }
+
+/** A directory of the test's own (its name starting with `prefix`), removed with the scope. */
+export const tempDir = (prefix: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), prefix))),
+    (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+  )
+
+/** A limiter of one generous token bucket on `store`, whose fallback decides locally after `timeout`. */
+export const generousOn = (store: Store.Store, timeout: Duration.Input, retryAfter: Duration.Input) =>
+  RateLimiter.make({
+    policy: Policy.tokenBucket({ capacity: 1e9, refill: { tokens: 1e6, per: "1 second" } }),
+    fallback: { mode: "local", timeout, retryAfter },
+    mailboxCapacity: 65_536
+  }).pipe(Effect.provideService(Store.CurrentStore, store))
 
 /** A redis-server on 127.0.0.1:port, no persistence; ready when it says so. */
 export const startServer = (port: number, dir: string, extra: ReadonlyArray<string> = []) =>

@@ -321,6 +321,10 @@ export const viaIoredis = (io: Ioredis, client: IORedis | Cluster): Send => (arg
   client.sendCommand(command(io, args, done, binary))
 }
 
+// A cluster's primary by its name in the table of slots ("host:port").
+const primaryNamed = (client: Cluster, node: string): IORedis | undefined =>
+  client.nodes("master").find((redis) => `${redis.options.host}:${redis.options.port}` === node)
+
 /**
  * The connection over an ioredis client: for a `Cluster`, with the node of
  * each slot read from the client's table, and commands without keys sent
@@ -366,10 +370,7 @@ export const fromIoredis = (io: Ioredis, client: IORedis | Cluster): Connection 
     // Each command is one write to its socket otherwise: with many on a
     // node at once, the writes were a quarter of the process's time.
     together: (node, send) => {
-      let stream: IORedis["stream"] | undefined
-      for (const redis of client.nodes("master")) {
-        if (`${redis.options.host}:${redis.options.port}` === node) stream = redis.stream
-      }
+      const stream = primaryNamed(client, node)?.stream
       if (stream === undefined || !stream.writable) return send()
       stream.cork()
       try {
@@ -960,9 +961,7 @@ export const ioredis = Effect.fnUntraced(function*(
   // cluster's node is found again on its next table of slots).
   const reset = (node: string): void => {
     if (!isCluster(client)) return void client.stream?.destroy()
-    for (const redis of client.nodes("master")) {
-      if (`${redis.options.host}:${redis.options.port}` === node) redis.stream?.destroy()
-    }
+    primaryNamed(client, node)?.stream?.destroy()
   }
   return { ...fromIoredis(io, client), silent: { after: Duration.toMillis(silenceTimeout), reset } }
 })
