@@ -135,9 +135,10 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
         // sequential: op by op, on the cluster and in process
         const samples = fc.sample(fc.array(op, { minLength: 30, maxLength: 80 }), { numRuns: 6, seed: 31 })
         for (const [n, ops] of samples.entries()) {
-          const prefix = `r${n}.`
+          // each sample's keys of its own; the suffix keeps the policy's prefix first
+          const suffix = `@r${n}`
           for (const o of ops) {
-            const scoped: Op = "key" in o ? { ...o, key: prefix + o.key } : { ...o, tag: prefix + o.tag }
+            const scoped: Op = "key" in o ? { ...o, key: o.key + suffix } : { ...o, tag: o.tag + suffix }
             const got = yield* run(cluster, scoped)
             const expected = yield* run(local, scoped)
             const differs = agree(got, expected, 2000)
@@ -148,7 +149,7 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
           }
         }
         // concurrent: 100 callers on 400 keys of every policy, each key's calls in order
-        const keys = Array.from({ length: 400 }, (_, i) => `c.${prefixes[i % prefixes.length]}:${i}`)
+        const keys = Array.from({ length: 400 }, (_, i) => `${prefixes[i % prefixes.length]}:c${i}`)
         const totals = (limiter: RateLimiter["Service"]) =>
           Effect.forEach(
             keys,
