@@ -336,12 +336,17 @@ export const make: (
         const runner = yield* Entity.CurrentRunnerAddress
         hosted.runnerIs(`${runner.host}:${runner.port}`)
         const shard = address.shardId.id
-        yield* hosted.open(shard)
+        // Started at once, opened on a fiber of its own: the cluster lets a
+        // shard's lock go without waiting for an entity still starting, but
+        // waits for a started one to stop, and its stop waits for the
+        // opening and hands the shard over (see the owner). Calls wait for
+        // the opening.
+        hosted.begin(shard)
         yield* Effect.addFinalizer(() => hosted.close(shard))
         return entity.of({
           Batch: ({ payload }) => hosted.batch(payload),
           Wait: ({ payload }) => hosted.wait(payload),
-          Open: () => Effect.void
+          Open: () => Effect.asVoid(hosted.open(shard))
         })
       }),
       { concurrency: "unbounded", maxIdleTime: Duration.infinity, mailboxCapacity: "unbounded" }

@@ -234,10 +234,16 @@ export const layerSql: Layer.Layer<ClusterStorage, StoreUnavailable, SqlClient.S
       Effect.mapError(unavailable("creating tollgate's cluster tables"))
     )
 
-    // One statement (no transaction held across round trips): the row as it
-    // was (the statement's snapshot) beside the row as it is now claimed.
+    // The keys' records first, then the claim in one statement (no
+    // transaction held across round trips): the row as it was (the
+    // statement's snapshot) beside the row as it is now claimed. The claim
+    // comes last so that a failure before it leaves the shard as it was: an
+    // opening tried again after a claim that landed would find the shard
+    // still owned (by this very claim) and start cold.
     const claim = (name: string, shard: number, owner: string) =>
       Effect.gen(function*() {
+        const keys = yield* sql<{ key: string; record: string }>`
+          SELECT key, record FROM tollgate_cluster_keys WHERE limiter = ${name} AND shard = ${shard}`
         const rows = yield* sql<{ epoch: string | number; previous: string | null; handoff: string | null }>`
           WITH prev AS (
             SELECT state, handoff FROM tollgate_cluster_shards WHERE limiter = ${name} AND shard = ${shard}
@@ -251,8 +257,6 @@ export const layerSql: Layer.Layer<ClusterStorage, StoreUnavailable, SqlClient.S
           SELECT claimed.epoch AS epoch, prev.state AS previous, prev.handoff AS handoff
           FROM claimed LEFT JOIN prev ON true`
         const row = rows[0]
-        const keys = yield* sql<{ key: string; record: string }>`
-          SELECT key, record FROM tollgate_cluster_keys WHERE limiter = ${name} AND shard = ${shard}`
         const previous: Claim["previous"] = row.previous === null
           ? "none"
           : row.previous === "released"

@@ -7,7 +7,7 @@
  * and the fallback while an owner does not answer.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
+import { Duration, Effect, Exit, Fiber, Latch, Option, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import { ClusterLimiter, type ClusterStorage } from "../../src/cluster/index.ts"
@@ -350,6 +350,52 @@ describe("ClusterLimiter, one process", () => {
       yield* Scope.close(second, Exit.void)
     }))
 
+  it.effect("a stop while a shard is still being opened hands it over: the next owner does not start cold", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(0)
+      const storage = yield* memoryStorage
+      // the first runner's claim waits until the test lets it go
+      const gate = yield* Latch.make(false)
+      const slow: ClusterStorage.ClusterStorage["Service"] = {
+        ...storage,
+        claim: (name, shard, owner) => Effect.andThen(gate.await, storage.claim(name, shard, owner))
+      }
+      const first = yield* Scope.make()
+      const one = yield* runner(options, slow, first)
+      const call = yield* Effect.forkChild(one.caller.acquire("{k}:a")) // opens the shard: its claim waits
+      yield* settle
+      const stop = yield* Effect.forkChild(Scope.close(first, Exit.void))
+      yield* settle
+      yield* gate.open // the claim lands while the runner stops
+      yield* Fiber.join(stop)
+      yield* Fiber.interrupt(call)
+      const second = yield* Scope.make()
+      const two = yield* runner(options, storage, second)
+      // handed over (nothing used): full at once, not blocked for a cold start's 5 s
+      const d = yield* two.caller.consume("{k}:b", { cost: 5 })
+      assert.isTrue(d.allowed, JSON.stringify({ retryAfter: Duration.toMillis(d.retryAfter) }))
+      yield* Scope.close(second, Exit.void)
+    }))
+
+  it.effect("a stop waits for an opening whose storage does not answer only up to the hand-over's timeout", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(0)
+      const storage = yield* memoryStorage
+      const scope = yield* Scope.make()
+      const { caller } = yield* runner({ ...options, handoffTimeout: "3 seconds" }, stalledStorage(storage), scope)
+      const call = yield* Effect.forkChild(caller.acquire("tb:s"))
+      yield* settle
+      const stop = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* settle
+      yield* TestClock.adjust("2999 millis")
+      yield* settle
+      assert.isUndefined(stop.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      yield* settle
+      assert.isTrue(Exit.isSuccess(yield* Fiber.await(stop)))
+      yield* Fiber.interrupt(call)
+    }))
+
   it.effect(
     "property: across a crash, a token bucket never admits more than capacity + rate x T in any window",
     () =>
@@ -442,7 +488,7 @@ describe("ClusterLimiter, one process", () => {
       yield* settle
       const e = yield* Fiber.join(waiter)
       assert.strictEqual(e._tag, "RateLimitExceeded")
-      // (its runner is left as it is: its shard's entity never finishes starting)
+      // (its runner is left as it is: its partition never opens)
     }))
 })
 

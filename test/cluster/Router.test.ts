@@ -32,6 +32,9 @@ const owner: Owner = {
   run: () => unused,
   batch: () => unused,
   wait: () => unused,
+  begin: () => {
+    throw new Error("not used by a client-only router")
+  },
   open: () => unused,
   close: () => unused,
   closeAll: unused,

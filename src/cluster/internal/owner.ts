@@ -135,6 +135,8 @@ export class Partition {
   status: "opening" | "open" | "closing" | "closed" = "opening"
   readonly opened = Latch.makeUnsafe(false)
   closing: Deferred.Deferred<void> | undefined = undefined
+  /** A stop gave up waiting for the opening: it is handed over as soon as it ends. */
+  abandoned = false
   limiter: RateLimiter["Service"] | undefined = undefined
   supervisor: Supervisor.Supervisor | undefined = undefined
   scope: Scope.Closeable | undefined = undefined
@@ -194,7 +196,9 @@ export interface Owner {
   readonly run: (partition: Partition, op: Op) => Effect.Effect<Result>
   readonly batch: (batch: BatchRequest) => Effect.Effect<BatchReply>
   readonly wait: (req: WaitRequest) => Effect.Effect<WaitResult>
-  /** Opens `shard`'s partition (its entity started here). */
+  /** Starts opening `shard`'s partition (its entity starts here), without waiting for it. */
+  readonly begin: (shard: number) => Partition
+  /** Opens `shard`'s partition, or waits for the opening under way. */
   readonly open: (shard: number) => Effect.Effect<Partition>
   /** Hands `shard`'s partition over (its entity stops here). */
   readonly close: (shard: number) => Effect.Effect<void>
@@ -552,40 +556,46 @@ export const make = Effect.fnUntraced(function*(options: Options) {
 
   // --- Opening and closing ------------------------------------------------
 
-  // Opening runs on a fiber of its own: the entity's start that asked for
-  // it may be interrupted (its first message gave up), the opening goes on,
-  // and the next start finds it opening or open. While the shard is still
-  // this runner's, a failed opening (the storage did not answer) is tried
-  // again; once it is not, the partition is closed without serving.
-  const open = (shard: number): Effect.Effect<Partition> =>
-    Effect.suspend(() => {
-      const found = partitions.get(shard)
-      if (found !== undefined && (found.status === "open" || found.status === "opening")) {
-        return Effect.as(found.opened.await, found)
-      }
-      const p = new Partition(shard, options.group)
-      partitions.set(shard, p)
-      if (shuttingDown) {
+  // Opening runs on a fiber of its own, and the entity's start does not wait
+  // for it: the cluster waits for a started entity to stop before it lets
+  // the shard's lock go, but not for one still starting. So the entity is
+  // started at once, its stop (`close`) waits for the opening and hands the
+  // shard over, and the next owner cannot claim the shard before that. While
+  // the shard is still this runner's, a failed opening (the storage did not
+  // answer) is tried again; once it is not, the partition is closed without
+  // serving.
+  const begin = (shard: number): Partition => {
+    const found = partitions.get(shard)
+    if (found !== undefined && (found.status === "open" || found.status === "opening")) return found
+    const p = new Partition(shard, options.group)
+    partitions.set(shard, p)
+    if (shuttingDown) {
+      p.status = "closed"
+      p.opened.openUnsafe()
+      return p
+    }
+    const attempt: Effect.Effect<void> = Effect.suspend(() => {
+      if (shuttingDown || p.abandoned || !sharding.hasShardId(p.shardId)) {
         p.status = "closed"
         p.opened.openUnsafe()
-        return Effect.succeed(p)
+        return Effect.void
       }
-      const attempt: Effect.Effect<void> = Effect.suspend(() => {
-        if (shuttingDown || !sharding.hasShardId(p.shardId)) {
-          p.status = "closed"
-          p.opened.openUnsafe()
-          return Effect.void
-        }
-        return openPartition(p).pipe(
-          Effect.catchCause((cause) =>
-            Effect.logWarning(`tollgate cluster: could not open shard ${shard}; trying again`, cause).pipe(
-              Effect.andThen(Effect.sleep(250)),
-              Effect.andThen(attempt)
-            )
+      return openPartition(p).pipe(
+        Effect.catchCause((cause) =>
+          Effect.logWarning(`tollgate cluster: could not open shard ${shard}; trying again`, cause).pipe(
+            Effect.andThen(Effect.sleep(250)),
+            Effect.andThen(attempt)
           )
         )
-      })
-      runFork(attempt)
+      )
+    })
+    runFork(attempt)
+    return p
+  }
+
+  const open = (shard: number): Effect.Effect<Partition> =>
+    Effect.suspend(() => {
+      const p = begin(shard)
       return Effect.as(p.opened.await, p)
     })
 
@@ -641,27 +651,42 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     } else if (claim.previous === "owned") {
       p.coldSince = now()
     }
-    // The shard may have left this runner while it was being claimed: then
-    // nothing is served here (the next owner's claim finds this one's epoch
-    // not handed over, and starts cold: fail closed).
-    if (!sharding.hasShardId(p.shardId)) {
-      p.status = "closed"
-      p.opened.openUnsafe()
-      if (partitions.get(p.shard) === p) partitions.delete(p.shard)
-      yield* Scope.close(partitionScope, Exit.void)
-      return
-    }
     p.status = "open"
     changed()
     p.opened.openUnsafe()
+    // The shard left this runner while it was being opened (or the runner is
+    // stopping, or a stop gave up waiting): it is handed over at once, what
+    // it was handed included, so that the next owner starts from it rather
+    // than from this claim, never handed over (cold). (`close` marks it
+    // closing before any call that waited for the opening runs: those are
+    // told Moved.)
+    if (shuttingDown || p.abandoned || !sharding.hasShardId(p.shardId)) yield* close(p.shard)
   })
 
   // The first to close a partition hands it over; the others wait for that.
+  // A partition still opening is waited for (up to the hand-over's timeout:
+  // a storage that does not answer must not hold a stop for good; the
+  // opening then hands over by itself when it ends).
   const close = (shard: number): Effect.Effect<void> =>
     Effect.suspend(() => {
       const p = partitions.get(shard)
       if (p === undefined) return Effect.void
       if (p.closing !== undefined) return Deferred.await(p.closing)
+      if (p.status === "opening") {
+        if (p.abandoned) return Effect.void
+        return p.opened.await.pipe(
+          Effect.timeoutOrElse({
+            duration: options.handoffMillis,
+            // (calls waiting for it are let go: they find it not open, and are told Moved)
+            orElse: () =>
+              Effect.sync(() => {
+                p.abandoned = true
+                p.opened.openUnsafe()
+              })
+          }),
+          Effect.andThen(Effect.suspend(() => p.status === "opening" ? Effect.void : close(shard)))
+        )
+      }
       if (p.status !== "open") {
         p.status = "closed"
         return Effect.void
@@ -788,6 +813,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     run,
     batch,
     wait,
+    begin,
     open,
     close,
     closeAll,
