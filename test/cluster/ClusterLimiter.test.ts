@@ -377,15 +377,20 @@ describe("ClusterLimiter, one process", () => {
       yield* Scope.close(second, Exit.void)
     }))
 
-  it.effect("a stop waits for an opening whose storage does not answer only up to the hand-over's timeout", () =>
+  it.effect("a stop waits for an opening no longer than handoffTimeout; a claim that lands later hands nothing over", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(0)
       const storage = yield* memoryStorage
-      const scope = yield* Scope.make()
-      const { caller } = yield* runner({ ...options, handoffTimeout: "3 seconds" }, stalledStorage(storage), scope)
-      const call = yield* Effect.forkChild(caller.acquire("tb:s"))
+      const gate = yield* Latch.make(false)
+      const slow: ClusterStorage.ClusterStorage["Service"] = {
+        ...storage,
+        claim: (name, shard, owner) => Effect.andThen(gate.await, storage.claim(name, shard, owner))
+      }
+      const first = yield* Scope.make()
+      const one = yield* runner({ ...options, handoffTimeout: "3 seconds" }, slow, first)
+      const call = yield* Effect.forkChild(one.caller.acquire("{k}:a"))
       yield* settle
-      const stop = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      const stop = yield* Effect.forkChild(Scope.close(first, Exit.void))
       yield* settle
       yield* TestClock.adjust("2999 millis")
       yield* settle
@@ -394,6 +399,18 @@ describe("ClusterLimiter, one process", () => {
       yield* settle
       assert.isTrue(Exit.isSuccess(yield* Fiber.await(stop)))
       yield* Fiber.interrupt(call)
+      // the next owner claims the shard and empties a key; then the first claim lands
+      const second = yield* Scope.make()
+      const two = yield* runner(options, storage, second)
+      assert.isTrue(yield* two.caller.acquire("{k}:a", { cost: 5 }))
+      yield* gate.open
+      yield* settle
+      yield* Scope.close(second, Exit.void) // its hand-over is refused: the late claim came after its own
+      // had the late claim handed its (empty) opening over, the emptied key would admit again at once
+      const third = yield* Scope.make()
+      const three = yield* runner(options, storage, third)
+      assert.isFalse(yield* three.caller.acquire("{k}:a"))
+      yield* Scope.close(third, Exit.void)
     }))
 
   it.effect(

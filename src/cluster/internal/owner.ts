@@ -135,7 +135,7 @@ export class Partition {
   status: "opening" | "open" | "closing" | "closed" = "opening"
   readonly opened = Latch.makeUnsafe(false)
   closing: Deferred.Deferred<void> | undefined = undefined
-  /** A stop gave up waiting for the opening: it is handed over as soon as it ends. */
+  /** A stop gave up waiting for the opening (the storage did not answer): it serves nothing, hands nothing over. */
   abandoned = false
   limiter: RateLimiter["Service"] | undefined = undefined
   supervisor: Supervisor.Supervisor | undefined = undefined
@@ -566,7 +566,9 @@ export const make = Effect.fnUntraced(function*(options: Options) {
   // serving.
   const begin = (shard: number): Partition => {
     const found = partitions.get(shard)
-    if (found !== undefined && (found.status === "open" || found.status === "opening")) return found
+    if (found !== undefined && !found.abandoned && (found.status === "open" || found.status === "opening")) {
+      return found
+    }
     const p = new Partition(shard, options.group)
     partitions.set(shard, p)
     if (shuttingDown) {
@@ -651,26 +653,42 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     } else if (claim.previous === "owned") {
       p.coldSince = now()
     }
+    if (p.abandoned) {
+      // A stop gave up waiting, and the lock went: the shard may be another
+      // runner's by now, so this late claim hands nothing over (its next
+      // owner starts cold: fail closed, never a stale hand-over).
+      p.status = "closed"
+      if (partitions.get(p.shard) === p) partitions.delete(p.shard)
+      yield* Scope.close(partitionScope, Exit.void)
+      return yield* Effect.logWarning(
+        `tollgate cluster: shard ${p.shard} was claimed after its stop stopped waiting; not handed over`
+      )
+    }
     p.status = "open"
     changed()
     p.opened.openUnsafe()
-    // The shard left this runner while it was being opened (or the runner is
-    // stopping, or a stop gave up waiting): it is handed over at once, what
-    // it was handed included, so that the next owner starts from it rather
-    // than from this claim, never handed over (cold). (`close` marks it
+    // The shard left this runner while it was being opened: it is handed
+    // over at once (the entity's stop, waiting for this, would too), what it
+    // was handed included, so that the next owner starts from it rather than
+    // from this claim, never handed over (cold). (`closePartition` marks it
     // closing before any call that waited for the opening runs: those are
     // told Moved.)
-    if (shuttingDown || p.abandoned || !sharding.hasShardId(p.shardId)) yield* close(p.shard)
+    if (!sharding.hasShardId(p.shardId)) yield* closePartition(p)
   })
 
   // The first to close a partition hands it over; the others wait for that.
-  // A partition still opening is waited for (up to the hand-over's timeout:
-  // a storage that does not answer must not hold a stop for good; the
-  // opening then hands over by itself when it ends).
+  // A partition still opening is waited for, then handed over, up to the
+  // hand-over's timeout: a storage that does not answer must not hold a stop
+  // for good (the opening is then given up: it serves nothing and hands
+  // nothing over).
   const close = (shard: number): Effect.Effect<void> =>
     Effect.suspend(() => {
       const p = partitions.get(shard)
-      if (p === undefined) return Effect.void
+      return p === undefined ? Effect.void : closePartition(p)
+    })
+
+  const closePartition = (p: Partition): Effect.Effect<void> =>
+    Effect.suspend(() => {
       if (p.closing !== undefined) return Deferred.await(p.closing)
       if (p.status === "opening") {
         if (p.abandoned) return Effect.void
@@ -684,7 +702,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
                 p.opened.openUnsafe()
               })
           }),
-          Effect.andThen(Effect.suspend(() => p.status === "opening" ? Effect.void : close(shard)))
+          Effect.andThen(Effect.suspend(() => p.abandoned ? Effect.void : closePartition(p)))
         )
       }
       if (p.status !== "open") {
@@ -770,7 +788,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     for (const p of partitions.values()) {
       if (p.status !== "open") continue
       if (!sharding.hasShardId(p.shardId)) {
-        runFork(close(p.shard))
+        runFork(closePartition(p))
         continue
       }
       for (const w of p.waiters.values()) {
