@@ -354,18 +354,7 @@ describe("ClusterLimiter, one process", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(0)
       const storage = yield* memoryStorage
-      // the first runner's claim waits until the test lets it go
-      const gate = yield* Latch.make(false)
-      const slow: ClusterStorage.ClusterStorage["Service"] = {
-        ...storage,
-        claim: (name, shard, owner) => Effect.andThen(gate.await, storage.claim(name, shard, owner))
-      }
-      const first = yield* Scope.make()
-      const one = yield* runner(options, slow, first)
-      const call = yield* Effect.forkChild(one.caller.acquire("{k}:a")) // opens the shard: its claim waits
-      yield* settle
-      const stop = yield* Effect.forkChild(Scope.close(first, Exit.void))
-      yield* settle
+      const { gate, stop, call } = yield* stopWhileOpening(options, storage)
       yield* gate.open // the claim lands while the runner stops
       yield* Fiber.join(stop)
       yield* Fiber.interrupt(call)
@@ -381,17 +370,7 @@ describe("ClusterLimiter, one process", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(0)
       const storage = yield* memoryStorage
-      const gate = yield* Latch.make(false)
-      const slow: ClusterStorage.ClusterStorage["Service"] = {
-        ...storage,
-        claim: (name, shard, owner) => Effect.andThen(gate.await, storage.claim(name, shard, owner))
-      }
-      const first = yield* Scope.make()
-      const one = yield* runner({ ...options, handoffTimeout: "3 seconds" }, slow, first)
-      const call = yield* Effect.forkChild(one.caller.acquire("{k}:a"))
-      yield* settle
-      const stop = yield* Effect.forkChild(Scope.close(first, Exit.void))
-      yield* settle
+      const { gate, stop, call } = yield* stopWhileOpening({ ...options, handoffTimeout: "3 seconds" }, storage)
       yield* TestClock.adjust("2999 millis")
       yield* settle
       assert.isUndefined(stop.pollUnsafe())
@@ -517,6 +496,24 @@ const crashingStorage = (
   ...storage,
   release: () => Effect.succeed(true)
 })
+
+// A runner whose claims wait for the gate, stopped (forked) while a call
+// has it opening the shard of "{k}:a".
+const stopWhileOpening = (opts: ClusterLimiter.Options, storage: ClusterStorage.ClusterStorage["Service"]) =>
+  Effect.gen(function*() {
+    const gate = yield* Latch.make(false)
+    const slow: ClusterStorage.ClusterStorage["Service"] = {
+      ...storage,
+      claim: (name, shard, owner) => Effect.andThen(gate.await, storage.claim(name, shard, owner))
+    }
+    const scope = yield* Scope.make()
+    const { caller } = yield* runner(opts, slow, scope)
+    const call = yield* Effect.forkChild(caller.acquire("{k}:a"))
+    yield* settle
+    const stop = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+    yield* settle
+    return { gate, stop, call }
+  })
 
 // A storage that never answers a claim: no partition opens, no owner answers.
 const stalledStorage = (
