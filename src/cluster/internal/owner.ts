@@ -13,7 +13,10 @@
  *   or, when the last owner never handed it over (it crashed), starts
  *   *cold*: a key first used within its recovery time of the claim is
  *   blocked until then (see {@link recovery}). Nothing is served before
- *   that: requests wait for the partition to open.
+ *   that: requests wait for the partition to open. The entity's stop waits
+ *   for the opening too (up to the hand-over's timeout) and hands the shard
+ *   over, so that a shard that moves away while it opens is never left
+ *   claimed and not handed over.
  * - **Closing** (the shard is being released: this runner no longer counts
  *   it among its own, and its lock is still held until the shard's entity
  *   has stopped): operations that come now are answered `Moved`; those in
