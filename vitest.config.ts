@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process"
 import { defineConfig } from "vitest/config"
-import type { Reporter, TestModule } from "vitest/node"
+import { BaseSequencer, type Reporter, type TestModule, type TestSpecification } from "vitest/node"
 
 // What the tests that need a server look for; without it they are registered
 // and skipped, and the run ends by saying what to install.
@@ -56,6 +56,45 @@ const isolated = [
   "test/server/**"
 ]
 
+// The files that take longest, in the order of their durations in a CI run
+// (seconds). A fresh clone has no timings of its own, and vitest would start
+// them by size (most of these are small files: last); started first, the
+// other files fill the workers around them. Only the order of the run
+// depends on this list.
+const longest = [
+  "test/package/Consumer.test.ts", // 201
+  "test/cluster/Processes.test.ts", // 131
+  "test/server/Service.test.ts", // 93
+  "test/redis/Failover.test.ts", // 87
+  "test/server/Redis.test.ts", // 81
+  "test/docs/Commands.test.ts", // 75
+  "test/redis/Conformance.test.ts", // 72
+  "test/redis/ConformanceEval.test.ts", // 55
+  "test/reliability/Floods.test.ts", // 49
+  "test/server/Abuse.test.ts", // 48
+  "test/redis/ConformanceCluster.test.ts", // 36
+  "test/redis/Restart.test.ts", // 31
+  "test/server/Cluster.test.ts", // 30
+  "test/redis/ConformanceSentinel.test.ts", // 27
+  "test/gateway/Gateways.test.ts", // 26
+  "test/redis/ConformanceNodeRedis.test.ts", // 25
+  "test/server/Process.test.ts", // 21
+  "test/gateway/Zones.test.ts" // 21
+]
+const rank = (spec: TestSpecification): number => {
+  const i = longest.findIndex((file) => spec.moduleId.endsWith(file))
+  return i === -1 ? longest.length : i
+}
+class LongestFirst extends BaseSequencer {
+  override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {
+    const sorted = await super.sort(files)
+    // stable: the rest keep vitest's order (its timings when it has them, else size)
+    return sorted.map((spec, i) => ({ spec, i })).sort((a, b) => rank(a.spec) - rank(b.spec) || a.i - b.i).map((
+      { spec }
+    ) => spec)
+  }
+}
+
 export default defineConfig({
   test: {
     globalSetup: ["test/lua/setup.ts"],
@@ -65,6 +104,7 @@ export default defineConfig({
     // Much of the suite waits on processes of its own (the service, npm,
     // nginx, redis-server), so three files at a time keep two cores busy.
     maxWorkers: 3,
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,
