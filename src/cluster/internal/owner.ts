@@ -621,6 +621,18 @@ export const make = Effect.fnUntraced(function*(options: Options) {
     const claim = yield* storage.claim(name, p.shard, runner).pipe(
       Effect.onError(() => Scope.close(partitionScope, Exit.void))
     )
+    if (p.abandoned) {
+      // A stop gave up waiting, and the lock went: the shard may be another
+      // runner's by now, so this late claim serves nothing and hands nothing
+      // over (its next owner starts cold: fail closed, never from a stale
+      // hand-over).
+      p.status = "closed"
+      if (partitions.get(p.shard) === p) partitions.delete(p.shard)
+      yield* Scope.close(partitionScope, Exit.void)
+      return yield* Effect.logWarning(
+        `tollgate cluster: shard ${p.shard} claimed after its stop gave up waiting; not handed over`
+      )
+    }
     p.scope = partitionScope
     p.limiter = limiter
     p.supervisor = supervisor
@@ -655,17 +667,6 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       }
     } else if (claim.previous === "owned") {
       p.coldSince = now()
-    }
-    if (p.abandoned) {
-      // A stop gave up waiting, and the lock went: the shard may be another
-      // runner's by now, so this late claim hands nothing over (its next
-      // owner starts cold: fail closed, never a stale hand-over).
-      p.status = "closed"
-      if (partitions.get(p.shard) === p) partitions.delete(p.shard)
-      yield* Scope.close(partitionScope, Exit.void)
-      return yield* Effect.logWarning(
-        `tollgate cluster: shard ${p.shard} was claimed after its stop stopped waiting; not handed over`
-      )
     }
     p.status = "open"
     changed()
