@@ -374,7 +374,7 @@ export const make = Effect.fnUntraced(function*(options: Options) {
       const p = partitions.get(shard)
       if (p !== undefined) {
         if (p.status === "open") return Effect.succeed(p)
-        if (p.status === "opening") return Effect.as(p.opened.await, p)
+        if (p.status === "opening" && !p.abandoned) return Effect.as(p.opened.await, p)
         if (p.status === "closing" || sharding.hasShardId(p.shardId) === false) return Effect.succeed(moved)
       }
       if (shuttingDown) return Effect.succeed(moved)
