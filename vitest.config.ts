@@ -46,14 +46,14 @@ const summary: Reporter = {
 // rest share their worker's modules: loading Effect again for each of them
 // was 43 % of their time (in process alone: 47.5 s isolated, 16.1 s shared).
 const isolated = [
-  "test/bench/**",
+  "test/bench/**/*.test.ts",
   "test/cluster/Processes.test.ts",
-  "test/docs/**",
-  "test/gateway/**",
-  "test/package/**",
-  "test/recipes/**",
-  "test/reliability/**",
-  "test/server/**"
+  "test/docs/**/*.test.ts",
+  "test/gateway/**/*.test.ts",
+  "test/package/**/*.test.ts",
+  "test/recipes/**/*.test.ts",
+  "test/reliability/**/*.test.ts",
+  "test/server/**/*.test.ts"
 ]
 
 // The files that take longest, in the order of their durations in a CI run
@@ -112,7 +112,7 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "isolated", include: isolated.map((glob) => glob.endsWith("**") ? `${glob}/*.test.ts` : glob) }
+        test: { name: "isolated", include: isolated }
       }
     ]
   }

@@ -639,7 +639,7 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
 }
 
 /** Random runs per case (`CONFORMANCE_RUNS`, 40 by default). */
-export const runs = Number(process.env.CONFORMANCE_RUNS ?? 40)
+const runs = Number(process.env.CONFORMANCE_RUNS ?? 40)
 
 /**
  * Runs per case where the same scripts take another route (a Redis Cluster,
