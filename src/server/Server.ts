@@ -29,11 +29,19 @@ import * as ServiceConfig from "./ServiceConfig.ts"
 import * as ServiceStore from "./ServiceStore.ts"
 import * as Tollgate from "./Tollgate.ts"
 
-// Loaded when a layer that needs it is built, not when this module is.
-const platformNode = OptionalPackage.load(
+// Loaded when a layer that needs it is built, not when this module is, and
+// each module alone: the package's index loads every Node module it has
+// (node-redis's client among them, some 650 files), which made the service
+// take twice as long to start.
+const nodeHttpServer = OptionalPackage.load(
   "the HTTP service",
   "@effect/platform-node",
-  () => import("@effect/platform-node").then(Result.succeed, Result.fail)
+  () => import("@effect/platform-node/NodeHttpServer").then(Result.succeed, Result.fail)
+)
+const nodeFileSystem = OptionalPackage.load(
+  "the HTTP service",
+  "@effect/platform-node",
+  () => import("@effect/platform-node/NodeFileSystem").then(Result.succeed, Result.fail)
 )
 
 const describePolicies = (settings: ServiceConfig.Settings): string =>
@@ -95,7 +103,7 @@ export const layerHttp: Layer.Layer<
   HttpServerError.ServeError | MissingPackage,
   ServiceConfig.ServiceConfig | Tollgate.Tollgate | Lifecycle.Lifecycle
 > = Layer.unwrap(
-  Effect.flatMap(platformNode, ({ NodeHttpServer }) =>
+  Effect.flatMap(nodeHttpServer, (NodeHttpServer) =>
     ServiceConfig.ServiceConfig.use((settings) =>
       Effect.sync(() => {
         const node = NodeServer.make({
@@ -327,8 +335,8 @@ export const layer: Layer.Layer<
   | MissingPackage
 > = Layer.unwrap(
   Effect.map(
-    platformNode,
-    ({ NodeFileSystem }) =>
+    nodeFileSystem,
+    (NodeFileSystem) =>
       layerWith(ServiceConfig.ServiceConfig.layer.pipe(Layer.provide(NodeFileSystem.layer)), {
         reload: ServiceConfig.load.pipe(Effect.provide(NodeFileSystem.layer))
       })

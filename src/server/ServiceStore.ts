@@ -30,14 +30,19 @@ import {
   Scope
 } from "effect"
 import type { Sharding } from "effect/cluster"
-import * as ClusterLimiter from "../cluster/ClusterLimiter.ts"
-import * as ClusterRunner from "../cluster/ClusterRunner.ts"
+import type * as ClusterLimiter from "../cluster/ClusterLimiter.ts"
 import type { ClusterStorage } from "../cluster/ClusterStorage.ts"
 import type { InvalidPolicy } from "../Errors.ts"
 import type * as Policy from "../Policy.ts"
 import { RateLimiter } from "../RateLimiter.ts"
-import * as RedisStore from "../redis/RedisStore.ts"
 import * as ServiceConfig from "./ServiceConfig.ts"
+
+// The cluster's and Redis's modules are loaded when the configuration asks
+// for them: a service on the in-process default does not load Effect Cluster
+// (some 60 files) or the Redis store.
+const clusterLimiter = Effect.promise(() => import("../cluster/ClusterLimiter.ts"))
+const clusterRunner = Effect.promise(() => import("../cluster/ClusterRunner.ts"))
+const redisStore = Effect.promise(() => import("../redis/RedisStore.ts"))
 
 /**
  * Redis could not be used at start-up: the connection was refused, failed,
@@ -221,14 +226,15 @@ export const makeLimiter = (
 ): Effect.Effect<RateLimiter["Service"], InvalidPolicy, Scope.Scope> =>
   Effect.gen(function*() {
     const cluster = yield* CurrentCluster
-    return yield* (cluster === undefined
-      ? RateLimiter.make(options)
-      : Effect.provideContext(ClusterLimiter.make(options), cluster))
+    if (cluster === undefined) return yield* RateLimiter.make(options)
+    const ClusterLimiter = yield* clusterLimiter
+    return yield* Effect.provideContext(ClusterLimiter.make(options), cluster)
   })
 
 const joinCluster = Effect.fnUntraced(function*(cluster: ServiceConfig.ClusterSettings) {
   const url = ServiceConfig.redactUrl(Redacted.value(cluster.url))
   const unavailable = (reason: string) => new ClusterUnavailable({ field: cluster.urlField, url, reason })
+  const ClusterRunner = yield* clusterRunner
   const runtime = ClusterRunner.layerPostgres({
     url: cluster.url,
     runner: { host: cluster.host, port: cluster.port },
@@ -283,6 +289,7 @@ const connect = Effect.fn("ServiceStore.connect")(
         url: urlsOf(redis).map(ServiceConfig.redactUrl).join(","),
         reason
       })
+    const RedisStore = yield* redisStore
     // A policy without a script would be decided by the fallback for ever: refuse it now.
     const unsupported = [...settings.policies].filter(([, policy]) => !RedisStore.supports(policy as Policy.Valid))
     if (unsupported.length > 0) {

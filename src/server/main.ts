@@ -17,7 +17,7 @@ import * as Server from "./Server.ts"
 
 // `@effect/platform-node` is an optional peer dependency of the package: without it the service
 // cannot run, and says so in one line (not a stack trace of the module loader).
-const platform = await import("@effect/platform-node").then(Result.succeed, Result.fail)
+const platform = await import("@effect/platform-node/NodeRuntime").then(Result.succeed, Result.fail)
 if (Result.isFailure(platform)) {
   if (!notInstalled(platform.failure, "@effect/platform-node")) throw platform.failure
   console.error(
@@ -25,7 +25,7 @@ if (Result.isFailure(platform)) {
   )
   process.exit(1)
 }
-const { NodeRuntime } = platform.success
+const NodeRuntime = platform.success
 
 // Why listen(2) failed, in words, by Node's error code.
 const listenReasons: Record<string, string> = {

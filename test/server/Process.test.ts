@@ -2,13 +2,22 @@
 // signal sent to npm, says why it cannot listen, and answers HEAD.
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { request, start, startFailing } from "./harness.ts"
+import * as Module from "node:module"
+import { fileURLToPath } from "node:url"
+import { post, request, start, startFailing } from "./harness.ts"
 
 // `npm start` as the README runs it, on the npm that runs these tests.
 const npmStart: readonly [string, ...Array<string>] = process.env.npm_execpath !== undefined &&
     process.env.npm_execpath.endsWith(".js")
   ? [process.execPath, process.env.npm_execpath, "start"]
   : ["npm", "start"]
+
+// Reports the modules a start-up loads (Node's synchronous module hooks: Node 22.15 and later).
+const loadedHook = fileURLToPath(new URL("fixtures/loaded.mjs", import.meta.url))
+// What the in-process service has no use for: the Redis clients, Effect Cluster, tollgate's cluster and
+// Redis store. Effect's own Effect module is matched too, to show that the hook reports.
+const notNeeded = String.raw`/node_modules/(redis|@redis/[^/]+|ioredis)/|/effect/dist/cluster/|/src/(cluster|redis)/`
+const reported = String.raw`/effect/dist/Effect\.js$`
 
 const refused = (url: string) => Effect.promise(() => fetch(url).then(() => false, () => true))
 
@@ -52,4 +61,20 @@ describe("service: the process", () => {
       assert.strictEqual(post.headers.get("allow"), "POST")
       assert.strictEqual((yield* request(service, "HEAD", "/v2/nothing")).status, 404)
     }))
+
+  it.live.skipIf(!("registerHooks" in Module))(
+    "on the in-process default, the service loads neither a Redis client nor Effect Cluster",
+    () =>
+      Effect.gen(function*() {
+        const service = yield* start({
+          command: [process.execPath, "--import", loadedHook, "src/server/main.ts"],
+          env: { TOLLGATE_TEST_LOADED: `${notNeeded}|${reported}` }
+        })
+        assert.strictEqual((yield* post(service, "/v1/consume", { key: "k" })).status, 200)
+        const loaded = service.output().split("\n").filter((line) => line.startsWith("loaded "))
+        assert.deepStrictEqual(loaded.map((line) => line.replace(/^loaded .*\/node_modules\//, "")), [
+          "effect/dist/Effect.js"
+        ])
+      })
+  )
 })
