@@ -130,7 +130,7 @@ export const layerPostgres = (
         OptionalPackage.load(
           feature,
           "@effect/platform-node",
-          () => import("@effect/platform-node").then(Result.succeed, Result.fail)
+          () => import("@effect/platform-node/NodeClusterSocket").then(Result.succeed, Result.fail)
         )
       )
     ])
@@ -142,7 +142,7 @@ export const layerPostgres = (
       return yield* new MissingPackage({ feature, packages: missing })
     }
     const { PgClient } = sqlPg.success
-    const { NodeClusterSocket } = platform.success
+    const NodeClusterSocket = platform.success
     const url = Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url)
     const Pg = Layer.effectContext(
       Layer.build(PgClient.layer({ url })).pipe(

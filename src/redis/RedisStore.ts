@@ -550,14 +550,18 @@ export const make: (options?: Options) => Effect.Effect<Store, InvalidPolicy, Re
     if (settings instanceof InvalidPolicy) return yield* settings
     const redis = yield* Redis.Redis
     // A `NodeRedis` in context is written to with its own client. `@effect/platform-node` is an
-    // optional peer: without it installed, the application's `Redis` cannot be a `NodeRedis`.
-    const platform = yield* Effect.option(OptionalPackage.load(
-      "NodeRedis",
-      "@effect/platform-node",
-      () => import("@effect/platform-node").then(Result.succeed, Result.fail)
-    ))
-    const nodeRedis = Option.isSome(platform)
-      ? yield* Effect.serviceOption(platform.value.NodeRedis.NodeRedis)
+    // optional peer, and its `NodeRedis` needs `redis`: without either installed, the application's
+    // `Redis` cannot be a `NodeRedis`. (That module alone: the package's index loads every one.)
+    const platform = yield* Effect.promise(() =>
+      import("@effect/platform-node/NodeRedis").then(Result.succeed, Result.fail)
+    )
+    if (
+      Result.isFailure(platform) &&
+      !OptionalPackage.notInstalled(platform.failure, "@effect/platform-node") &&
+      !OptionalPackage.notInstalled(platform.failure, "redis")
+    ) return yield* Effect.die(platform.failure)
+    const nodeRedis = Result.isSuccess(platform)
+      ? yield* Effect.serviceOption(platform.success.NodeRedis)
       : Option.none()
     const context = yield* Effect.context<never>()
     return yield* build({
