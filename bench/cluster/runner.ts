@@ -9,7 +9,7 @@
  * built; on "mem" (stdin) collects garbage and prints its heap and what it
  * holds, as JSON.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Duration, Effect, Layer } from "effect"
 import { Entity, Sharding } from "effect/cluster"
 import * as readline from "node:readline"

@@ -8,7 +8,8 @@
  * RateLimitMiddleware (a policy no client can exhaust), to show what the
  * middleware costs. Listens on 127.0.0.1:$PORT (0: any free port).
  */
-import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Schema } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createServer } from "node:http"

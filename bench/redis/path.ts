@@ -9,7 +9,7 @@
  *
  *   node bench/redis/path.ts     about 20 seconds
  */
-import { NodeRedis } from "@effect/platform-node"
+import * as NodeRedis from "@effect/platform-node/NodeRedis"
 import { Context, Effect } from "effect"
 import { Redis } from "effect/persistence"
 import * as Engine from "../../src/internal/actor/Engine.ts"

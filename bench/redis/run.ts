@@ -25,7 +25,7 @@
  * Also measures the clients alone (PING and a raw EVALSHA of the same
  * script), and `RedisStore.apply` alone.
  */
-import { NodeRedis } from "@effect/platform-node"
+import * as NodeRedis from "@effect/platform-node/NodeRedis"
 import { Context, Effect, Layer, Scope } from "effect"
 import { RateLimiter as EffectRateLimiter, Redis } from "effect/persistence"
 import { Cluster as IORedisCluster, Redis as IORedis } from "ioredis"

@@ -3,7 +3,8 @@
  *
  * @since 0.1.0
  */
-import { NodeRuntime, NodeStdio } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeStdio from "@effect/platform-node/NodeStdio"
 import { Effect } from "effect"
 import * as Demo from "./Demo.ts"
 

@@ -1,4 +1,4 @@
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Fiber, Layer, Metric, Queue } from "effect"
 import { FetchHttpClient, HttpClient, HttpRouter, HttpServer, HttpServerResponse } from "effect/http"

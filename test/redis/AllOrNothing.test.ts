@@ -7,7 +7,7 @@
  * mode on) keys with a common hash tag go through while keys of different
  * slots are refused before they are sent.
  */
-import { NodeRedis } from "@effect/platform-node"
+import * as NodeRedis from "@effect/platform-node/NodeRedis"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Duration, Effect, Exit, Fiber, Layer } from "effect"
 import { Redis } from "effect/persistence"

@@ -5,7 +5,7 @@
  * message when one is missing, and a namespace per test file that is
  * removed afterwards.
  */
-import { NodeRedis } from "@effect/platform-node"
+import * as NodeRedis from "@effect/platform-node/NodeRedis"
 import { describe, it, layer, type Vitest } from "@effect/vitest"
 import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { Redis } from "effect/persistence"
