@@ -642,10 +642,10 @@ const expectKey = (c: Case, forever: boolean, redisKey: string) => {
 const runs = Number(process.env.CONFORMANCE_RUNS ?? 40)
 
 /**
- * Runs per case where the same scripts take another route (a Redis Cluster,
- * Sentinel, node-redis): a quarter. Every case still crosses that route; the
- * scripts' arithmetic is held to the interpreter at full size on one server,
- * over `FCALL` and over `EVALSHA`.
+ * Runs per case where the same scripts take another route (`EVALSHA`, a
+ * Redis Cluster, Sentinel, node-redis): a quarter. Every case still crosses
+ * that route; the scripts' arithmetic is held to the interpreter at full
+ * size on one server, over `FCALL`.
  */
 export const routeRuns = Math.ceil(runs / 4)
 
