@@ -14,10 +14,24 @@ const npmStart: readonly [string, ...Array<string>] = process.env.npm_execpath !
 
 // Reports the modules a start-up loads (Node's synchronous module hooks: Node 22.15 and later).
 const loadedHook = fileURLToPath(new URL("fixtures/loaded.mjs", import.meta.url))
-// What the in-process service has no use for: the Redis clients, Effect Cluster, tollgate's cluster and
-// Redis store. Effect's own Effect module is matched too, to show that the hook reports.
-const notNeeded = String.raw`/node_modules/(redis|@redis/[^/]+|ioredis)/|/effect/dist/cluster/|/src/(cluster|redis)/`
-const reported = String.raw`/effect/dist/Effect\.js$`
+// The Redis clients, Effect Cluster, tollgate's cluster and Redis store, which the in-process service has no use
+// for; on Redis it needs ioredis and the Redis store alone. Effect's own Effect module is matched too, to show that
+// the hook reports.
+const watched = String.raw`/node_modules/(redis|@redis/[^/]+)/|/node_modules/ioredis/built/index\.js$|` +
+  String.raw`/effect/dist/cluster/|/src/cluster/|/src/redis/RedisStore\.ts$|/effect/dist/Effect\.js$`
+
+// The watched modules a service loaded by the time it answered a consume, sorted.
+const loadedBy = (env: Record<string, string>) =>
+  Effect.gen(function*() {
+    const service = yield* start({
+      command: [process.execPath, "--import", loadedHook, "src/server/main.ts"],
+      env: { ...env, TOLLGATE_TEST_LOADED: watched }
+    })
+    assert.strictEqual((yield* post(service, "/v1/consume", { key: "k" })).status, 200)
+    return service.output().split("\n").filter((line) => line.startsWith("loaded ")).map((line) =>
+      line.replace(/^loaded .*\/node_modules\//, "").replace(/^loaded .*\/src\//, "src/")
+    ).sort()
+  }).pipe(Effect.scoped)
 
 const refused = (url: string) => Effect.promise(() => fetch(url).then(() => false, () => true))
 
@@ -66,14 +80,18 @@ describe("service: the process", () => {
     "on the in-process default, the service loads neither a Redis client nor Effect Cluster",
     () =>
       Effect.gen(function*() {
-        const service = yield* start({
-          command: [process.execPath, "--import", loadedHook, "src/server/main.ts"],
-          env: { TOLLGATE_TEST_LOADED: `${notNeeded}|${reported}` }
-        })
-        assert.strictEqual((yield* post(service, "/v1/consume", { key: "k" })).status, 200)
-        const loaded = service.output().split("\n").filter((line) => line.startsWith("loaded "))
-        assert.deepStrictEqual(loaded.map((line) => line.replace(/^loaded .*\/node_modules\//, "")), [
-          "effect/dist/Effect.js"
+        assert.deepStrictEqual(yield* loadedBy({}), ["effect/dist/Effect.js"])
+      })
+  )
+
+  it.live.skipIf(!("registerHooks" in Module) || process.env.REDIS_URL === undefined)(
+    "on Redis, the service loads ioredis and the Redis store, not node-redis nor Effect Cluster (REDIS_URL)",
+    () =>
+      Effect.gen(function*() {
+        assert.deepStrictEqual(yield* loadedBy({ REDIS_URL: process.env.REDIS_URL ?? "" }), [
+          "effect/dist/Effect.js",
+          "ioredis/built/index.js",
+          "src/redis/RedisStore.ts"
         ])
       })
   )
