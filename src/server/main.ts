@@ -11,9 +11,40 @@
  * @since 0.1.0
  */
 import { Cause, Console, Effect, Exit, Layer, Predicate, Result } from "effect"
+import { readFileSync } from "node:fs"
 import { MissingPackage } from "../Errors.ts"
 import { notInstalled } from "../internal/OptionalPackage.ts"
 import * as Server from "./Server.ts"
+
+// The service is configured by its environment and its file, not by arguments. An argument other than these
+// two stops it with one line rather than being ignored: `tollgate --port 9000` would listen on 8080.
+const usage = `Usage: tollgate [--help | --version]
+
+Runs tollgate's HTTP rate-limit service (on 127.0.0.1:8080 by default) until SIGTERM or SIGINT.
+It is configured by environment variables (PORT, HOST, TOLLGATE_CONFIG, TOLLGATE_POLICIES,
+REDIS_URL, ...) and by the JSON file TOLLGATE_CONFIG names, not by arguments: see "Service mode"
+in the package's README.md.
+`
+const args = process.argv.slice(2)
+if (args.length === 1 && (args[0] === "--help" || args[0] === "-h")) {
+  process.stdout.write(usage)
+  process.exit(0)
+}
+if (args.length === 1 && (args[0] === "--version" || args[0] === "-v")) {
+  // (the package's manifest: two folders up, from src/server in a clone as from dist/server in the package)
+  const manifest: { readonly version: string } = JSON.parse(
+    readFileSync(new URL("../../package.json", import.meta.url), "utf8")
+  )
+  process.stdout.write(`${manifest.version}\n`)
+  process.exit(0)
+}
+if (args.length > 0) {
+  console.error(
+    `tollgate: unknown ${args.length === 1 ? "argument" : "arguments"} ${JSON.stringify(args.join(" "))}: ` +
+      "the service is configured by environment variables and TOLLGATE_CONFIG (tollgate --help)"
+  )
+  process.exit(1)
+}
 
 // `@effect/platform-node` is an optional peer dependency of the package: without it the service
 // cannot run, and says so in one line (not a stack trace of the module loader).

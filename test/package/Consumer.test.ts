@@ -409,14 +409,21 @@ describe("the package, packed and installed into a fresh app", () => {
     120_000
   )
 
-  it("npx tollgate without @effect/platform-node exits 1 with one line naming it and its install command", async () => {
-    const result = await run("npx", ["--no-install", "tollgate"], { cwd: app })
-    assert.strictEqual(result.code, 1, result.output)
-    assert.strictEqual(
-      result.output,
-      "tollgate: the service needs @effect/platform-node, which is not installed: npm install @effect/platform-node\n"
-    )
-  }, 120_000)
+  it(
+    "npx tollgate without @effect/platform-node exits 1 with one line naming it and its install command; --version answers",
+    async () => {
+      const result = await run("npx", ["--no-install", "tollgate"], { cwd: app })
+      assert.strictEqual(result.code, 1, result.output)
+      assert.strictEqual(
+        result.output,
+        "tollgate: the service needs @effect/platform-node, which is not installed: npm install @effect/platform-node\n"
+      )
+      // (--version needs nothing but the package: it reads the package's own manifest)
+      const version = await must("npx", ["--no-install", "tollgate", "--version"], { cwd: app })
+      assert.strictEqual(version.stdout, `${manifest.version}\n`)
+    },
+    120_000
+  )
 
   it("publint and attw (profile esm-only: the package is ES modules only) report the tarball clean", async () => {
     const bin = (name: string) => join(root, "node_modules", ".bin", name)

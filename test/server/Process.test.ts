@@ -2,6 +2,7 @@
 // signal sent to npm, says why it cannot listen, and answers HEAD.
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { readFileSync } from "node:fs"
 import * as Module from "node:module"
 import { fileURLToPath } from "node:url"
 import { post, request, start, startFailing } from "./harness.ts"
@@ -11,6 +12,10 @@ const npmStart: readonly [string, ...Array<string>] = process.env.npm_execpath !
     process.env.npm_execpath.endsWith(".js")
   ? [process.execPath, process.env.npm_execpath, "start"]
   : ["npm", "start"]
+
+const manifest: { readonly version: string } = JSON.parse(
+  readFileSync(new URL("../../package.json", import.meta.url), "utf8")
+)
 
 // Reports the modules a start-up loads (Node's synchronous module hooks: Node 22.15 and later).
 const loadedHook = fileURLToPath(new URL("fixtures/loaded.mjs", import.meta.url))
@@ -60,6 +65,26 @@ describe("service: the process", () => {
       const second = yield* startFailing({ env: { PORT: port } })
       assert.strictEqual(second.code, 1)
       assert.strictEqual(second.output, `tollgate: cannot listen on 127.0.0.1:${port}: the port is in use\n`)
+    }))
+
+  it.live("the bin answers --help and --version, and any other argument stops it with one line (exit 1)", () =>
+    Effect.gen(function*() {
+      const run = (...args: ReadonlyArray<string>) =>
+        startFailing({ command: [process.execPath, "src/server/main.ts", ...args] })
+      const help = yield* run("--help")
+      assert.strictEqual(help.code, 0)
+      assert.match(help.output, /^Usage: tollgate \[--help \| --version\]\n/)
+      assert.include(help.output, "TOLLGATE_CONFIG")
+      const version = yield* run("--version")
+      assert.strictEqual(version.code, 0)
+      assert.strictEqual(version.output, `${manifest.version}\n`)
+      const port = yield* run("--port", "9000")
+      assert.strictEqual(port.code, 1)
+      assert.strictEqual(
+        port.output,
+        "tollgate: unknown arguments \"--port 9000\": the service is configured by environment variables and " +
+          "TOLLGATE_CONFIG (tollgate --help)\n"
+      )
     }))
 
   it.live("HEAD answers wherever GET does, with no body; elsewhere 404 or 405 with Allow", () =>
