@@ -1,5 +1,6 @@
 // The service as a process: how it starts from `npm start`, stops on a
-// signal sent to npm, says why it cannot listen, and answers HEAD.
+// signal sent to npm, says why it cannot listen, takes its arguments,
+// answers HEAD, and which modules it loads.
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { readFileSync } from "node:fs"
