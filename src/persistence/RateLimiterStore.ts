@@ -27,8 +27,8 @@ import { InvalidPolicy } from "../Errors.ts"
 import * as Monotone from "../internal/actor/Monotone.ts"
 import * as Request from "../internal/actor/Request.ts"
 import { bind } from "../internal/algorithm/Algorithm.ts"
+import type { Limit } from "../internal/Limit.ts"
 import * as Supervisor from "../internal/supervisor/Supervisor.ts"
-import type * as Policy from "../Policy.ts"
 import * as Ledger from "./internal/ledger.ts"
 
 /**
@@ -55,20 +55,18 @@ export interface Options {
   readonly name?: string | undefined
 }
 
-// A bucket needs only a policy's bound rule. The ledger has no limit of its
-// own (the calls bring theirs), so it is no public policy: it is given the
-// shape of one here, and only this module's buckets ever hold it.
-const ledger = Object.freeze({
+// What the core needs of a policy (`Limit`): the ledger's bound rule, no
+// quota of its own (each call brings its limit), no dry run, no block. It is
+// no public policy: only this module's buckets hold it.
+const ledger: Limit = {
   _tag: "Ledger",
   algorithm: Ledger.algorithm,
   config: undefined,
-  quota: { limit: Infinity, windowMillis: 0 },
   rule: bind(Ledger.algorithm, undefined),
-  error: undefined,
-  // what every policy carries besides: no dry run, no block on a refusal
+  quota: { limit: Infinity, windowMillis: 0 },
   dryRun: false,
   blockMillis: 0
-}) as unknown as Policy.Valid
+}
 
 const positiveInt = (field: string, value: unknown, fallback: number): number | InvalidPolicy => {
   if (value === undefined) return fallback
