@@ -366,7 +366,7 @@ export const make = (
         value: JSON.stringify(rule.policy),
         reason: `no such policy (known policies: ${[...policies.keys()].join(", ")})`
       })
-    } else if (rule.cost !== undefined && rule.cost > policy.algorithm.maxCost(policy.config as never)) {
+    } else if (rule.cost !== undefined && rule.cost > policy.rule.maxCost) {
       errors.push({
         field: `${field}.rules[${i}].cost`,
         value: String(rule.cost),

@@ -87,4 +87,15 @@ describe("forward auth over several zones (match: all)", () => {
       assert.include(output, "forwardAuth.rules[1].cost")
       assert.include(output, "match \"all\"")
     }))
+
+  it.live("a rule whose cost its policy can never admit is refused at start, naming the field", () =>
+    Effect.gen(function*() {
+      // the site's window admits 3 at most
+      const { code, output } = yield* startFailing({ config: config("first", 4) })
+      assert.notStrictEqual(code, 0)
+      assert.include(output, "forwardAuth.rules[1].cost")
+      assert.include(output, "can ever admit at once")
+      const fits = yield* start({ config: config("first", 3) })
+      assert.strictEqual((yield* check(fits, "alice", "/about")).status, 200)
+    }))
 })

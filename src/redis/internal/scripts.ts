@@ -47,13 +47,13 @@ const script = (name: string, lua: string): Script => ({ name, lua, sha: sha1(lu
 interface Module {
   readonly code: number
   readonly lean: Entries.Lean
-  readonly leans?: ((config: any) => boolean) | undefined
+  readonly leans?: ((config: unknown) => boolean) | undefined
 }
 
 const module = (
   code: number,
   compiled: Generated.Compiled,
-  options?: { readonly shaper?: boolean; readonly leans?: (config: any) => boolean }
+  options?: { readonly shaper?: boolean; readonly leans?: (config: unknown) => boolean }
 ): Module => ({ code, lean: { module: compiled, code, delay: options?.shaper }, leans: options?.leans })
 
 const modules = new Map<Algorithm<any, any>, Module>([
@@ -61,7 +61,13 @@ const modules = new Map<Algorithm<any, any>, Module>([
   // GCRA, as a meter and as a shaper (the leaky bucket): its lean reply carries the delay
   [GcraAlgorithm.algorithm, module(2, Generated.modules.Gcra, { shaper: true })],
   // with execEvenly a fixed window has no lean step: the batch entry point answers its delays
-  [FixedWindowAlgorithm.algorithm, module(4, Generated.modules.FixedWindow, { leans: (c) => !c.execEvenly })],
+  // (a configuration looked up under its algorithm is that algorithm's)
+  [
+    FixedWindowAlgorithm.algorithm,
+    module(4, Generated.modules.FixedWindow, {
+      leans: (c) => !(c as FixedWindowAlgorithm.Config).execEvenly
+    })
+  ],
   [SlidingWindowAlgorithm.algorithm, module(5, Generated.modules.SlidingWindow)],
   [SlidingLogAlgorithm.algorithm, module(6, Generated.modules.SlidingLog)],
   [ConcurrencyAlgorithm.algorithm, module(7, Generated.modules.Concurrency)],
