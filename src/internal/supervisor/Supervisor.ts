@@ -40,8 +40,8 @@ export interface Options {
   readonly fallback?: Remote.Fallback | undefined
   /**
    * The work one step of the sweep does before it yields (default 5,000):
-   * looking at a bucket costs 1, reaping one 10, reaping one whose actor's
-   * fiber runs (and so ends) 100.
+   * looking at a bucket costs 1, reaping one 10 (an idle bucket's actor, if
+   * it had one, has hibernated: no fiber to end).
    */
   readonly sweepSlice?: number | undefined
 }
