@@ -951,29 +951,41 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           units("amount", amount, 1, 1)
         )
 
+      // A call that may wait, on one key or several: checked when it runs,
+      // then `go` with its cost and its maxWait and order.
+      const waiting = <A, E>(
+        operation: string,
+        key: string | ReadonlyArray<string>,
+        options: WaitOptions | undefined,
+        go: (cost: number, args: Exclude<ReturnType<typeof waitArgs>, InvalidRequest>) => Effect.Effect<A, E>
+      ): Effect.Effect<A, E | InvalidRequest> =>
+        Effect.withFiber((fiber): Effect.Effect<A, E | InvalidRequest> => {
+          const invalid = (Predicate.isString(key) ? checkKey(key) : checkKeys(key)) ?? checkCost(options?.cost)
+          if (invalid !== undefined) return Effect.fail(invalid)
+          const args = waitArgs(options)
+          if (args instanceof InvalidRequest) return Effect.fail(args)
+          const cost = options?.cost ?? 1
+          return traced(fiber, operation, key, cost, go(cost, args))
+        })
       const waitFor = <K extends Request.WaitKind>(
         kind: K,
         key: string,
         options: WaitOptions | undefined,
         operation = operations[kind]
       ) =>
-        Effect.withFiber((fiber) => {
-          const invalid = checkKey(key) ?? checkCost(options?.cost)
-          if (invalid !== undefined) return Effect.fail(invalid)
-          const args = waitArgs(options)
-          if (args instanceof InvalidRequest) return Effect.fail(args)
-          const cost = options?.cost ?? 1
-          return traced(fiber, operation, key, cost, supervisor.submitUnsafe(key, kind, cost, args.maxWait, args.order))
-        })
+        waiting(
+          operation,
+          key,
+          options,
+          (cost, args) => supervisor.submitUnsafe(key, kind, cost, args.maxWait, args.order)
+        )
       const waitAll = (keys: ReadonlyArray<string>, options: WaitOptions | undefined) =>
-        Effect.withFiber((fiber) => {
-          const invalid = checkKeys(keys) ?? checkCost(options?.cost)
-          if (invalid !== undefined) return Effect.fail(invalid)
-          const args = waitArgs(options)
-          if (args instanceof InvalidRequest) return Effect.fail(args)
-          const cost = options?.cost ?? 1
-          return traced(fiber, "wait", keys, cost, AllOrNothing.wait(supervisor, keys, cost, args.maxWait, args.order))
-        })
+        waiting(
+          "wait",
+          keys,
+          options,
+          (cost, args) => AllOrNothing.wait(supervisor, keys, cost, args.maxWait, args.order)
+        )
       const wait = (key: string | ReadonlyArray<string>, options: WaitOptions | undefined) =>
         Predicate.isString(key) ? waitFor(Request.Kind.Wait, key, options) : waitAll(key, options)
 
