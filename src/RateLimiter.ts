@@ -951,16 +951,19 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           units("amount", amount, 1, 1)
         )
 
-      // A call that may wait, on one key or several: checked when it runs,
-      // then `go` with its cost and its maxWait and order.
+      // A call that may wait, on one key or several: its keys (`check`) and
+      // numbers checked when it runs, then `go` with its cost and its maxWait
+      // and order. (A caller without types may pass anything as a key: each
+      // door checks its own kind of key.)
       const waiting = <A, E>(
         operation: string,
         key: string | ReadonlyArray<string>,
+        check: () => InvalidRequest | undefined,
         options: WaitOptions | undefined,
         go: (cost: number, args: Exclude<ReturnType<typeof waitArgs>, InvalidRequest>) => Effect.Effect<A, E>
       ): Effect.Effect<A, E | InvalidRequest> =>
         Effect.withFiber((fiber): Effect.Effect<A, E | InvalidRequest> => {
-          const invalid = (Predicate.isString(key) ? checkKey(key) : checkKeys(key)) ?? checkCost(options?.cost)
+          const invalid = check() ?? checkCost(options?.cost)
           if (invalid !== undefined) return Effect.fail(invalid)
           const args = waitArgs(options)
           if (args instanceof InvalidRequest) return Effect.fail(args)
@@ -976,6 +979,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         waiting(
           operation,
           key,
+          () => checkKey(key),
           options,
           (cost, args) => supervisor.submitUnsafe(key, kind, cost, args.maxWait, args.order)
         )
@@ -983,6 +987,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         waiting(
           "wait",
           keys,
+          () => checkKeys(keys),
           options,
           (cost, args) => AllOrNothing.wait(supervisor, keys, cost, args.maxWait, args.order)
         )
@@ -1332,36 +1337,32 @@ class RatedPolicies {
   }
 }
 
-const parseWindow = (input: Duration.Input): number | InvalidRequest => {
-  const duration = Predicate.isNumber(input) && Number.isNaN(input)
-    ? { _tag: "None" as const }
-    : Duration.fromInput(input)
-  if (duration._tag === "Some") {
+// A duration given to a call, in milliseconds if `fits` them, or the
+// InvalidRequest naming `field`. Duration.fromInput reads NaN as zero: it is
+// refused before it gets there.
+const durationArg = (
+  field: string,
+  input: Duration.Input,
+  fits: (millis: number) => boolean,
+  reason: string
+): number | InvalidRequest => {
+  const duration = Predicate.isNumber(input) && Number.isNaN(input) ? undefined : Duration.fromInput(input)
+  if (duration?._tag === "Some") {
     const millis = Duration.toMillis(duration.value)
-    if (millis > 0) return millis
+    if (fits(millis)) return millis
   }
   return new InvalidRequest({
-    field: "duration",
+    field,
     value: Predicate.isString(input) || Predicate.isNumber(input) ? String(input) : typeof input,
-    reason: "must be a positive duration (or Duration.infinity)"
+    reason
   })
 }
 
-const parseMaxWait = (input: Duration.Input): number | InvalidRequest => {
-  // Duration.fromInput reads NaN as zero: refuse it before it gets there.
-  const duration = Predicate.isNumber(input) && Number.isNaN(input)
-    ? { _tag: "None" as const }
-    : Duration.fromInput(input)
-  if (duration._tag === "Some") {
-    const millis = Duration.toMillis(duration.value)
-    if (millis >= 0 && !Number.isNaN(millis)) return millis
-  }
-  return new InvalidRequest({
-    field: "maxWait",
-    value: Predicate.isString(input) || Predicate.isNumber(input) ? String(input) : typeof input,
-    reason: "must be a duration >= 0"
-  })
-}
+const parseWindow = (input: Duration.Input): number | InvalidRequest =>
+  durationArg("duration", input, (millis) => millis > 0, "must be a positive duration (or Duration.infinity)")
+
+const parseMaxWait = (input: Duration.Input): number | InvalidRequest =>
+  durationArg("maxWait", input, (millis) => millis >= 0 && !Number.isNaN(millis), "must be a duration >= 0")
 
 // A waiter's order: priority, tenant and weight, each checked; undefined
 // when none is given (a plain FIFO waiter).

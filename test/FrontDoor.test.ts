@@ -45,6 +45,19 @@ const rows: ReadonlyArray<Row> = [
     "invalid request: keys = 65: must name between 1 and 64 keys"
   ],
   ["a key named twice", (l) => l.acquire(["a", "b", "a"]), "invalid request: keys[2] = \"a\": is named twice"],
+  // the doors of one key only, given several (a caller without types): refused,
+  // so withPermit never takes what its release could not give back
+  [
+    "withPermit given an array",
+    (l) => l.withPermit(bad(["a", "b"]))(Effect.void),
+    "invalid request: key = object: must be a string"
+  ],
+  [
+    "limit given an array",
+    (l) => l.limit(bad(["a", "b"]))(Effect.void),
+    "invalid request: key = object: must be a string"
+  ],
+  ["reserve given an array", (l) => l.reserve(bad(["a", "b"])), "invalid request: key = object: must be a string"],
   ["a bad key among several", (l) => l.wait(["a", ""]), "invalid request: keys[1] = \"\": must not be empty"],
   ["a negative cost", (l) => l.acquire("k", { cost: -1 }), "invalid request: cost = -1: must be an integer >= 0"],
   ["a cost of 1.5", (l) => l.consume("k", { cost: 1.5 }), "invalid request: cost = 1.5: must be an integer >= 0"],
