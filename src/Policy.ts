@@ -1605,7 +1605,15 @@ const scale = (p: Valid, f: number): Policy => {
       })
     case "Burst":
       return burst(share(p.base, f), share(p.burst, f))
-    case "Smooth":
+    case "Smooth": {
+      // a fraction of the rate; the store (idle time, or the warm-up's
+      // permits) scales with it, and so does an initialPermits of the
+      // policy's own
+      const c = p.config
+      const next = WarmUpAlgorithm.rate.withRate(c, c.permits * f, c.periodMillis)
+      const own = c.initialPermits !== (c.warmupMillis > 0 ? c.maxPermits : 0)
+      return smoothOf(own ? { ...next, initialPermits: Math.min(c.initialPermits * f, next.maxPermits) } : next, {})
+    }
     case "Unlimited":
       return p
   }

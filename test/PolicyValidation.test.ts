@@ -240,6 +240,23 @@ describe("withOptions, withRate and share keep what they are given", () => {
     assert.deepStrictEqual(Policy.share(none, 0.5), none)
   })
 
+  it("share gives a smooth policy a fraction of its rate and of its store; its own initialPermits too", () => {
+    const warm = Policy.smooth({ permits: 9, per, warmup: "3 seconds", initialPermits: 6, dryRun: true })
+    const bursty = Policy.smooth({ permits: 9, per, maxBurst: "2 seconds" })
+    if (warm._tag !== "Smooth" || bursty._tag !== "Smooth") return assert.fail("invalid")
+    const figures = (p: Policy.Policy) =>
+      p._tag === "Smooth"
+        ? [p.config.permits, p.config.warmupMillis, p.config.maxPermits, p.config.initialPermits, p.dryRun].map((n) =>
+          typeof n === "number" ? Math.round(n * 1e9) / 1e9 : n
+        )
+        : p._tag
+    // warming up: 3 a second, the same warm-up; a store of 27 / 3 = 9, 6 / 3 = 2 to start with
+    assert.deepStrictEqual(figures(Policy.share(warm, 1 / 3)), [3, 3000, 9, 2, true])
+    // bursty: 2 seconds of idle time stored at 3 a second; starts with none
+    assert.deepStrictEqual(figures(Policy.share(bursty, 1 / 3)), [3, 0, 6, 0, false])
+    assert.deepStrictEqual(figures(Policy.share(bursty, 1)), figures(bursty))
+  })
+
   it("share always gives a valid policy: where the fraction rounds a number to 0, the policy stays whole", () => {
     // 0.1 times the smallest double is 0: no token bucket can have it
     const tiny = Policy.tokenBucket({ capacity: 0.1, refill: { tokens: 0.1, per } })
