@@ -186,13 +186,19 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
         const lineKeys = Array.from({ length: 6 }, (_, i) => `line:${i}`)
         yield* warm(cluster, [...totalKeys, ...lineKeys])
         const warmed = yield* cluster.stats
-        // each total key: 30 per hour; 100 calls each, spread over the moves
+        // each total key: 30 per hour; 100 calls each, spread over the moves,
+        // and 10 more once they are over, however long they took (a runner
+        // that starts slowly on a loaded machine): a shard claims its new
+        // owner at the first call it gets there
         const admitted = new Map<string, number>(totalKeys.map((k) => [k, 0]))
+        let moved = false
         const load = Effect.forEach(
           totalKeys,
           (key) =>
             Effect.gen(function*() {
-              for (let i = 0; i < 100; i++) {
+              let after = 0
+              for (let i = 0; i < 100 || after < 10; i++) {
+                if (moved) after++
                 if (yield* cluster.acquire(key)) admitted.set(key, admitted.get(key)! + 1)
                 yield* Effect.sleep(Duration.millis(40 + (i % 7) * 10))
               }
@@ -223,6 +229,7 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
           yield* startRunner(db) // joins: shards move to it
           yield* Effect.sleep("2 seconds")
           yield* a.stop // leaves: its shards move to the others
+          moved = true
         })
         yield* Effect.all([load, line, moves], { concurrency: "unbounded", discard: true })
         for (const [key, n] of admitted) assert.strictEqual(n, 30, `${key} admitted ${n}`)
@@ -232,8 +239,7 @@ describePostgres("ClusterLimiter, runner processes on one Postgres", () => {
         const stats = yield* cluster.stats
         assert.strictEqual(stats.degraded - warmed.degraded, 0)
         // shards were handed over: claimed again from a hand-over
-        const moved = yield* handedOver(db)
-        assert.isAbove(moved, 0)
+        assert.isAbove(yield* handedOver(db), 0)
       }).pipe(Effect.scoped),
     180_000
   )
