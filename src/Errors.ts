@@ -34,8 +34,8 @@ export class InvalidPolicy extends Schema.TaggedError<InvalidPolicy>()("InvalidP
 }
 
 /**
- * A call's input is invalid (empty or oversized key, a cost that is not a
- * positive integer, a cost above what the policy can ever grant). Names the
+ * A call's input is invalid (empty or oversized key, a cost that is not an
+ * integer >= 0, a cost above what the policy can ever grant). Names the
  * field and the value. The bucket is not touched.
  *
  * @example
@@ -114,8 +114,9 @@ export class LimiterShutdown extends Schema.TaggedError<LimiterShutdown>()("Limi
 }
 
 /**
- * A bucket's mailbox (or its line of waiters) is full. The request was not
- * queued and took nothing; it is counted in `tollgate_overloaded_total`.
+ * A bucket's mailbox or its line of waiters is full, or the limiter has
+ * `maxBuckets` buckets and none it may forget (`reason` says which). The
+ * request was not queued and took nothing; it is counted in `tollgate_overloaded_total`.
  *
  * @example
  * ```ts
@@ -178,7 +179,7 @@ export class BucketFailed extends Schema.TaggedError<BucketFailed>()("BucketFail
 /**
  * A shared store could not answer (unreachable, too slow, or it failed).
  * The limiter applies its fallback; the error reaches callers only with
- * `fallback: "error"`.
+ * `fallback: { mode: "error" }`.
  *
  * @example
  * ```ts
@@ -203,7 +204,9 @@ export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("St
  * A part of tollgate needs a package that is not installed: the HTTP service
  * needs `@effect/platform-node`, the Envoy rate limit service `@grpc/grpc-js`
  * and `@grpc/proto-loader`, reading envoyproxy/ratelimit's YAML `yaml`, the
- * Redis store over node-redis `@effect/platform-node`. They are optional peer
+ * Redis store's own client (`RedisStore.layer`) `ioredis`, a cluster's
+ * runners on Postgres (`ClusterRunner.layerPostgres`) `@effect/sql-pg` and
+ * `@effect/platform-node`. They are optional peer
  * dependencies, so that `npm install tollgate effect` adds nothing else. The
  * message is one line naming what is missing and the command that installs
  * it; the error carries no stack trace, which would say nothing more.

@@ -34,7 +34,8 @@ export const decisions: Metric.Counter<number> = Metric.counter("tollgate_decisi
 })
 
 /**
- * Requests refused because a bucket's mailbox or line of waiters was full.
+ * Requests refused with `Overloaded`: a bucket's mailbox or line of waiters
+ * was full, or the limiter had `maxBuckets` buckets and none to forget.
  *
  * @example
  * ```ts
@@ -49,7 +50,7 @@ export const decisions: Metric.Counter<number> = Metric.counter("tollgate_decisi
  * @since 0.1.0
  */
 export const overloaded: Metric.Counter<number> = Metric.counter("tollgate_overloaded_total", {
-  description: "Requests refused with Overloaded (mailbox or waiter line full)",
+  description: "Requests refused with Overloaded (mailbox, waiter line or maxBuckets full)",
   incremental: true
 })
 

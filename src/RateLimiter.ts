@@ -238,7 +238,7 @@ export interface AddOptions {
  * @since 0.1.0
  */
 export interface WaitOptions {
-  /** Units to take: a positive integer, 1 by default. */
+  /** Units to take: an integer >= 0, 1 by default. */
   readonly cost?: number | undefined
   /** Longest acceptable wait; past it the call fails at once with `RateLimitExceeded`. Unbounded by default. */
   readonly maxWait?: Duration.Input | undefined
@@ -277,7 +277,7 @@ export interface WaitOptions {
  * @since 0.1.0
  */
 export interface ReserveOptions {
-  /** Units to take: a positive integer, 1 by default. */
+  /** Units to take: an integer >= 0, 1 by default. */
   readonly cost?: number | undefined
   /** Longest acceptable delay; past it the call fails at once with `RateLimitExceeded`. Unbounded by default. */
   readonly maxWait?: Duration.Input | undefined
@@ -309,7 +309,7 @@ export interface ReserveOptions {
  * @since 0.1.0
  */
 export interface Reservation {
-  /** How long until the reservation's turn: zero when it was admitted at once. */
+  /** How long until the reservation's turn: zero when it was admitted at once (a shaper's delay, if it has one). */
   readonly delay: Duration.Duration
   /** Gives the place back, if its turn has not come yet. */
   readonly cancel: Effect.Effect<void>
@@ -337,8 +337,9 @@ export interface ReconfigureOptions {
   /**
    * How the key's usage carries over (default `"as-is"`): `"reset"` starts
    * afresh, `"proportional"` keeps the same fraction of the limit,
-   * `"as-is"` keeps the same units (capped by the new limit). A change of
-   * algorithm always starts afresh.
+   * `"as-is"` keeps the same units (capped by the new limit). Across
+   * algorithms, the whole units available are carried the same way
+   * (docs/algorithms.md, "Reconfigure").
    */
   readonly carry?: Carry | undefined
 }
@@ -378,7 +379,7 @@ export type Feedback = "ok" | "throttled" | { readonly latency: Duration.Input }
  * @since 0.2.0
  */
 export interface FeedbackOptions {
-  /** With `"throttled"`: upstream's `Retry-After`; the key admits nothing before it has passed. */
+  /** With `"throttled"`: upstream's `Retry-After`; the key admits nothing before it has passed (a day at most). */
   readonly retryAfter?: Duration.Input | undefined
 }
 
@@ -679,7 +680,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
    * `forceAddTokens`: a token bucket then holds more than its capacity
    * until requests spend it). Fails with `InvalidRequest` for a policy that
    * has no such units: `release`'s refusals, and with `overLimit` the
-   * sliding window, sliding log, smooth and concurrency policies.
+   * sliding window, sliding log, smooth, concurrency and adaptive policies.
    *
    * @example
    * ```ts

@@ -229,8 +229,8 @@ const carryOver = (from: Limit, state: unknown, next: Limit, now: number, carry:
   return taken.allowed ? taken.state : fresh
 }
 
-// Switches the policy, carrying the usage over as asked (a different
-// algorithm always starts afresh); a block goes on under the new policy;
+// Switches the policy, carrying the usage over as asked (across
+// algorithms, in whole units: carryOver); a block goes on under the new policy;
 // waiters that can no longer ever be admitted are told so, the others are
 // re-timed by the batch pass.
 const reconfigure = (bucket: Bucket.Bucket, to: Request.Reconfiguration, now: number): void => {
