@@ -540,6 +540,29 @@ describe("the package, packed and installed into a fresh app", () => {
     )
 
     it(
+      "tollgate/redis's declarations name no optional package but ioredis: a program on RedisStore.layer type-checks without @effect/platform-node",
+      async () => {
+        writeFileSync(
+          join(app, "redis-only.ts"),
+          `import { RedisStore } from "tollgate/redis"\nexport const store = RedisStore.layer({ url: "redis://127.0.0.1:6379" })\n`
+        )
+        const compilerOptions = { target: "ES2022", types: ["node"], strict: true, module: "NodeNext", noEmit: true }
+        writeFileSync(join(app, "tsconfig.redis.json"), JSON.stringify({ compilerOptions, files: ["redis-only.ts"] }))
+        const { stdout } = await must(
+          join(root, "node_modules", ".bin", "tsc"),
+          ["-p", "tsconfig.redis.json", "--listFilesOnly"],
+          { cwd: app }
+        )
+        const loaded = stdout.split("\n").filter((file) => file.includes("/node_modules/"))
+        assert.isTrue(loaded.some((file) => file.includes("/node_modules/ioredis/")), "ioredis's declarations")
+        // all of these are installed in this app: a declaration that names one loads it
+        const optional = /\/node_modules\/(@effect\/platform-node|@effect\/sql-pg|redis|@redis|@grpc|yaml)\//
+        assert.deepStrictEqual(loaded.filter((file) => optional.test(file)), [])
+      },
+      120_000
+    )
+
+    it(
       "a strict TypeScript consumer type-checks (nodenext and bundler; TypeScript 5.9 and the project's)",
       async () => {
         writeFileSync(join(app, "consumer.ts"), CONSUMER)

@@ -17,7 +17,6 @@
  *
  * @since 0.2.0
  */
-import type { NodeRedis } from "@effect/platform-node"
 import { Cause, Context, Duration, Effect, Exit, FiberHandle, Predicate } from "effect"
 import { Redis } from "effect/persistence"
 import type { Cluster, Command, Redis as IORedis, RedisOptions } from "ioredis"
@@ -105,6 +104,18 @@ export const reasonOf = (error: unknown): string => {
 }
 
 /**
+ * What the store calls of node-redis's client (`NodeRedis`'s `client`),
+ * named by its shape: the declarations of `tollgate/redis` then name no
+ * optional package but ioredis, so a program that type-checks them needs
+ * `@effect/platform-node` only if it uses it.
+ *
+ * @since 0.3.0
+ */
+export interface CommandClient {
+  readonly sendCommand: (args: Array<string>) => Promise<unknown>
+}
+
+/**
  * Sends on node-redis's client itself.
  *
  * @example
@@ -118,7 +129,7 @@ export const reasonOf = (error: unknown): string => {
  *
  * @since 0.2.0
  */
-export const viaClient = (client: NodeRedis.NodeRedis["Service"]["client"]): Send => (args, done) => {
+export const viaClient = (client: CommandClient): Send => (args, done) => {
   let sent: Promise<unknown>
   try {
     sent = client.sendCommand(args)
