@@ -354,8 +354,14 @@ describe("Policy.share: the local fallback's fraction of each kind", () => {
         Policy.tokenBucket({ capacity: 3, refill: { tokens: 0.5, per: "2 seconds" } })
       )
     ],
-    // a smooth rate and no limit at all have nothing to share
-    ["smooth", Policy.smooth({ permits: 5, per }), Policy.smooth({ permits: 5, per })],
+    // a smooth rate: half the rate (its store, idle time or a warm-up, follows)
+    ["smooth", Policy.smooth({ permits: 5, per }), Policy.smooth({ permits: 2.5, per })],
+    [
+      "smooth, warming up",
+      Policy.smooth({ permits: 6, per, warmup: "2 seconds", coldFactor: 4 }),
+      Policy.smooth({ permits: 3, per, warmup: "2 seconds", coldFactor: 4 })
+    ],
+    // no limit at all has nothing to share
     ["unlimited", Policy.unlimited(), Policy.unlimited()]
   ]
   for (const [index, [name]] of cases().entries()) {
