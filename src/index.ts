@@ -145,7 +145,7 @@ export {
    */
   MissingPackage,
   /**
-   * A key's mailbox or line of waiters is full, or the limiter holds `maxBuckets` keys.
+   * A key's mailbox or line of waiters is full, or the limiter holds `maxBuckets` keys and none it may forget.
    *
    * @example
    * ```ts

@@ -45,7 +45,7 @@ const reasonOf = (error: unknown): string => {
  * ```ts
  * import { ClusterRunner } from "tollgate/cluster"
  *
- * const interval = ClusterRunner.defaults.refreshAssignmentsInterval // "1 second"
+ * const interval = ClusterRunner.defaults.refreshAssignmentsInterval // Duration.seconds(1)
  * ```
  *
  * @category defaults

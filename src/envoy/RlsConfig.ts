@@ -22,9 +22,9 @@
  * `key`, `value` (with `*` wildcards), `rate_limit` (`unit` from `second` to
  * `year`, `requests_per_unit`, `unlimited`, `name`, `replaces`),
  * `shadow_mode`, `quota_mode`, `share_threshold` and nested `descriptors`;
- * `detailed_metric`, `value_to_metric` and `metadata` are accepted (metrics
- * here are Prometheus series per configured descriptor, and no dynamic
- * metadata is sent). A limit is a fixed window aligned to the clock, as
+ * `detailed_metric`, `value_to_metric` and `metadata` are accepted (the
+ * metrics here are counted by domain and outcome, not per descriptor, and no
+ * dynamic metadata is sent). A limit is a fixed window aligned to the clock, as
  * there. tollgate adds two keys to `rate_limit`: `algorithm` (the same rate
  * with another algorithm: `slidingWindow`, `tokenBucket`, ...) and `policy`
  * (any tollgate policy, as an object or by the name of a policy of the
@@ -158,8 +158,9 @@ const DescriptorYaml: Schema.Codec<DescriptorYaml> = Schema.Struct({
 })
 
 /**
- * One file of the configuration: a domain and its descriptors. Unknown keys
- * are errors, as in envoyproxy/ratelimit.
+ * One file of the configuration: a domain and its descriptors. Decoded with
+ * `onExcessProperty: "error"` (as the service does), unknown keys are
+ * errors, as in envoyproxy/ratelimit; Schema's default drops them.
  *
  * @example
  * ```ts
@@ -205,7 +206,7 @@ export type Document = typeof Document.Type
  * ```ts
  * import { RlsConfig } from "tollgate/envoy"
  *
- * RlsConfig.parseYaml("domain: test\n", "test.yaml") // { domain: "test" }
+ * RlsConfig.parseYaml("domain: test\n", "test.yaml") // Result.succeed({ domain: "test" })
  * ```
  *
  * @category parsing
@@ -243,7 +244,7 @@ export const parseYaml = (text: string, file: string): Result.Result<unknown, Is
  * @since 0.2.0
  */
 export interface Limit {
-  /** `domain.key_value.key` path, for metrics and logs. */
+  /** `domain.key_value.key` path: the name of its headers' quota, and in descriptions and logs. */
   readonly path: string
   readonly name: string | undefined
   readonly replaces: ReadonlyArray<string>

@@ -1,8 +1,9 @@
 /**
  * tollgate behind Envoy: the rate limit service (RateLimitService v3 over
  * gRPC), configured with envoyproxy/ratelimit's YAML. Loads with nothing but
- * `effect`, on Node 20 and later; the gRPC server needs `@grpc/grpc-js` and
- * `@grpc/proto-loader`, reading YAML needs `yaml` (optional peer
+ * `effect`, on Node 20 and later; the gRPC server needs `@grpc/grpc-js`, a
+ * client's definition (`RlsServer.loadDefinition`) `@grpc/proto-loader`,
+ * reading YAML needs `yaml` (optional peer
  * dependencies: without them those parts fail with a `MissingPackage` that
  * names them).
  *

@@ -118,10 +118,11 @@ const ceilSeconds = (d: Duration.Duration): number => {
 }
 
 /**
- * The quota a policy advertises: a token bucket's capacity, and the seconds
- * it takes to refill from empty (`capacity / rate`, rounded up). `undefined`
- * for kinds without a fixed window: they advertise the limit their decisions
- * carry and no window.
+ * The quota a policy advertises, its headline limit and window
+ * (`policy.quota`): a token bucket's capacity, and the seconds it takes to
+ * refill from empty (`capacity / rate`, rounded up); a window's limit and
+ * length; for a policy with no window of its own, its rate's period (at
+ * least a second).
  *
  * @example
  * ```ts
@@ -135,7 +136,7 @@ const ceilSeconds = (d: Duration.Duration): number => {
  * @category constructors
  * @since 0.1.0
  */
-export const quotaOf = (name: string, policy: Policy.Valid): Quota | undefined => ({
+export const quotaOf = (name: string, policy: Policy.Valid): Quota => ({
   name,
   limit: sfInteger(policy.quota.limit),
   windowSeconds: Math.max(1, sfInteger(Math.ceil(policy.quota.windowMillis / 1000)))
@@ -268,8 +269,8 @@ export interface Item {
 
 /**
  * Parses a `RateLimit` or `RateLimit-Policy` field value (a list of string
- * items with integer parameters), for clients and tests. Malformed members
- * are skipped.
+ * items with integer parameters), for clients and tests. It stops at the
+ * first malformed member: the members before it are kept.
  *
  * @example
  * ```ts

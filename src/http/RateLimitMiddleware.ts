@@ -85,9 +85,11 @@ export interface Options {
   /** Units a request takes: a positive integer or a function of the request. Default 1. */
   readonly cost?: number | ((request: HttpServerRequest.HttpServerRequest) => number) | undefined
   /**
-   * The policy of these routes. With a policy, the middleware runs its own
-   * limiter (started with the layer, stopped with it); without one, it uses
-   * the `RateLimiter` service, whose policy function may look at the key.
+   * The policy of these routes. With a policy, `layer` and `layerGlobal` run
+   * a limiter of their own (started with the layer, stopped with it); without
+   * one, they use the `RateLimiter` service, whose policy function may look at
+   * the key. `make` decides on the limiter it is given: there the policy only
+   * names the quota its headers advertise.
    */
   readonly policy?: Policy.Policy | undefined
   /** The policy's name in `RateLimit` and `RateLimit-Policy` (printable ASCII). Default `"default"`. */
@@ -312,7 +314,7 @@ const forRouter = (options: Options | undefined) =>
  * import { Policy } from "tollgate"
  * import { RateLimitMiddleware } from "tollgate/http"
  *
- * // 10 searches per client, then one every 2 seconds; a search costs 2 units
+ * // a search costs 2 units of 10, refilled 1 every 2 seconds: 5 searches per client, then one every 4 seconds
  * const Search = HttpRouter.add("GET", "/search", HttpServerResponse.text("results")).pipe(
  *   Layer.provide(RateLimitMiddleware.layer({
  *     name: "search",

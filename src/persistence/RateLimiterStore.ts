@@ -47,7 +47,7 @@ import * as Ledger from "./internal/ledger.ts"
 export interface Options {
   /** How long a settled key's bucket stays after its last call (default 1 minute). */
   readonly idleTimeout?: Duration.Input | undefined
-  /** Most live keys (default 1,000,000); past it, a call for a new key fails with a store error. */
+  /** Most live keys (default 1,000,000); past it, a new key takes the place of a settled one, and fails with a store error when there is none. */
   readonly maxBuckets?: number | undefined
   /** Most calls queued for one key (default 1024). */
   readonly mailboxCapacity?: number | undefined

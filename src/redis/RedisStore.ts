@@ -1,11 +1,12 @@
 /**
  * A `Store` on Redis: every process that points at the same Redis (and
- * prefix) shares each key's limit. `MemoryStore.applyOps` runs in Lua, so a
- * batch of operations on a key is applied atomically and in order, with
- * exactly the in-process arithmetic (the conformance suite runs the same
- * random operations through both and requires identical replies): one Take
- * or Admit by its algorithm's lean script, anything else by the batch
- * script, both functions of one Redis Functions library (or `EVAL` scripts
+ * prefix) shares each key's limit. The interpreter `MemoryStore` runs is
+ * compiled to Lua, so a batch of operations on a key is applied atomically
+ * and in order, with exactly the in-process arithmetic (the conformance
+ * suite runs the same random operations through both and requires identical
+ * replies): one Take or Admit by its algorithm's lean script, anything else
+ * by the batch script, a take over several keys (all or nothing) by the
+ * multi script, all functions of one Redis Functions library (or `EVAL` scripts
  * on a Redis without Functions). A lone call goes straight to the client;
  * calls for many keys made at once share one command, two commands out at
  * once per server (so the client answers one reply while Redis runs the
@@ -15,10 +16,10 @@
  * (coalescing), so a hot key costs one round trip per batch, not one per
  * request.
  *
- * Supported algorithms: token bucket, GCRA (and the leaky bucket, GCRA as a
- * shaper), fixed window,
- * sliding window, sliding log, concurrency, warm-up/bursty and composites of
- * them (see `supported`). A policy of any other algorithm fails its calls
+ * Supported algorithms: every one of `Policy` (token bucket, GCRA and the
+ * leaky bucket, GCRA as a shaper, fixed window, sliding window, sliding log,
+ * concurrency, smooth, adaptive, unlimited, and `all` and `burst` over them;
+ * see `supported`). A policy of an algorithm of one's own fails its calls
  * with `StoreUnavailable`, whose reason says so.
  *
  * `layer` opens an ioredis client of its own, to one server, a Redis
@@ -85,8 +86,8 @@ export interface Options {
    * different keys made at the same moment share one command per script
    * (and hash slot, on a cluster); each key is still applied atomically on
    * its own. With `cluster: true` over another client (`make`), keys of one
-   * command must share a hash slot: set 1 there (or give keys a common
-   * `{hash tag}`).
+   * command must share a hash slot: set 1 there, or give the prefix a
+   * `{hash tag}` (any other value is refused).
    */
   readonly maxBatchKeys?: number | undefined
   /**

@@ -17,7 +17,7 @@
  *   is a trusted proxy, the forwarding header walked from the right
  *   (`ClientAddress`).
  *
- * Rules are tried in order; the first whose `methods`, `host`, `path` and
+ * Rules are tried in order; the first whose `methods`, `hosts`, `path` and
  * `pathPrefix` all match, and whose key parts are all present, decides. A
  * request no rule matches is let through without a limit. With `match:
  * "all"`, every rule that matches applies, as every `limit_req` zone of an

@@ -5,7 +5,7 @@
  * | --- | --- |
  * | `POST /v1/consume` `{key, cost?, policy?}` | decides now: `{allowed, remaining, retryAfter, resetAfter, limit, policy, degraded?}` (ms) |
  * | `POST /v1/acquire` `{key, cost?, policy?}` | decides now: `{allowed, policy, degraded?}` |
- * | `POST /v1/wait` `{key, cost?, maxWait?, policy?}` | waits its turn (FIFO), up to `maxWait` ms |
+ * | `POST /v1/wait` `{key, cost?, maxWait?, priority?, tenant?, weight?, policy?}` | waits its turn (in arrival order, higher `priority` first, `tenant`s by `weight`), up to `maxWait` ms |
  * | `GET /v1/peek?key=&cost=&policy=`, `POST /v1/peek` | what `consume` would decide, taking nothing |
  * | `POST /v1/reset` `{key, policy?}` | admin (bearer token): forgets the key's usage |
  * | `POST /v1/penalty` `{key, cost?, policy?}` | takes `cost` whatever the limit: the key after it, `delay` (ms) while in debt |
@@ -17,6 +17,8 @@
  * | `POST /v1/block` `{key, duration, policy?}` | admin: refuses the key for `duration` ms (`null`: until reset) |
  * | `POST /v1/fill` `{key, policy?}` | admin: the key full, a block ended |
  * | `POST /v1/batch` `{requests: [{key, cost?, policy?, op?}]}` | many independent decisions: `{results: [...]}` |
+ * | `POST /v1/consume-all` `{keys, cost?}` | one decision over several keys, all or nothing |
+ * | `POST /v1/feedback` `{key, signal, retryAfter?, latency?, policy?}` | an adaptive key told how upstream answered: `{applied, policy}` |
  * | any method `/v1/check[/original/path]` | forward authentication for a gateway: 200, or 429 with `Retry-After` |
  * | `GET /healthz`, `GET /readyz` | liveness, readiness |
  * | `GET /metrics` | Prometheus text format |

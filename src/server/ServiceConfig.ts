@@ -2,9 +2,10 @@
  * The service's configuration: where it listens, its named policies, which
  * policy a key gets, size limits, the admin token, and where keys' state
  * lives (in-process, in Redis with a fallback, or with each key's owner on
- * a cluster of tollgate instances over Postgres). Read once at start
- * from a JSON file (`TOLLGATE_CONFIG`) and the environment (which wins), and
- * validated with Schema: a bad value stops the service with a message that
+ * a cluster of tollgate instances over Postgres). Read at start, and again
+ * on SIGHUP (what may change then: docs/service.md), from a JSON file
+ * (`TOLLGATE_CONFIG`) and the environment (which wins), and validated with
+ * Schema: a bad value stops the service with a message that
  * names the field and the value.
  *
  * ```json
@@ -374,7 +375,7 @@ export const ClusterOptions = Schema.Struct({
 /**
  * The `rls` section: Envoy's rate limit service (gRPC) beside the HTTP API.
  * `config` names envoyproxy/ratelimit YAML files, or folders whose `*.yaml`
- * files are read (relative to the configuration file's folder).
+ * and `*.yml` files are read (relative to the configuration file's folder).
  *
  * @example
  * ```ts

@@ -463,7 +463,7 @@ export class Tollgate extends Context.Service<Tollgate, {
    */
   readonly take: (request: Request) => Effect.Effect<Result, CallError>
   /**
-   * How the key stands, or `null` for a key with no state (`RateLimiter.get`).
+   * How the key stands, or `{ found: false }` for a key with no state (`RateLimiter.get`).
    *
    * @example
    * ```ts
@@ -779,8 +779,7 @@ export class Tollgate extends Context.Service<Tollgate, {
               rule: match.rule,
               policy: match.policy,
               decision,
-              quota: RateLimitHeaders.quotaOf(match.rule, settings.policies.get(match.policy)!) ??
-                { name: match.rule, limit: decision.limit }
+              quota: RateLimitHeaders.quotaOf(match.rule, settings.policies.get(match.policy)!)
             })
             if (settings.forwardAuth.mode === "first") {
               const match = settings.forwardAuth.match(request, prefix)

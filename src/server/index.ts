@@ -4,8 +4,8 @@
  * from your own program, to configure in code, or to mount its routes in
  * your own effect/http server. The module loads with `effect` alone; the
  * service's layers (`Server`) need `@effect/platform-node` (and `redis`, its
- * peer), and its Envoy rate limit service `@grpc/grpc-js`,
- * `@grpc/proto-loader` and `yaml`: optional peer dependencies, whose
+ * peer); on Redis `ioredis`, as a cluster's runner `@effect/sql-pg`, and its
+ * Envoy rate limit service `@grpc/grpc-js`, `@grpc/proto-loader` and `yaml`: optional peer dependencies, whose
  * absence fails those layers with a `MissingPackage` that names them.
  *
  * @since 0.1.0
