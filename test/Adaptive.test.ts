@@ -97,9 +97,12 @@ for (const store of [false, true]) {
         assert.strictEqual(fixed._tag, "InvalidRequest")
         assert.include(fixed.message, "fixed rate")
         const bad = yield* Effect.flip(limiter.feedback("api", "slow" as never))
-        assert.strictEqual(bad._tag, "InvalidRequest")
+        assert.deepStrictEqual([bad._tag, bad._tag === "InvalidRequest" && bad.field], ["InvalidRequest", "signal"])
         const late = yield* Effect.flip(limiter.feedback("api", "throttled", { retryAfter: "never" as never }))
-        assert.strictEqual(late._tag, "InvalidRequest")
+        assert.deepStrictEqual([late._tag, late._tag === "InvalidRequest" && late.field], [
+          "InvalidRequest",
+          "retryAfter"
+        ])
       }))
   })
 }

@@ -36,10 +36,20 @@ const makers: ReadonlyArray<
 ]
 
 // A store that is down and says so at once (a refused connection).
+// A store that is down, counting the calls it gets.
+let downCalls = 0
 const down: Store.Store = {
   name: "down",
-  apply: () => Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "connection refused" })),
-  applyAll: () => Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "connection refused" }))
+  apply: () =>
+    Effect.suspend(() => {
+      downCalls++
+      return Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "connection refused" }))
+    }),
+  applyAll: () =>
+    Effect.suspend(() => {
+      downCalls++
+      return Effect.fail(new Store.StoreUnavailable({ store: "down", reason: "connection refused" }))
+    })
 }
 
 describe("a waiter's maxWait is inclusive", () => {
@@ -135,7 +145,9 @@ describe("fallback deny with the store down", () => {
         policy: perSecond(10, 1),
         fallback: { mode: "deny", retryAfter: "3 seconds" }
       }).pipe(Effect.provideService(Store.CurrentStore, down))
+      downCalls = 0
       const d = yield* limiter.consume("k")
+      assert.strictEqual(downCalls, 1)
       assert.isFalse(d.allowed)
       assert.isTrue(d.degraded)
       assert.strictEqual(d.remaining, 0)
@@ -143,8 +155,9 @@ describe("fallback deny with the store down", () => {
       assert.strictEqual(d.limit, 10)
       // and within that time the store is not asked again: still denied, same answer
       const again = yield* limiter.consume("k")
+      assert.strictEqual(downCalls, 1, "the store was asked again")
       assert.isFalse(again.allowed)
-      assert.isAbove(millis(again.retryAfter), 0)
+      assert.strictEqual(millis(again.retryAfter), 3000)
     }))
 
   it.effect("a call over several keys is denied, each key's figures with the configured retryAfter", () =>
@@ -158,6 +171,10 @@ describe("fallback deny with the store down", () => {
       assert.isFalse(d.allowed)
       assert.strictEqual(millis(d.retryAfter), 2000)
       assert.strictEqual(d.remaining, 0)
+      assert.deepStrictEqual(
+        d.keys?.map((k) => [k.key, k.decision.allowed, k.decision.remaining, millis(k.decision.retryAfter)]),
+        [["a", false, 0, 2000], ["b", false, 0, 2000]]
+      )
       const stats = yield* limiter.stats
       assert.strictEqual(stats.allowed, 0)
       assert.isAtLeast(stats.denied, 2)

@@ -51,6 +51,8 @@ const untouched = (limiter: Limiter) =>
     const stats = yield* limiter.stats
     assert.strictEqual(stats.buckets, 0, "a bucket started")
     assert.strictEqual(stats.allowed + stats.denied, 0, "a decision was made")
+    // (a reconfiguration or a new rate of a key starts no bucket: it is an override)
+    assert.strictEqual(stats.overrides, 0, "a key was given a policy or a rate")
     assert.strictEqual((yield* limiter.peek("k")).remaining, 10)
     assert.strictEqual((yield* limiter.peek("j")).remaining, 10)
   })

@@ -42,8 +42,11 @@ for (const [name, make] of variants) {
         yield* b.cancel
         yield* settle
         // without b, the waiter needs one token: one second
-        yield* TestClock.adjust("1 second")
-        assert.isDefined(waiter.pollUnsafe())
+        yield* TestClock.adjust("999 millis")
+        assert.isUndefined(waiter.pollUnsafe(), "admitted before its token")
+        yield* TestClock.adjust("1 millis")
+        const admitted = waiter.pollUnsafe()
+        assert.isTrue(admitted !== undefined && Exit.isSuccess(admitted), "admitted at one second")
         yield* TestClock.adjust("1 second")
         assert.isTrue(yield* limiter.acquire("k"))
         assert.isFalse(yield* limiter.acquire("k"))
@@ -232,8 +235,11 @@ for (const fastPath of [true, false]) {
           // at 1 token per second it would take 2 seconds; at 10 per second, 200 ms
           yield* limiter.reconfigure("k", perSecond(2, 10))
           yield* settle
-          yield* TestClock.adjust("200 millis")
-          assert.isDefined(waiter.pollUnsafe())
+          yield* TestClock.adjust("199 millis")
+          assert.isUndefined(waiter.pollUnsafe(), "admitted before its turn at the new rate")
+          yield* TestClock.adjust("1 millis")
+          const admitted = waiter.pollUnsafe()
+          assert.isTrue(admitted !== undefined && Exit.isSuccess(admitted), "admitted at 200 ms")
         }))
 
       it.effect("a waiter that can never be admitted under the new policy is told at once", () =>
@@ -254,7 +260,11 @@ for (const fastPath of [true, false]) {
         Effect.gen(function*() {
           const limiter = yield* make({ policy: perSecond(5, 1), idleTimeout: "1 second" })
           yield* limiter.reconfigure("k", perSecond(50, 1))
+          // the key used under its new policy: a bucket, then reaped once settled and idle
+          assert.isTrue(yield* limiter.acquire("k", { cost: 20 }))
           yield* TestClock.adjust("1 minute")
+          const stats = yield* limiter.stats
+          assert.strictEqual(stats.reaped, 1, "the key's bucket was reaped")
           assert.strictEqual((yield* limiter.peek("k")).limit, 50)
           const error = yield* Effect.flip(
             limiter.reconfigure("k", Policy.tokenBucket({ capacity: 0, refill: { tokens: 1, per: "1 second" } }))

@@ -270,8 +270,11 @@ for (const fastPath of [true, false]) {
           yield* settle
           yield* Fiber.interrupt(first)
           // without the first waiter, the second needs one token: one second
-          yield* TestClock.adjust("1 second")
-          assert.isDefined(second.pollUnsafe())
+          yield* TestClock.adjust("999 millis")
+          assert.isUndefined(second.pollUnsafe(), "admitted before its token")
+          yield* TestClock.adjust("1 millis")
+          const admitted = second.pollUnsafe()
+          assert.isTrue(admitted !== undefined && Exit.isSuccess(admitted), "admitted at one second")
           // the cancelled waiter took nothing: one more second gives one token
           yield* TestClock.adjust("1 second")
           assert.isTrue(yield* limiter.acquire("k"))

@@ -429,15 +429,28 @@ for (const fastPath of [true, false]) {
               ? Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "3650 days" } })
               : Policy.tokenBucket({ capacity: 2.5, refill: { tokens: 0.001, per: "1 millis" } })
         })
-        for (const key of ["huge", "slow", "fractional"]) {
-          for (const cost of [1, 2]) {
-            const d = yield* Effect.orElseSucceed(limiter.consume(key, { cost }), () => undefined)
-            if (d === undefined) continue
-            for (const figure of [d.remaining, Duration.toMillis(d.retryAfter), Duration.toMillis(d.resetAfter)]) {
-              assert.isTrue(Number.isFinite(figure), `${key}: ${figure}`)
-            }
+        // [key, cost, allowed, remaining, retryAfter ms]; the one refusal is slow's cost above its capacity
+        const expected: ReadonlyArray<readonly [string, number, boolean, number, number]> = [
+          ["huge", 1, true, 1e12 - 1, 0],
+          ["huge", 2, true, 1e12 - 3, 0],
+          ["slow", 1, true, 0, 0],
+          ["fractional", 1, true, 1, 0],
+          // 1.5 left, 0.5 more at 0.001 a millisecond
+          ["fractional", 2, false, 1, 500]
+        ]
+        for (const [key, cost, allowed, remaining, retryAfter] of expected) {
+          const d = yield* limiter.consume(key, { cost })
+          for (const figure of [d.remaining, Duration.toMillis(d.retryAfter), Duration.toMillis(d.resetAfter)]) {
+            assert.isTrue(Number.isFinite(figure), `${key}: ${figure}`)
           }
+          assert.deepStrictEqual(
+            [d.allowed, d.remaining, Duration.toMillis(d.retryAfter)],
+            [allowed, remaining, retryAfter],
+            `${key}, cost ${cost}`
+          )
         }
+        const tooMuch = yield* Effect.flip(limiter.consume("slow", { cost: 2 }))
+        assert.strictEqual(tooMuch._tag === "InvalidRequest" && tooMuch.field, "cost")
         assert.isFalse(yield* limiter.acquire("slow"))
         const d = yield* limiter.consume("slow")
         assert.strictEqual(Duration.toMillis(d.retryAfter), 3650 * 86_400_000)

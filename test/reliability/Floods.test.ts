@@ -153,9 +153,13 @@ describe("floods of keys", () => {
       yield* limiter.reconfigure("key-100", other)
       assert.strictEqual((yield* limiter.peek("key-100")).limit, 5)
       assert.strictEqual((yield* limiter.peek("key-3")).limit, 100)
+      // some of them used: buckets, under their own policies
+      for (let i = 0; i < 100; i += 10) assert.isTrue(yield* limiter.acquire(`key-${i}`))
+      assert.strictEqual((yield* limiter.stats).buckets, 10)
       // every bucket reaped: the overrides stay, and stay bounded
       yield* TestClock.adjust("1 minute")
       const stats = yield* limiter.stats
+      assert.strictEqual(stats.reaped, 10)
       assert.strictEqual(stats.buckets, 0)
       assert.strictEqual(stats.overrides, 100)
       assert.strictEqual((yield* limiter.peek("key-42")).limit, 5)

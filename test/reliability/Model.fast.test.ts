@@ -18,5 +18,10 @@ describe("model-based (fastPath: true)", () => {
       const summary = yield* check({ fastPath: true, runs, length: 200 })
       console.log(`model (fastPath: true): ${JSON.stringify(summary)}`)
       assert.isAtLeast(summary.commands, runs * 100)
+      // the runs reached every part of the model: waiters, admissions from the line, interruptions,
+      // shutdowns, reaps, clocks stepping back and reservations
+      for (const [name, count] of Object.entries(summary)) {
+        if (name !== "seed") assert.isAbove(count, 0, `no run reached ${name}`)
+      }
     }), { timeout: 120_000 })
 })
