@@ -9,6 +9,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer } from "effect"
+import { Redis as IORedis } from "ioredis"
 import { spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -203,10 +204,17 @@ suite(hasServer ? "a server of the test's own" : `a server of the test's own (${
         const store = yield* storeAt({ url: `redis://:${PASSWORD}@127.0.0.1:${port}/3`, prefix: "auth:" })
         assert.isTrue((yield* store.apply("k", policy, take))[0].allowed)
         assert.isFalse((yield* store.apply("k", policy, take))[0].allowed)
-        const inDb3 = spawnSync("redis-cli", ["-p", String(port), "-a", PASSWORD, "-n", "3", "exists", "auth:k"], {
-          encoding: "utf8"
+        // the key is in database 3, and only there (read with a client of the test's own)
+        const reader = new IORedis({ port, host: "127.0.0.1", password: PASSWORD, lazyConnect: true })
+        yield* Effect.addFinalizer(() => Effect.sync(() => reader.disconnect()))
+        yield* Effect.promise(() => reader.connect())
+        const where = yield* Effect.promise(async () => {
+          await reader.select(3)
+          const inDb3 = await reader.exists("auth:k")
+          await reader.select(0)
+          return [inDb3, await reader.exists("auth:k")]
         })
-        if (inDb3.status === 0) assert.strictEqual(inDb3.stdout.trim(), "1")
+        assert.deepStrictEqual(where, [1, 0])
         const refused = yield* Effect.exit(storeAt({ url: `redis://:wrong@127.0.0.1:${port}` }))
         assert.isTrue(Exit.isFailure(refused) && String(refused.cause).includes("RedisError"), String(refused))
         assert.include(String(refused), "WRONGPASS")

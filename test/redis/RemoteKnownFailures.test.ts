@@ -110,6 +110,22 @@ describe("store-backed actor: former differences from in-process", () => {
       const call = yield* Effect.exit(limiter.acquire("k")).pipe(Effect.forkChild({ startImmediately: true }))
       yield* settle
       yield* TestClock.adjust("1 minute")
-      assert.isDefined(call.pollUnsafe()) // answered by the fallback
+      // answered by the fallback (local, by default): admitted
+      const exit = call.pollUnsafe()
+      assert.isTrue(exit !== undefined && Exit.isSuccess(exit) && Exit.isSuccess(exit.value) && exit.value.value)
+      // with fallback error, the call fails with StoreUnavailable
+      const strict = yield* RateLimiter.make({
+        policy: Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } }),
+        fallback: { mode: "error" }
+      }).pipe(Effect.provideService(Store.CurrentStore, store))
+      const failed = yield* Effect.exit(strict.acquire("k")).pipe(Effect.forkChild({ startImmediately: true }))
+      yield* settle
+      yield* TestClock.adjust("1 minute")
+      const failure = failed.pollUnsafe()
+      assert.isTrue(
+        failure !== undefined && Exit.isSuccess(failure) && Exit.isFailure(failure.value) &&
+          failure.value.cause.reasons.some((r) => r._tag === "Fail" && r.error._tag === "StoreUnavailable"),
+        String(failure)
+      )
     }))
 })
