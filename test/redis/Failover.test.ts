@@ -501,6 +501,9 @@ suite(available ? "failover under load" : `failover under load (${skipped})`, ()
         assert.isTrue(Number.isFinite(releasedAfter), "the sentinels promoted the replica")
         expect(m.resumedAfter! - releasedAfter).toBeLessThan(SWITCH_BOUND)
         expect(m.backOnRedis).toBeGreaterThan(0)
+        // the scenario happened: the client asked the sentinel behind the relay, which held its answer
+        expect(slow.accepted()).toBeGreaterThan(0)
+        expect(slow.gate.heldBack).toBeGreaterThan(0)
       }).pipe(Effect.scoped),
     90_000
   )

@@ -385,6 +385,8 @@ export const untilBackOnRedis = (
 /** What a `relay` holds back: sends run at once, or in order at `release()`. */
 export class Gate {
   private held: Array<() => void> | undefined = undefined
+  /** How many writes it has held back, in all. */
+  heldBack = 0
   hold(): void {
     this.held ??= []
   }
@@ -395,7 +397,10 @@ export class Gate {
   }
   pass(send: () => void): void {
     if (this.held === undefined) send()
-    else this.held.push(send)
+    else {
+      this.heldBack++
+      this.held.push(send)
+    }
   }
 }
 
