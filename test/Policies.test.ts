@@ -13,23 +13,24 @@ const count = (limiter: RateLimiter["Service"], key: string, n: number) =>
   Effect.map(Effect.forEach(Array.from({ length: n }), () => limiter.acquire(key)), (r) => r.filter(Boolean).length)
 
 describe("policy constructors name the bad field and value", () => {
-  const cases: Array<[string, Policy.Policy, string]> = [
-    ["gcra count", Policy.gcra({ rate: { count: 0, per: "1 second" } }), "rate.count"],
-    ["gcra per", Policy.gcra({ rate: { count: 1, per: "soon" as any } }), "rate.per"],
-    ["gcra burst", Policy.gcra({ rate: { count: 1, per: "1 second" }, maxBurst: -1 }), "maxBurst"],
-    ["leaky rate", Policy.leakyBucket({ rate: { tokens: NaN, per: "1 second" } }), "rate.tokens"],
-    ["leaky burst", Policy.leakyBucket({ rate: { tokens: 1, per: "1 second" }, burst: Infinity }), "burst"],
-    ["fixed limit", Policy.fixedWindow({ limit: 1.5, window: "1 minute" }), "limit"],
-    ["fixed window", Policy.fixedWindow({ limit: 1, window: "0 millis" }), "window"],
-    ["sliding limit", Policy.slidingWindow({ limit: -3, window: "1 minute" }), "limit"],
-    ["log gap", Policy.slidingLog({ limit: 3, window: "1 minute", minGap: "never" as any }), "minGap"],
-    ["smooth permits", Policy.smooth({ permits: 0, per: "1 second" }), "permits"],
-    ["smooth cold", Policy.smooth({ permits: 1, per: "1 second", coldFactor: 0.5 }), "coldFactor"],
-    ["concurrency", Policy.concurrency({ capacity: -1 }), "capacity"],
+  const cases: Array<[string, Policy.Policy, string, string]> = [
+    ["gcra count", Policy.gcra({ rate: { count: 0, per: "1 second" } }), "rate.count", "0"],
+    ["gcra per", Policy.gcra({ rate: { count: 1, per: "soon" as any } }), "rate.per", "\"soon\""],
+    ["gcra burst", Policy.gcra({ rate: { count: 1, per: "1 second" }, maxBurst: -1 }), "maxBurst", "-1"],
+    ["leaky rate", Policy.leakyBucket({ rate: { tokens: NaN, per: "1 second" } }), "rate.tokens", "NaN"],
+    ["leaky burst", Policy.leakyBucket({ rate: { tokens: 1, per: "1 second" }, burst: Infinity }), "burst", "Infinity"],
+    ["fixed limit", Policy.fixedWindow({ limit: 1.5, window: "1 minute" }), "limit", "1.5"],
+    ["fixed window", Policy.fixedWindow({ limit: 1, window: "0 millis" }), "window", "\"0 millis\""],
+    ["sliding limit", Policy.slidingWindow({ limit: -3, window: "1 minute" }), "limit", "-3"],
+    ["log gap", Policy.slidingLog({ limit: 3, window: "1 minute", minGap: "never" as any }), "minGap", "\"never\""],
+    ["smooth permits", Policy.smooth({ permits: 0, per: "1 second" }), "permits", "0"],
+    ["smooth cold", Policy.smooth({ permits: 1, per: "1 second", coldFactor: 0.5 }), "coldFactor", "0.5"],
+    ["concurrency", Policy.concurrency({ capacity: -1 }), "capacity", "-1"],
     [
       "interval mode",
       Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" }, mode: "x" as any }),
-      "mode"
+      "mode",
+      "\"x\""
     ],
     [
       "all part",
@@ -37,15 +38,17 @@ describe("policy constructors name the bad field and value", () => {
         Policy.tokenBucket({ capacity: 1, refill: { tokens: 1, per: "1 second" } }),
         Policy.fixedWindow({ limit: 0, window: "1 minute" })
       ),
-      "all[1].limit"
+      "all[1].limit",
+      "0"
     ],
-    ["all empty", Policy.all(), "all"]
+    ["all empty", Policy.all(), "all", "[]"]
   ]
-  for (const [name, policy, field] of cases) {
+  for (const [name, policy, field, value] of cases) {
     it.effect(name, () =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(RateLimiter.make({ policy }))
         assert.strictEqual(error.field, field)
+        assert.strictEqual(error.value, value)
         assert.include(error.message, field)
       }))
   }
