@@ -65,6 +65,15 @@ describe("service: several keys, feedback, waiters' order", () => {
       assert.strictEqual(held.json.allowed, false)
       // nothing before the Retry-After: 30 s, give or take the time the calls took
       assert.isAbove(held.json.retryAfter, 25_000)
+      // a throttled signal without a Retry-After halves the rate, 2 a second to 1: a unit that came within
+      // 500 ms of the take now comes up to 1000 ms after the signal
+      assert.strictEqual((yield* post(service, "/v1/consume", { key: "up:b" })).json.allowed, true)
+      const before = yield* post(service, "/v1/consume", { key: "up:b" })
+      assert.isAtMost(before.json.retryAfter, 500)
+      assert.strictEqual((yield* post(service, "/v1/feedback", { key: "up:b", signal: "throttled" })).status, 200)
+      const after = yield* post(service, "/v1/consume", { key: "up:b" })
+      assert.strictEqual(after.json.allowed, false)
+      assert.isAbove(after.json.retryAfter, 500, `${before.text} then ${after.text}`)
       const fixed = yield* post(service, "/v1/feedback", { key: "user:1", signal: "ok" })
       assert.strictEqual(fixed.status, 400)
       const badSignal = yield* post(service, "/v1/feedback", { key: "up:api", signal: "slow" })
