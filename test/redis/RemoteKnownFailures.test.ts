@@ -14,8 +14,9 @@
  *    is seen when the head asks again (every 100 ms).
  * 3. A store whose `apply` dies (a defect rather than `StoreUnavailable`) is a
  *    store that failed: the fallback answers (`StoreUnavailable` with
- *    `fallback: "error"`), and a defect in serving a batch fails that batch
- *    and the line with `BucketFailed` instead of leaving them hanging.
+ *    `fallback: { mode: "error" }`), instead of leaving the call hanging. (A
+ *    defect in the actor's own serving fails its batch and line with
+ *    `BucketFailed`; `test/Faults.test.ts` shows it in process.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
