@@ -126,6 +126,27 @@ const runOne = (commands: ReadonlyArray<Command>, fastPath: boolean) =>
       if (created[k] === undefined) created[k] = clock.currentTimeMillisUnsafe()
     }
 
+    // Each key's admissions decided at once (acquire, consume), at the limiter's time: in any window of it,
+    // no more than the capacity and the refill of that window (a waiter's admission, seen later, only
+    // makes a window's true count higher, so it is left out of this check and kept in the one below)
+    const atOnce: Array<Array<readonly [number, number]>> = specs.map(() => [])
+    const tookAtOnce = (k: number, cost: number) => {
+      // (every command ends with a peek, which moves the limiter's time to `highest`)
+      const t = Math.max(highest, clock.currentTimeMillisUnsafe())
+      const spec = specs[k]
+      const list = atOnce[k]
+      list.push([t, cost])
+      let sum = 0
+      for (let i = list.length - 1; i >= 0; i--) {
+        sum += list[i][1]
+        assert.isAtMost(
+          sum * spec.period,
+          spec.capacity * spec.period + spec.tokens * (t - list[i][0]),
+          `key ${k}: ${sum} admitted in ${t - list[i][0]} ms of the limiter's time`
+        )
+      }
+    }
+
     const checkBounds = (step: number) =>
       Effect.gen(function*() {
         yield* settle(5)
@@ -163,7 +184,10 @@ const runOne = (commands: ReadonlyArray<Command>, fastPath: boolean) =>
           for (let i = 0; i < c.times; i++) {
             const exit = yield* Effect.exit(limiter.acquire(String(c.key), { cost: c.cost }))
             checkExit("acquire", exit)
-            if (Exit.isSuccess(exit) && exit.value) admitted[c.key] += c.cost
+            if (Exit.isSuccess(exit) && exit.value) {
+              admitted[c.key] += c.cost
+              tookAtOnce(c.key, c.cost)
+            }
           }
           break
         }
@@ -173,7 +197,10 @@ const runOne = (commands: ReadonlyArray<Command>, fastPath: boolean) =>
           checkExit("consume", exit)
           if (Exit.isSuccess(exit)) {
             checkDecision("consume", exit.value, specs[c.key])
-            if (exit.value.allowed) admitted[c.key] += c.cost
+            if (exit.value.allowed) {
+              admitted[c.key] += c.cost
+              tookAtOnce(c.key, c.cost)
+            }
           }
           break
         }
@@ -199,7 +226,10 @@ const runOne = (commands: ReadonlyArray<Command>, fastPath: boolean) =>
               touch(k)
               const exit = yield* Effect.exit(limiter.acquire(String(k)))
               checkExit("acquire", exit)
-              if (Exit.isSuccess(exit) && exit.value) admitted[k] += 1
+              if (Exit.isSuccess(exit) && exit.value) {
+                admitted[k] += 1
+                tookAtOnce(k, 1)
+              }
             }
           }
           break
