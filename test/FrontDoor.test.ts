@@ -248,10 +248,11 @@ for (const [where, make] of backends) {
         assert.isTrue(yield* limiter.acquire("k"))
       }))
 
-    it.effect("withPermit gives back the cost it took", () =>
+    it.effect("withPermit holds the cost it was given while the effect runs, and gives it back", () =>
       Effect.gen(function*() {
         const limiter = yield* make({ policy: Policy.concurrency({ capacity: 2 }) })
-        yield* limiter.withPermit("k", { cost: 2 })(Effect.void)
+        const inside = yield* limiter.withPermit("k", { cost: 2 })(limiter.peek("k"))
+        assert.deepStrictEqual([inside.allowed, inside.remaining], [false, 0])
         assert.isTrue(yield* limiter.acquire("k", { cost: 2 }))
       }))
 
